@@ -1,0 +1,362 @@
+// Package beir loads retrieval data sets in the BEIR layout (Thakur et al. 2021, "BEIR: A
+// Heterogeneous Benchmark for Zero-shot Evaluation of Information Retrieval Models"):
+//
+//	corpus.jsonl       one document a line: {"_id": "...", "title": "...", "text": "..."}
+//	queries.jsonl      one query a line:    {"_id": "...", "text": "..."}
+//	qrels/<split>.tsv  query-id <TAB> corpus-id <TAB> score, with an optional header line
+//	query_spans.jsonl  optional (QMSum): relevant byte spans per query and document
+//
+// A data set is read from an io/fs.FS, so the caller decides where it lives: a folder
+// (os.DirFS), a ConfigMap's data (ConfigMapFS) or an archive fetched from a URL (Fetch).
+//
+// Every malformed line is an error naming the file and the 1-based line. Judgements that name
+// a query or document absent from queries.jsonl or corpus.jsonl are never used: they are
+// counted in Dataset.Dropped, with a few examples, for the caller to report.
+package beir
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// File names of the BEIR layout, relative to the data set's root.
+const (
+	CorpusFile     = "corpus.jsonl"
+	QueriesFile    = "queries.jsonl"
+	QrelsDir       = "qrels"
+	QuerySpansFile = "query_spans.jsonl"
+)
+
+// maxLine bounds one JSONL line (a whole document); QMSum's longest meeting is about 200 KB.
+const maxLine = 64 << 20
+
+// Document is one corpus entry. Text is the document body exactly as in corpus.jsonl;
+// byte offsets of spans index into it.
+type Document struct {
+	ID    string
+	Title string
+	Text  string
+}
+
+// Query is one query of queries.jsonl.
+type Query struct {
+	ID   string
+	Text string
+}
+
+// Span is a half-open byte range [Start, End) into a document's Text.
+type Span struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// QuerySpans lists, for one query, the relevant byte spans of one document.
+type QuerySpans struct {
+	QueryID string
+	DocID   string
+	Spans   []Span
+}
+
+// Qrels maps query ID -> document ID -> graded relevance (BEIR "score"; > 0 is relevant).
+type Qrels map[string]map[string]int
+
+// Dropped counts judgements that were read but not used because they name an unknown query or
+// document. Examples holds up to MaxDroppedExamples "file:line: reason" strings.
+type Dropped struct {
+	UnknownQueries   int      `json:"unknownQueries"`
+	UnknownDocuments int      `json:"unknownDocuments"`
+	Examples         []string `json:"examples,omitempty"`
+}
+
+// MaxDroppedExamples bounds Dropped.Examples.
+const MaxDroppedExamples = 5
+
+// Total returns the number of dropped judgements.
+func (d Dropped) Total() int { return d.UnknownQueries + d.UnknownDocuments }
+
+func (d *Dropped) add(example string) {
+	if len(d.Examples) < MaxDroppedExamples {
+		d.Examples = append(d.Examples, example)
+	}
+}
+
+// Dataset is a loaded BEIR split. Queries holds only the queries that have at least one
+// judgement in the split, in queries.jsonl order (BEIR evaluates exactly those).
+type Dataset struct {
+	Split   string
+	Corpus  []Document
+	Queries []Query
+	Qrels   Qrels
+	// Spans holds query_spans.jsonl entries of the split's queries; nil when the file is absent.
+	Spans map[string][]QuerySpans
+	// Dropped counts judgements not used (unknown query or document).
+	Dropped Dropped
+	// Judgements is the number of (query, document) judgements used.
+	Judgements int
+
+	docIndex map[string]int
+}
+
+// Doc returns the document with the given ID.
+func (d *Dataset) Doc(id string) (Document, bool) {
+	i, ok := d.docIndex[id]
+	if !ok {
+		return Document{}, false
+	}
+	return d.Corpus[i], true
+}
+
+// Options select what Load reads.
+type Options struct {
+	// Split names qrels/<Split>.tsv; required (BEIR uses "test", "dev", "train").
+	Split string
+	// SkipSpans ignores query_spans.jsonl even when present.
+	SkipSpans bool
+}
+
+// Load reads a BEIR data set from fsys (paths relative to its root). Errors name the file
+// and line; a missing corpus.jsonl, queries.jsonl or qrels/<split>.tsv is an error.
+func Load(fsys fs.FS, opts Options) (*Dataset, error) {
+	if opts.Split == "" {
+		return nil, errors.New("beir: no split given (the name of qrels/<split>.tsv, e.g. test)")
+	}
+	if strings.ContainsAny(opts.Split, "/\\") || opts.Split == "." || opts.Split == ".." {
+		return nil, fmt.Errorf("beir: split %q is not a plain file name", opts.Split)
+	}
+	ds := &Dataset{Split: opts.Split, Qrels: Qrels{}, docIndex: map[string]int{}}
+	if err := readJSONL(fsys, CorpusFile, func(line int, raw []byte) error {
+		var rec struct {
+			ID    json.RawMessage `json:"_id"`
+			Title *string         `json:"title"`
+			Text  *string         `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return err
+		}
+		id, err := parseID(rec.ID)
+		if err != nil {
+			return err
+		}
+		if rec.Text == nil {
+			return errors.New(`no "text" field`)
+		}
+		if _, dup := ds.docIndex[id]; dup {
+			return fmt.Errorf("duplicate _id %q", id)
+		}
+		doc := Document{ID: id, Text: *rec.Text}
+		if rec.Title != nil {
+			doc.Title = *rec.Title
+		}
+		ds.docIndex[id] = len(ds.Corpus)
+		ds.Corpus = append(ds.Corpus, doc)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(ds.Corpus) == 0 {
+		return nil, fmt.Errorf("beir: %s has no documents", CorpusFile)
+	}
+
+	var allQueries []Query
+	queryIndex := map[string]int{}
+	if err := readJSONL(fsys, QueriesFile, func(line int, raw []byte) error {
+		var rec struct {
+			ID   json.RawMessage `json:"_id"`
+			Text *string         `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return err
+		}
+		id, err := parseID(rec.ID)
+		if err != nil {
+			return err
+		}
+		if rec.Text == nil {
+			return errors.New(`no "text" field`)
+		}
+		if strings.TrimSpace(*rec.Text) == "" {
+			return fmt.Errorf("query %q has empty text", id)
+		}
+		if _, dup := queryIndex[id]; dup {
+			return fmt.Errorf("duplicate _id %q", id)
+		}
+		queryIndex[id] = len(allQueries)
+		allQueries = append(allQueries, Query{ID: id, Text: *rec.Text})
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+
+	qrelsName := path.Join(QrelsDir, opts.Split+".tsv")
+	if err := ds.readQrels(fsys, qrelsName, queryIndex); err != nil {
+		return nil, err
+	}
+	if len(ds.Qrels) == 0 {
+		return nil, fmt.Errorf("beir: %s has no judgement naming a known query and document (%d dropped: %s)",
+			qrelsName, ds.Dropped.Total(), strings.Join(ds.Dropped.Examples, "; "))
+	}
+	for _, q := range allQueries {
+		if _, ok := ds.Qrels[q.ID]; ok {
+			ds.Queries = append(ds.Queries, q)
+		}
+	}
+
+	if !opts.SkipSpans {
+		if err := ds.readSpans(fsys); err != nil {
+			return nil, err
+		}
+	}
+	return ds, nil
+}
+
+// parseID accepts a JSON string or number as an _id (some BEIR exports write numbers).
+func parseID(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 {
+		return "", errors.New(`no "_id" field`)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if s == "" {
+			return "", errors.New(`empty "_id"`)
+		}
+		return s, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err == nil {
+		return n.String(), nil
+	}
+	return "", fmt.Errorf(`"_id" is %s, want a string or number`, raw)
+}
+
+// readJSONL calls fn for each non-blank line of name; errors are wrapped with file:line.
+func readJSONL(fsys fs.FS, name string, fn func(line int, raw []byte) error) error {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return fmt.Errorf("beir: %w", err)
+	}
+	defer f.Close()
+	return scanLines(f, name, func(line int, raw []byte) error {
+		if len(bytes.TrimSpace(raw)) == 0 {
+			return nil
+		}
+		return fn(line, raw)
+	})
+}
+
+func scanLines(r io.Reader, name string, fn func(line int, raw []byte) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), maxLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		if err := fn(line, sc.Bytes()); err != nil {
+			return fmt.Errorf("beir: %s:%d: %w", name, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("beir: %s: after line %d: %w", name, line, err)
+	}
+	return nil
+}
+
+func (ds *Dataset) readQrels(fsys fs.FS, name string, queryIndex map[string]int) error {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return fmt.Errorf("beir: %w", err)
+	}
+	defer f.Close()
+	seen := map[[2]string]int{}
+	return scanLines(f, name, func(line int, raw []byte) error {
+		text := strings.TrimRight(string(raw), "\r")
+		if strings.TrimSpace(text) == "" {
+			return nil
+		}
+		fields := strings.Split(text, "\t")
+		if len(fields) != 3 {
+			return fmt.Errorf("want 3 tab-separated fields (query-id, corpus-id, score), got %d", len(fields))
+		}
+		qid, did, scoreText := strings.TrimSpace(fields[0]), strings.TrimSpace(fields[1]), strings.TrimSpace(fields[2])
+		if line == 1 && qid == "query-id" {
+			return nil // header
+		}
+		if qid == "" || did == "" {
+			return errors.New("empty query-id or corpus-id")
+		}
+		score, err := strconv.Atoi(scoreText)
+		if err != nil {
+			return fmt.Errorf("score %q is not an integer", scoreText)
+		}
+		key := [2]string{qid, did}
+		if prev, dup := seen[key]; dup {
+			return fmt.Errorf("duplicate judgement for query %q, document %q (first on line %d)", qid, did, prev)
+		}
+		seen[key] = line
+		if _, ok := queryIndex[qid]; !ok {
+			ds.Dropped.UnknownQueries++
+			ds.Dropped.add(fmt.Sprintf("%s:%d: query %q not in %s", name, line, qid, QueriesFile))
+			return nil
+		}
+		if _, ok := ds.docIndex[did]; !ok {
+			ds.Dropped.UnknownDocuments++
+			ds.Dropped.add(fmt.Sprintf("%s:%d: document %q not in %s", name, line, did, CorpusFile))
+			return nil
+		}
+		m := ds.Qrels[qid]
+		if m == nil {
+			m = map[string]int{}
+			ds.Qrels[qid] = m
+		}
+		m[did] = score
+		ds.Judgements++
+		return nil
+	})
+}
+
+func (ds *Dataset) readSpans(fsys fs.FS) error {
+	if _, err := fs.Stat(fsys, QuerySpansFile); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	ds.Spans = map[string][]QuerySpans{}
+	return readJSONL(fsys, QuerySpansFile, func(line int, raw []byte) error {
+		var rec struct {
+			QueryID   *string  `json:"query-id"`
+			CorpusID  *string  `json:"corpus-id"`
+			ByteSpans [][2]int `json:"byte_spans"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return err
+		}
+		if rec.QueryID == nil || rec.CorpusID == nil {
+			return errors.New(`want "query-id" and "corpus-id"`)
+		}
+		if _, ok := ds.Qrels[*rec.QueryID]; !ok {
+			return nil // a query of another split
+		}
+		doc, ok := ds.Doc(*rec.CorpusID)
+		if !ok {
+			return fmt.Errorf("document %q not in %s", *rec.CorpusID, CorpusFile)
+		}
+		if len(rec.ByteSpans) == 0 {
+			return errors.New(`no "byte_spans"`)
+		}
+		qs := QuerySpans{QueryID: *rec.QueryID, DocID: doc.ID}
+		for _, s := range rec.ByteSpans {
+			if s[0] < 0 || s[1] <= s[0] || s[1] > len(doc.Text) {
+				return fmt.Errorf("byte span [%d, %d) outside document %q (%d bytes) or empty", s[0], s[1], doc.ID, len(doc.Text))
+			}
+			qs.Spans = append(qs.Spans, Span{Start: s[0], End: s[1]})
+		}
+		sort.Slice(qs.Spans, func(i, j int) bool { return qs.Spans[i].Start < qs.Spans[j].Start })
+		ds.Spans[qs.QueryID] = append(ds.Spans[qs.QueryID], qs)
+		return nil
+	})
+}

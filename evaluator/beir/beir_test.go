@@ -1,0 +1,299 @@
+package beir
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/ragops/ragops/evaluator/internal/datasets"
+)
+
+func TestLoadSciFact(t *testing.T) {
+	dir := datasets.Dir(t, "scifact")
+	ds, err := Load(os.DirFS(dir), Options{Split: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Figures from the data set's SOURCE.md / BEIR paper: 5,183 abstracts, 300 test queries, 339 qrels.
+	if len(ds.Corpus) != 5183 || len(ds.Queries) != 300 || ds.Judgements != 339 {
+		t.Fatalf("got %d docs, %d queries, %d judgements; want 5183, 300, 339", len(ds.Corpus), len(ds.Queries), ds.Judgements)
+	}
+	if ds.Dropped.Total() != 0 {
+		t.Fatalf("dropped %+v, want none", ds.Dropped)
+	}
+	if ds.Spans != nil {
+		t.Fatal("SciFact has no query_spans.jsonl but Spans is set")
+	}
+	d, ok := ds.Doc("4983")
+	if !ok || !strings.HasPrefix(d.Title, "Microstructural development") {
+		t.Fatalf("doc 4983 = %+v, %v", d, ok)
+	}
+}
+
+func TestLoadQMSumSpans(t *testing.T) {
+	dir := datasets.Dir(t, "qmsum")
+	ds, err := Load(os.DirFS(dir), Options{Split: "val"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Spans) == 0 {
+		t.Fatal("no spans loaded")
+	}
+	for qid, list := range ds.Spans {
+		if _, ok := ds.Qrels[qid]; !ok {
+			t.Fatalf("spans of query %s, which has no val judgement", qid)
+		}
+		for _, qs := range list {
+			if ds.Qrels[qid][qs.DocID] <= 0 {
+				t.Fatalf("span document %s of %s is not judged relevant", qs.DocID, qid)
+			}
+		}
+	}
+	// Every val query in QMSum is a specific query with an annotated span.
+	if len(ds.Spans) != len(ds.Queries) {
+		t.Fatalf("%d queries with spans, %d queries", len(ds.Spans), len(ds.Queries))
+	}
+}
+
+func TestLoadErrorsNameFileAndLine(t *testing.T) {
+	good := fstest.MapFS{
+		"corpus.jsonl":   {Data: []byte(`{"_id":"d1","title":"","text":"alpha"}` + "\n" + `{"_id":"d2","text":"beta"}` + "\n")},
+		"queries.jsonl":  {Data: []byte(`{"_id":"q1","text":"alpha?"}` + "\n")},
+		"qrels/test.tsv": {Data: []byte("query-id\tcorpus-id\tscore\nq1\td1\t1\n")},
+	}
+	if _, err := Load(good, Options{Split: "test"}); err != nil {
+		t.Fatalf("good data set: %v", err)
+	}
+	cases := []struct {
+		file, data, want string
+	}{
+		{"corpus.jsonl", `{"_id":"d1","text":"a"}` + "\n\n" + `{"_id":"d1","text":"b"}`, `corpus.jsonl:3: duplicate _id "d1"`},
+		{"corpus.jsonl", `{"_id":"d1","text":"a"}` + "\n{not json", "corpus.jsonl:2:"},
+		{"corpus.jsonl", `{"_id":"d1"}`, `corpus.jsonl:1: no "text" field`},
+		{"corpus.jsonl", `{"_id":["x"],"text":"a"}`, `corpus.jsonl:1: "_id" is ["x"]`},
+		{"queries.jsonl", `{"_id":"q1","text":"  "}`, `queries.jsonl:1: query "q1" has empty text`},
+		{"qrels/test.tsv", "q1\td1\n", "qrels/test.tsv:1: want 3 tab-separated fields"},
+		{"qrels/test.tsv", "q1\td1\tyes\n", `qrels/test.tsv:1: score "yes" is not an integer`},
+		{"qrels/test.tsv", "q1\td1\t1\nq1\td1\t2\n", `qrels/test.tsv:2: duplicate judgement for query "q1", document "d1" (first on line 1)`},
+	}
+	for _, c := range cases {
+		fsys := fstest.MapFS{}
+		for k, v := range good {
+			fsys[k] = v
+		}
+		fsys[c.file] = &fstest.MapFile{Data: []byte(c.data)}
+		_, err := Load(fsys, Options{Split: "test"})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s with %q: error %v, want it to contain %q", c.file, c.data, err, c.want)
+		}
+	}
+	if _, err := Load(good, Options{Split: "dev"}); err == nil || !strings.Contains(err.Error(), "qrels/dev.tsv") {
+		t.Errorf("missing split: error %v", err)
+	}
+}
+
+func TestUnknownJudgementsAreCountedNotUsed(t *testing.T) {
+	fsys := fstest.MapFS{
+		"corpus.jsonl":   {Data: []byte(`{"_id":"d1","text":"alpha"}` + "\n")},
+		"queries.jsonl":  {Data: []byte(`{"_id":"q1","text":"alpha?"}` + "\n" + `{"_id":"q2","text":"beta?"}` + "\n")},
+		"qrels/test.tsv": {Data: []byte("q1\td1\t1\nq1\tgone\t1\nq9\td1\t2\nq2\tgone\t1\n")},
+	}
+	ds, err := Load(fsys, Options{Split: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Dropped.UnknownDocuments != 2 || ds.Dropped.UnknownQueries != 1 || ds.Judgements != 1 {
+		t.Fatalf("dropped %+v, judgements %d", ds.Dropped, ds.Judgements)
+	}
+	if len(ds.Queries) != 1 || ds.Queries[0].ID != "q1" {
+		t.Fatalf("queries %+v: q2 has no usable judgement and must not be evaluated", ds.Queries)
+	}
+	if _, ok := ds.Qrels["q1"]["gone"]; ok {
+		t.Fatal("judgement of an unknown document used")
+	}
+	if len(ds.Dropped.Examples) != 3 || !strings.Contains(ds.Dropped.Examples[0], "qrels/test.tsv:2") {
+		t.Fatalf("examples %q", ds.Dropped.Examples)
+	}
+}
+
+// sciFactSubset returns the real SciFact files cut down to the documents judged in the test
+// split, small enough for a ConfigMap (1 MiB).
+func sciFactSubset(t *testing.T) map[string]string {
+	t.Helper()
+	dir := datasets.Dir(t, "scifact")
+	ds, err := Load(os.DirFS(dir), Options{Split: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := map[string]bool{}
+	for _, m := range ds.Qrels {
+		for d := range m {
+			judged[d] = true
+		}
+	}
+	corpus, err := os.ReadFile(filepath.Join(dir, "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept strings.Builder
+	for _, line := range strings.Split(string(corpus), "\n") {
+		for d := range judged {
+			if strings.HasPrefix(line, `{"_id": "`+d+`"`) {
+				kept.WriteString(line + "\n")
+				break
+			}
+		}
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	return map[string]string{
+		"corpus.jsonl":            kept.String(),
+		"queries.jsonl":           read("queries.jsonl"),
+		ConfigMapQrelsKey("test"): read("qrels/test.tsv"),
+	}
+}
+
+func TestConfigMapFS(t *testing.T) {
+	data := sciFactSubset(t)
+	size := 0
+	for _, v := range data {
+		size += len(v)
+	}
+	if size > 1<<20 {
+		t.Fatalf("subset is %d bytes, over a ConfigMap's 1 MiB", size)
+	}
+	fsys, err := ConfigMapFS(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := Load(fsys, Options{Split: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Queries) != 300 || ds.Judgements != 339 || ds.Dropped.Total() != 0 {
+		t.Fatalf("%d queries, %d judgements, dropped %+v", len(ds.Queries), ds.Judgements, ds.Dropped)
+	}
+	// Drop one judged document: its judgement is counted, not used.
+	lines := strings.SplitN(data["corpus.jsonl"], "\n", 2)
+	data["corpus.jsonl"] = lines[1]
+	fsys, _ = ConfigMapFS(data)
+	ds, err = Load(fsys, Options{Split: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Dropped.UnknownDocuments < 1 || ds.Judgements != 339-ds.Dropped.UnknownDocuments {
+		t.Fatalf("after removing a judged doc: dropped %+v, judgements %d", ds.Dropped, ds.Judgements)
+	}
+	if _, err := ConfigMapFS(map[string]string{"corpus.json": "x"}); err == nil || !strings.Contains(err.Error(), `"corpus.json"`) {
+		t.Fatalf("misspelt key: %v", err)
+	}
+}
+
+func tarGz(t *testing.T, files map[string]string) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for name, data := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(tw, data)
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
+
+func zipOf(t *testing.T, files map[string]string) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, data := range files {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, data)
+	}
+	zw.Close()
+	return buf.Bytes()
+}
+
+func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+
+func TestFetchArchives(t *testing.T) {
+	data := sciFactSubset(t)
+	files := map[string]string{}
+	for k, v := range data {
+		if k == ConfigMapQrelsKey("test") {
+			k = "qrels/test.tsv"
+		}
+		files["scifact/"+k] = v
+	}
+	archives := map[string][]byte{
+		"/scifact.tar.gz": tarGz(t, files),
+		"/scifact.zip":    zipOf(t, files),
+		"/flat.zip":       zipOf(t, map[string]string{"corpus.jsonl": data["corpus.jsonl"], "queries.jsonl": data["queries.jsonl"], "qrels/test.tsv": data[ConfigMapQrelsKey("test")]}),
+		"/slip.tar.gz":    tarGz(t, map[string]string{"../evil.txt": "x"}),
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := archives[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	for _, name := range []string{"/scifact.tar.gz", "/scifact.zip", "/flat.zip"} {
+		root, err := Fetch(ctx, srv.URL+name, t.TempDir(), FetchOptions{SHA256: sum(archives[name])})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		ds, err := Load(os.DirFS(root), Options{Split: "test"})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(ds.Queries) != 300 || ds.Judgements != 339 {
+			t.Fatalf("%s: %d queries, %d judgements", name, len(ds.Queries), ds.Judgements)
+		}
+	}
+	bad := strings.Repeat("0", 64)
+	if _, err := Fetch(ctx, srv.URL+"/scifact.zip", t.TempDir(), FetchOptions{SHA256: bad}); err == nil ||
+		!strings.Contains(err.Error(), "sha256 mismatch: got "+sum(archives["/scifact.zip"])) {
+		t.Fatalf("bad checksum: %v", err)
+	}
+	if _, err := Fetch(ctx, srv.URL+"/scifact.zip", t.TempDir(), FetchOptions{}); err == nil || !strings.Contains(err.Error(), "checksum is required") {
+		t.Fatalf("no checksum: %v", err)
+	}
+	dir := t.TempDir()
+	if _, err := Fetch(ctx, srv.URL+"/slip.tar.gz", filepath.Join(dir, "in"), FetchOptions{SHA256: sum(archives["/slip.tar.gz"])}); err == nil || !strings.Contains(err.Error(), "outside the destination") {
+		t.Fatalf("path escape: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evil.txt")); err == nil {
+		t.Fatal("archive entry written outside the destination")
+	}
+	if _, err := Fetch(ctx, srv.URL+"/missing.zip", t.TempDir(), FetchOptions{SHA256: bad}); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("404: %v", err)
+	}
+	if _, err := Fetch(ctx, srv.URL+"/scifact.zip", t.TempDir(), FetchOptions{SHA256: sum(archives["/scifact.zip"]), MaxBytes: 1000}); err == nil || !strings.Contains(err.Error(), "larger than 1000 bytes") {
+		t.Fatalf("size limit: %v", err)
+	}
+}
