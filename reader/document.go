@@ -1,0 +1,78 @@
+package reader
+
+import (
+	"context"
+	"sort"
+)
+
+// Document is one document's extracted text and structure.
+type Document struct {
+	// MediaType is the sniffed media type the document was read as, e.g. "application/pdf".
+	MediaType string `json:"mediaType"`
+	// Text is the document text in UTF-8, laid out as the package doc describes.
+	Text string `json:"text"`
+	// Outline lists the headings in document order.
+	Outline []Heading `json:"outline,omitempty"`
+	// Pages lists page boundaries in order; empty for formats without pages.
+	Pages []Page `json:"pages,omitempty"`
+}
+
+// Heading is one entry of a document's outline.
+type Heading struct {
+	// Level is 1 for the top level (h1, "# ", Heading 1), up to 6 or more for deeper levels.
+	Level int `json:"level"`
+	// Title is the heading text with whitespace collapsed.
+	Title string `json:"title"`
+	// Start is the byte offset in Text where the heading's line starts.
+	// End is the byte offset where its section ends: the start of the next heading of the
+	// same or a higher level (smaller Level), or len(Text). [Start, End) thus covers the
+	// heading and everything below it.
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// Page is one page's byte range [Start, End) in Document.Text.
+type Page struct {
+	// Number is the 1-based page number (the page's position in the file, not its label).
+	Number int `json:"number"`
+	Start  int `json:"start"`
+	End    int `json:"end"`
+}
+
+// PageRange returns the first and last page numbers that the byte span [start, end)
+// overlaps, for citing a chunk; ok is false when the document has no pages or the span
+// lies outside all of them.
+func (d Document) PageRange(start, end int) (first, last int, ok bool) {
+	if end <= start {
+		end = start + 1
+	}
+	i := sort.Search(len(d.Pages), func(i int) bool { return d.Pages[i].End > start })
+	for ; i < len(d.Pages) && d.Pages[i].Start < end; i++ {
+		if !ok {
+			first, ok = d.Pages[i].Number, true
+		}
+		last = d.Pages[i].Number
+	}
+	return first, last, ok
+}
+
+// HeadingPath returns the titles of the headings whose sections contain byte offset off,
+// outermost first.
+func (d Document) HeadingPath(off int) []string {
+	var path []string
+	for _, h := range d.Outline {
+		if h.Start <= off && off < h.End {
+			path = append(path, h.Title)
+		}
+	}
+	return path
+}
+
+// FormatReader reads one family of formats.
+type FormatReader interface {
+	// MediaTypes lists the media types (as Sniff returns them) this reader handles.
+	MediaTypes() []string
+	// Read extracts data, whose sniffed media type is mediaType. Errors that mean the
+	// document should be skipped are *SkipError.
+	Read(ctx context.Context, data []byte, mediaType string) (Document, error)
+}
