@@ -2,6 +2,11 @@
 // counts in a Sizer's unit and the heading path above them.
 package chunkers
 
+import (
+	"context"
+	"strings"
+)
+
 // Span is a half-open byte range [Start, End) into a document's UTF-8 text.
 type Span struct {
 	Start int `json:"start"`
@@ -26,6 +31,15 @@ type Chunk struct {
 	TokenCount int `json:"tokenCount"`
 	// HeadingPath lists the section titles above the chunk, outermost first.
 	HeadingPath []string `json:"headingPath,omitempty"`
+	// Prefix is context that is not part of the document span but belongs in front of it
+	// when the chunk is embedded: the repeated header and separator rows (ending in a
+	// newline) of a Markdown table continued from the previous chunk. text[Start:End] stays
+	// exact; TokenCount includes Prefix. Empty for all other chunks.
+	Prefix string `json:"prefix,omitempty"`
+	// Oversize reports a chunk above the maximum size because it holds one unit that may
+	// not be split: a single code point measuring more than the maximum, or one Markdown
+	// table row (rows are never cut).
+	Oversize bool `json:"oversize,omitempty"`
 }
 
 // Sizer measures text in the unit a strategy's sizes are given in: runes, words or the
@@ -33,4 +47,34 @@ type Chunk struct {
 type Sizer interface {
 	// Size returns the length of text in the sizer's unit.
 	Size(text string) int
+}
+
+// Chunker cuts one document's text into chunks. Implementations are safe for concurrent use
+// and deterministic: the same text always gives the same chunks.
+type Chunker interface {
+	// Chunk returns the chunks of text in document order with Ordinal 0..n-1. Empty or
+	// whitespace-only text gives no chunks and no error; text that is not valid UTF-8 gives
+	// an error naming the first invalid byte offset.
+	Chunk(ctx context.Context, text string) ([]Chunk, error)
+}
+
+// Text returns what an embedder should embed for c: Prefix followed by text[Start:End], or,
+// for a multi-span chunk, the spans' texts joined by a newline. text is the document the chunk
+// was cut from.
+func (c Chunk) Text(text string) string {
+	if len(c.Spans) == 0 {
+		if c.Prefix == "" {
+			return text[c.Start:c.End]
+		}
+		return c.Prefix + text[c.Start:c.End]
+	}
+	var b strings.Builder
+	b.WriteString(c.Prefix)
+	for i, s := range c.Spans {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(text[s.Start:s.End])
+	}
+	return b.String()
 }

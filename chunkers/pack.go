@@ -1,0 +1,172 @@
+package chunkers
+
+// seg is one segment handed to the packer: a contiguous byte range [s, e) of the text.
+type seg struct {
+	s, e int
+	// prefix is the context a chunk starting with this segment carries (table header rows).
+	prefix string
+	// atomic segments are never split further (a Markdown table row).
+	atomic bool
+}
+
+// item is a segment being packed: its size estimate n (untrimmed, without prefix), the size
+// of its prefix pn, and whether it repeats an already emitted segment (overlap).
+type item struct {
+	seg
+	n, pn  int
+	repeat bool
+}
+
+// splitter cuts text with a hierarchy of cutters (coarsest first) and packs neighbouring
+// segments greedily up to max units, in the manner of LangChain's
+// RecursiveCharacterTextSplitter, but on byte offsets: nothing is copied or dropped, and
+// every chunk is measured with the sizer itself, so sizes are exact for any sizer.
+type splitter struct {
+	sizer   Sizer
+	max     int
+	overlap int // units shared by neighbouring chunks (estimated from segment sizes)
+	// overlapSegs repeats this many trailing level-0 segments (sentences) instead.
+	overlapSegs int
+	levels      []cutter
+}
+
+// split appends the chunks of [s, e), cut from level lvl downwards.
+func (sp *splitter) split(text string, s, e, lvl int, out []Chunk) []Chunk {
+	ts, te := trimSpan(text, s, e)
+	if ts == te {
+		return out
+	}
+	size := sp.sizer.Size(text[ts:te])
+	if size <= sp.max {
+		return append(out, Chunk{Start: ts, End: te, TokenCount: size})
+	}
+	var cuts []int
+	for ; lvl < len(sp.levels); lvl++ {
+		cuts = sp.levels[lvl](text, ts, te, cuts[:0])
+		if len(cuts) == 0 {
+			continue
+		}
+		segs := make([]seg, 0, len(cuts)+1)
+		prev := ts
+		for _, c := range cuts {
+			segs = append(segs, seg{s: prev, e: c})
+			prev = c
+		}
+		segs = append(segs, seg{s: prev, e: te})
+		return sp.pack(text, segs, lvl, out)
+	}
+	// One code point measuring more than max: the unit that cannot be split.
+	return append(out, Chunk{Start: ts, End: te, TokenCount: size, Oversize: true})
+}
+
+// pack merges neighbouring segments of level lvl into chunks of at most max units; a
+// non-atomic segment above max is split from level lvl+1 on, an atomic one is emitted alone
+// and flagged Oversize.
+func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk {
+	var group []item
+	for _, g := range segs {
+		n := sp.sizer.Size(text[g.s:g.e])
+		if n > sp.max {
+			ts, te := trimSpan(text, g.s, g.e)
+			if ts == te {
+				continue
+			}
+			g.s, g.e = ts, te
+			n = sp.sizer.Size(text[ts:te])
+			if n > sp.max && !g.atomic {
+				out, group = sp.closeAll(text, group, out)
+				out = sp.split(text, ts, te, lvl+1, out)
+				continue
+			}
+		}
+		it := item{seg: g, n: n}
+		if g.prefix != "" {
+			it.pn = sp.sizer.Size(g.prefix)
+		}
+		for len(group) > 0 && groupSize(group)+it.n > sp.max {
+			if group[0].repeat {
+				group = group[1:]
+				continue
+			}
+			tail := sp.tail(group, lvl)
+			var rest []item
+			out, rest = sp.close(text, group, out)
+			if len(rest) > 0 {
+				group = rest
+			} else {
+				group = tail
+			}
+		}
+		group = append(group, it)
+	}
+	out, _ = sp.closeAll(text, group, out)
+	return out
+}
+
+// groupSize estimates the size of a group's chunk: its segments' sizes plus the first
+// segment's prefix.
+func groupSize(group []item) int {
+	n := group[0].pn
+	for _, it := range group {
+		n += it.n
+	}
+	return n
+}
+
+// closeAll emits every segment of group.
+func (sp *splitter) closeAll(text string, group []item, out []Chunk) ([]Chunk, []item) {
+	for len(group) > 0 {
+		out, group = sp.close(text, group, out)
+	}
+	return out, group[:0]
+}
+
+// close emits group as one chunk measured by the sizer. When the sizer measures the joined
+// text above max (tokens that merge across a cut), it emits the longest leading part that
+// fits and returns the segments not yet emitted. At least one segment is always consumed.
+func (sp *splitter) close(text string, group []item, out []Chunk) ([]Chunk, []item) {
+	for k := len(group); k > 0; k-- {
+		s, e := trimSpan(text, group[0].s, group[k-1].e)
+		if s == e {
+			return out, group[k:]
+		}
+		prefix := group[0].prefix
+		var n int
+		if prefix == "" {
+			n = sp.sizer.Size(text[s:e])
+		} else {
+			n = sp.sizer.Size(prefix + text[s:e])
+		}
+		if n <= sp.max || k == 1 {
+			return append(out, Chunk{Start: s, End: e, TokenCount: n, Prefix: prefix, Oversize: n > sp.max}), group[k:]
+		}
+	}
+	return out, nil
+}
+
+// tail returns copies, marked as repeats, of the trailing segments of a group that the next
+// chunk repeats as overlap; never the whole group, so packing always advances.
+func (sp *splitter) tail(group []item, lvl int) []item {
+	t := 0
+	if lvl == 0 && sp.overlapSegs > 0 {
+		t = min(sp.overlapSegs, len(group)-1)
+	} else if sp.overlap > 0 {
+		sum := 0
+		for i := len(group) - 1; i > 0; i-- {
+			if sum+group[i].n > sp.overlap {
+				break
+			}
+			sum += group[i].n
+			t++
+		}
+	}
+	if t <= 0 {
+		return nil
+	}
+	kept := make([]item, t)
+	copy(kept, group[len(group)-t:])
+	for i := range kept {
+		kept[i].repeat = true
+	}
+	return kept
+}
