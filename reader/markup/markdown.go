@@ -1,0 +1,154 @@
+package markup
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/ragops/ragops/reader"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
+)
+
+// Markdown reads CommonMark/GFM Markdown. Headings (ATX and setext) give the outline;
+// paragraphs, list items (ordered ones prefixed "n. ") and code blocks become paragraphs;
+// GFM tables become rows; footnote references become "[n]" markers with the bodies at the
+// end; raw HTML and images' URLs are dropped (image alt text is kept).
+type Markdown struct{}
+
+var markdownParser = goldmark.New(goldmark.WithExtensions(extension.GFM, extension.Footnote)).Parser()
+
+// MediaTypes implements reader.FormatReader.
+func (Markdown) MediaTypes() []string { return []string{reader.MediaTypeMarkdown} }
+
+// Read implements reader.FormatReader.
+func (Markdown) Read(_ context.Context, data []byte, mediaType string) (reader.Document, error) {
+	s, err := reader.DecodeText(data)
+	if err != nil {
+		return reader.Document{}, reader.Skip(reader.Corrupt, mediaType, err, "cannot decode text")
+	}
+	src := []byte(s)
+	root := markdownParser.Parse(text.NewReader(src))
+	w := &mdWalker{src: src, b: &reader.Builder{}, notes: map[int]string{}}
+	_ = ast.Walk(root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if fn, ok := n.(*extast.Footnote); ok && entering {
+			var parts []string
+			for c := fn.FirstChild(); c != nil; c = c.NextSibling() {
+				parts = append(parts, w.inline(c))
+			}
+			w.notes[fn.Index] = strings.Join(parts, " ")
+			return ast.WalkSkipChildren, nil
+		}
+		return ast.WalkContinue, nil
+	})
+	w.block(root, "")
+	return w.b.Finish(mediaType), nil
+}
+
+type mdWalker struct {
+	src   []byte
+	b     *reader.Builder
+	notes map[int]string
+}
+
+// block writes n's blocks; prefix goes before the first paragraph (a list item's number).
+func (w *mdWalker) block(n ast.Node, prefix string) string {
+	switch n := n.(type) {
+	case *ast.Heading:
+		w.b.Heading(n.Level, w.inline(n))
+		return prefix
+	case *ast.Paragraph, *ast.TextBlock:
+		w.b.Paragraph(prefix + w.inline(n))
+		return ""
+	case *ast.FencedCodeBlock, *ast.CodeBlock:
+		var sb strings.Builder
+		lines := n.Lines()
+		for i := 0; i < lines.Len(); i++ {
+			seg := lines.At(i)
+			sb.Write(seg.Value(w.src))
+		}
+		w.b.Paragraph(prefix + sb.String())
+		return ""
+	case *ast.HTMLBlock, *ast.ThematicBreak, *extast.FootnoteList:
+		return prefix
+	case *extast.Table:
+		var rows [][]string
+		for r := n.FirstChild(); r != nil; r = r.NextSibling() {
+			var cells []string
+			for c := r.FirstChild(); c != nil; c = c.NextSibling() {
+				cells = append(cells, w.inline(c))
+			}
+			rows = append(rows, cells)
+		}
+		if prefix != "" {
+			w.b.Paragraph(prefix)
+		}
+		w.b.Table(rows)
+		return ""
+	case *ast.List:
+		num := n.Start
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			p := ""
+			if n.IsOrdered() {
+				p = strconv.Itoa(num) + ". "
+				num++
+			}
+			if rest := w.block(c, prefix+p); rest != "" {
+				w.b.Paragraph(rest)
+			}
+			prefix = ""
+		}
+		return prefix
+	}
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		prefix = w.block(c, prefix)
+	}
+	return prefix
+}
+
+// inline returns the text of n's inline content.
+func (w *mdWalker) inline(n ast.Node) string {
+	var sb strings.Builder
+	w.inlineTo(&sb, n)
+	return sb.String()
+}
+
+func (w *mdWalker) inlineTo(sb *strings.Builder, n ast.Node) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Text:
+			// As goldmark's HTML renderer does: backslash escapes and entity references.
+			v := util.UnescapePunctuations(c.Segment.Value(w.src))
+			sb.Write(util.ResolveEntityNames(util.ResolveNumericReferences(v)))
+			if c.SoftLineBreak() || c.HardLineBreak() {
+				sb.WriteByte(' ')
+			}
+		case *ast.CodeSpan:
+			for t := c.FirstChild(); t != nil; t = t.NextSibling() {
+				if t, ok := t.(*ast.Text); ok {
+					sb.Write(t.Segment.Value(w.src))
+				}
+			}
+		case *ast.String:
+			sb.Write(c.Value)
+		case *ast.AutoLink:
+			sb.Write(c.Label(w.src))
+		case *ast.RawHTML:
+		case *extast.FootnoteLink:
+			if body, ok := w.notes[c.Index]; ok {
+				sb.WriteString(w.b.AddNote(body))
+			}
+		case *extast.FootnoteBacklink:
+		case *ast.Paragraph, *ast.TextBlock:
+			// Block children inside a footnote body.
+			sb.WriteByte(' ')
+			w.inlineTo(sb, c)
+		default:
+			w.inlineTo(sb, c)
+		}
+	}
+}
