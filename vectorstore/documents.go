@@ -1,0 +1,200 @@
+package vectorstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
+	"github.com/weaviate/weaviate/entities/models"
+)
+
+// deleteWhere removes every object of collection matching where, in rounds (the server caps
+// one batch delete at QUERY_MAXIMUM_RESULTS objects). It returns the number deleted.
+func (s *Store) deleteWhere(ctx context.Context, collection string, where *filters.WhereBuilder) (int, error) {
+	total := 0
+	for {
+		var res *models.BatchDeleteResponse
+		err := s.retry(ctx, func() error {
+			var err error
+			res, err = s.client.Batch().ObjectsBatchDeleter().WithClassName(collection).
+				WithOutput("minimal").WithWhere(where).Do(ctx)
+			return classify("delete", collection, err)
+		})
+		if err != nil {
+			return total, err
+		}
+		if res.Results == nil {
+			return total, nil
+		}
+		total += int(res.Results.Successful)
+		if res.Results.Failed > 0 {
+			return total, &ServerError{Op: "delete", Collection: collection,
+				Err: fmt.Errorf("%d of %d matching objects failed to delete", res.Results.Failed, res.Results.Matches)}
+		}
+		if res.Results.Matches == 0 || res.Results.Matches < res.Results.Limit {
+			return total, nil
+		}
+	}
+}
+
+func docFilter(docID string) *filters.WhereBuilder {
+	return filters.Where().WithPath([]string{PropDocID}).WithOperator(filters.Equal).WithValueText(docID)
+}
+
+// DeleteDocument removes all chunks of document docID from collection and returns how many
+// there were. A document with no chunks is not an error.
+func (s *Store) DeleteDocument(ctx context.Context, collection, docID string) (int, error) {
+	if docID == "" {
+		return 0, fmt.Errorf("vectorstore: delete document in %s: empty document id", collection)
+	}
+	if _, err := s.Collection(ctx, collection); err != nil {
+		return 0, err
+	}
+	return s.deleteWhere(ctx, collection, docFilter(docID))
+}
+
+// ReplaceDocument makes chunks the complete set of document docID's chunks in collection: it
+// upserts them (same IDs overwrite in place, so the document stays searchable throughout), then
+// deletes the document's chunks with ordinal >= len(chunks) left from a longer earlier version.
+// Empty chunks deletes the document.
+//
+// Errors: a chunk of another document, or ordinals that are not exactly 0..len(chunks)-1;
+// everything [Store.Upsert] returns.
+func (s *Store) ReplaceDocument(ctx context.Context, collection, docID string, chunks []Chunk) error {
+	if docID == "" {
+		return fmt.Errorf("vectorstore: replace document in %s: empty document id", collection)
+	}
+	seen := make([]bool, len(chunks))
+	for i := range chunks {
+		c := &chunks[i]
+		if c.DocID != docID {
+			return fmt.Errorf("vectorstore: replace document %q in %s: chunk %d belongs to document %q", docID, collection, i, c.DocID)
+		}
+		if c.Ordinal < 0 || c.Ordinal >= len(chunks) || seen[c.Ordinal] {
+			return fmt.Errorf("vectorstore: replace document %q in %s: ordinals must be exactly 0..%d, chunk %d has %d (out of range or repeated)",
+				docID, collection, len(chunks)-1, i, c.Ordinal)
+		}
+		seen[c.Ordinal] = true
+	}
+	if err := s.Upsert(ctx, collection, chunks); err != nil {
+		return err
+	}
+	stale := filters.Where().WithOperator(filters.And).WithOperands([]*filters.WhereBuilder{
+		docFilter(docID),
+		filters.Where().WithPath([]string{PropChunkOrdinal}).WithOperator(filters.GreaterThanEqual).WithValueInt(int64(len(chunks))),
+	})
+	_, err := s.deleteWhere(ctx, collection, stale)
+	return err
+}
+
+// Count returns the number of chunk objects in a collection or behind an alias.
+func (s *Store) Count(ctx context.Context, name string) (int, error) {
+	return s.count(ctx, name, nil)
+}
+
+// CountDocument returns the number of chunks of document docID in a collection or behind an
+// alias.
+func (s *Store) CountDocument(ctx context.Context, name, docID string) (int, error) {
+	return s.count(ctx, name, docFilter(docID))
+}
+
+func (s *Store) count(ctx context.Context, name string, where *filters.WhereBuilder) (int, error) {
+	var n int
+	err := s.retry(ctx, func() error {
+		ab := s.client.GraphQL().Aggregate().WithClassName(name).
+			WithFields(graphql.Field{Name: "meta", Fields: []graphql.Field{{Name: "count"}}})
+		if where != nil {
+			ab = ab.WithWhere(where)
+		}
+		resp, err := ab.Do(ctx)
+		if err != nil {
+			return classify("count", name, err)
+		}
+		if err := graphQLError("count", name, resp); err != nil {
+			return err
+		}
+		var out struct {
+			Aggregate map[string][]struct {
+				Meta struct {
+					Count int `json:"count"`
+				} `json:"meta"`
+			}
+		}
+		b, _ := json.Marshal(resp.Data)
+		if err := json.Unmarshal(b, &out); err != nil {
+			return &ServerError{Op: "count", Collection: name, Err: fmt.Errorf("decode aggregate reply: %w", err)}
+		}
+		rows, ok := out.Aggregate[name]
+		if !ok && len(out.Aggregate) == 1 { // queried through an alias
+			for _, r := range out.Aggregate {
+				rows = r
+			}
+		}
+		if len(rows) == 0 {
+			return &ServerError{Op: "count", Collection: name, Err: fmt.Errorf("aggregate reply has no rows: %s", b)}
+		}
+		n = rows[0].Meta.Count
+		return nil
+	})
+	return n, err
+}
+
+// graphQLError turns the errors a GraphQL reply carries next to a nil call error (FACTS.md)
+// into a typed error.
+func graphQLError(op, name string, resp *models.GraphQLResponse) error {
+	if resp == nil {
+		return &ServerError{Op: op, Collection: name, Err: fmt.Errorf("empty GraphQL reply")}
+	}
+	if len(resp.Errors) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(resp.Errors))
+	for _, e := range resp.Errors {
+		if e != nil {
+			msgs = append(msgs, e.Message)
+		}
+	}
+	return classify(op, name, fmt.Errorf("graphql: %s", strings.Join(msgs, "; ")))
+}
+
+// DocumentHashes returns, for every document with chunks in the collection, its DocHash (the
+// hash stored on its chunks; "" when none was stored). It pages through all objects with a
+// cursor fetching only docId and docHash, pageSize objects a request (default 1000): cost is
+// linear in the number of chunks. Incremental sync compares it with the corpus to find changed,
+// new and removed documents.
+func (s *Store) DocumentHashes(ctx context.Context, collection string, pageSize int) (map[string]string, error) {
+	if pageSize <= 0 {
+		pageSize = 1000
+	}
+	if _, err := s.Collection(ctx, collection); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	after := ""
+	for {
+		var res []graphql.SearchResult
+		err := s.retry(ctx, func() error {
+			var err error
+			res, err = s.client.Experimental().Search().WithCollection(collection).WithLimit(pageSize).
+				WithAfter(after).WithProperties(PropDocID, PropDocHash).Do(ctx)
+			return classify("list documents", collection, err)
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range res {
+			id, _ := r.Properties[PropDocID].(string)
+			h, _ := r.Properties[PropDocHash].(string)
+			if old, ok := out[id]; !ok || old == "" {
+				out[id] = h
+			}
+		}
+		if len(res) < pageSize {
+			return out, nil
+		}
+		after = res[len(res)-1].ID
+	}
+}

@@ -1,0 +1,198 @@
+package vectorstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
+	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
+)
+
+// Mode is a retrieval mode.
+type Mode string
+
+// Retrieval modes.
+const (
+	// ModeNearVector ranks chunks by vector distance to Query.Vector.
+	ModeNearVector Mode = "nearVector"
+	// ModeBM25 ranks chunks by BM25 (Robertson & Zaragoza 2009) of Query.Text over the text property.
+	ModeBM25 Mode = "bm25"
+	// ModeHybrid fuses BM25 of Query.Text and vector similarity to Query.Vector, weighted by Alpha.
+	ModeHybrid Mode = "hybrid"
+)
+
+// Fusion is how hybrid search merges its BM25 and vector result lists.
+type Fusion string
+
+// Hybrid fusion methods (Weaviate's rankedFusion and relativeScoreFusion).
+const (
+	// FusionRanked adds 1/(60+rank) per list (reciprocal rank fusion, Cormack et al. 2009).
+	FusionRanked Fusion = "ranked"
+	// FusionRelativeScore min-max normalises each list's scores, then adds them weighted by alpha.
+	FusionRelativeScore Fusion = "relativeScore"
+)
+
+// Query is one search. Limit is required (> 0).
+type Query struct {
+	Mode Mode
+	// Vector is the query embedding (ModeNearVector, ModeHybrid).
+	Vector []float32
+	// Text is the keyword query (ModeBM25, ModeHybrid).
+	Text string
+	// Alpha weights hybrid search: 0 is pure BM25, 1 pure vector (ModeHybrid only).
+	Alpha float32
+	// Fusion picks the hybrid fusion; empty means FusionRelativeScore (Weaviate's default).
+	Fusion Fusion
+	// Limit is the maximum number of hits.
+	Limit int
+	// WithText also returns each hit's chunk text.
+	WithText bool
+}
+
+// Hit is one retrieved chunk, best first.
+type Hit struct {
+	// ID is the chunk's object ID ([ChunkID]).
+	ID      string
+	DocID   string
+	Ordinal int
+	// Start and End are the chunk's byte offsets in the document, [Start, End).
+	Start, End         int
+	HeadingPath        []string
+	PageStart, PageEnd int
+	// Revision is the Index revision of the collection that answered (through an alias this
+	// tells which revision served the query).
+	Revision string
+	// Text is the chunk text when Query.WithText was set.
+	Text string
+	// Score is higher-is-better: BM25 score (ModeBM25), fused score (ModeHybrid), or
+	// 1 - distance (ModeNearVector; the cosine similarity for cosine distance).
+	Score float32
+	// Distance is the vector distance (ModeNearVector only).
+	Distance float32
+}
+
+func (q *Query) validate(target string) error {
+	if q.Limit <= 0 {
+		return fmt.Errorf("vectorstore: search %s: Limit %d: want > 0", target, q.Limit)
+	}
+	switch q.Mode {
+	case ModeNearVector:
+		if len(q.Vector) == 0 {
+			return fmt.Errorf("vectorstore: search %s: nearVector needs Query.Vector", target)
+		}
+	case ModeBM25:
+		if q.Text == "" {
+			return fmt.Errorf("vectorstore: search %s: bm25 needs Query.Text", target)
+		}
+	case ModeHybrid:
+		if q.Text == "" || len(q.Vector) == 0 {
+			return fmt.Errorf("vectorstore: search %s: hybrid needs Query.Text and Query.Vector", target)
+		}
+		if q.Alpha < 0 || q.Alpha > 1 {
+			return fmt.Errorf("vectorstore: search %s: hybrid Alpha %v: want 0..1", target, q.Alpha)
+		}
+		switch q.Fusion {
+		case "", FusionRanked, FusionRelativeScore:
+		default:
+			return fmt.Errorf("vectorstore: search %s: Fusion %q: want %s or %s", target, q.Fusion, FusionRanked, FusionRelativeScore)
+		}
+	default:
+		return fmt.Errorf("vectorstore: search %s: Mode %q: want %s, %s or %s", target, q.Mode, ModeNearVector, ModeBM25, ModeHybrid)
+	}
+	return nil
+}
+
+// Search runs q over target, a collection or an alias, over gRPC, and returns at most q.Limit
+// hits, best first. Searches are not retried (the caller decides; see [IsRetryable]).
+//
+// Errors: invalid query; [*DimensionError] when the query vector's length differs from the
+// collection's; [*CollectionNotFoundError]; [*RetryableError]; [*ServerError].
+func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, error) {
+	if err := q.validate(target); err != nil {
+		return nil, err
+	}
+	props := []string{PropDocID, PropChunkOrdinal, PropStart, PropEnd, PropHeadingPath, PropRevision, PropPageStart, PropPageEnd}
+	if q.WithText {
+		props = append(props, PropText)
+	}
+	req := s.client.Experimental().Search().WithCollection(target).WithLimit(q.Limit).
+		WithProperties(props...).
+		WithMetadata(&graphql.Metadata{ID: true, Distance: q.Mode == ModeNearVector, Score: q.Mode != ModeNearVector})
+	switch q.Mode {
+	case ModeNearVector:
+		req = req.WithNearVector((&graphql.NearVectorArgumentBuilder{}).WithVector(q.Vector))
+	case ModeBM25:
+		req = req.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(q.Text).WithProperties(PropText))
+	case ModeHybrid:
+		h := (&graphql.HybridArgumentBuilder{}).WithQuery(q.Text).WithVector(q.Vector).
+			WithAlpha(q.Alpha).WithProperties([]string{PropText})
+		if q.Fusion == FusionRanked {
+			h = h.WithFusionType(graphql.Ranked)
+		} else {
+			h = h.WithFusionType(graphql.RelativeScore)
+		}
+		req = req.WithHybrid(h)
+	}
+	res, err := req.Do(ctx)
+	if err != nil {
+		err = classify("search", target, err)
+		var de *DimensionError
+		if errors.As(err, &de) {
+			de.Actual = len(q.Vector)
+			if de.Expected == 0 {
+				de.Expected = s.dimensionsOf(ctx, target)
+			}
+		}
+		return nil, err
+	}
+	hits := make([]Hit, len(res))
+	for i, r := range res {
+		h := &hits[i]
+		h.ID = r.ID
+		h.DocID, _ = r.Properties[PropDocID].(string)
+		h.Revision, _ = r.Properties[PropRevision].(string)
+		h.Text, _ = r.Properties[PropText].(string)
+		h.Ordinal = intProp(r.Properties[PropChunkOrdinal])
+		h.Start = intProp(r.Properties[PropStart])
+		h.End = intProp(r.Properties[PropEnd])
+		h.PageStart = intProp(r.Properties[PropPageStart])
+		h.PageEnd = intProp(r.Properties[PropPageEnd])
+		if lv, ok := r.Properties[PropHeadingPath].(*pb.ListValue); ok {
+			h.HeadingPath = lv.GetTextValues().GetValues()
+		}
+		if q.Mode == ModeNearVector {
+			h.Distance = r.Metadata.Distance
+			h.Score = 1 - r.Metadata.Distance
+		} else {
+			h.Score = r.Metadata.Score
+		}
+	}
+	return hits, nil
+}
+
+// dimensionsOf returns the recorded dimensions of a collection or of the collection behind an
+// alias, 0 when unknown.
+func (s *Store) dimensionsOf(ctx context.Context, target string) int {
+	if info, err := s.Collection(ctx, target); err == nil {
+		return info.Dimensions
+	}
+	if c, found, err := s.getAlias(ctx, target); err == nil && found {
+		if info, err := s.Collection(ctx, c); err == nil {
+			return info.Dimensions
+		}
+	}
+	return 0
+}
+
+func intProp(v any) int {
+	switch x := v.(type) {
+	case int64:
+		return int(x)
+	case float64:
+		return int(x)
+	case int:
+		return x
+	}
+	return 0
+}

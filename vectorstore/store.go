@@ -1,0 +1,139 @@
+package vectorstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weaviate/weaviate-go-client/v5/weaviate"
+	wgrpc "github.com/weaviate/weaviate-go-client/v5/weaviate/grpc"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Config says how to reach Weaviate. HTTPHost and GRPCHost are required.
+type Config struct {
+	// HTTPHost is the REST endpoint as host:port, e.g. "127.0.0.1:8080".
+	HTTPHost string
+	// GRPCHost is the gRPC endpoint as host:port, e.g. "127.0.0.1:50051".
+	GRPCHost string
+	// Scheme is "http" (default) or "https"; https also secures gRPC.
+	Scheme string
+	// APIKey, when set, is sent as "Authorization: Bearer <key>" on REST and gRPC calls.
+	APIKey string
+	// Timeout bounds each request; default 60 s.
+	Timeout time.Duration
+	// BatchSize is the number of chunks per gRPC batch request; default 256.
+	BatchSize int
+	// Concurrency is the number of batch requests in flight during one Upsert; default 2.
+	Concurrency int
+	// Retry is the backoff for retryable failures (see [IsRetryable]); Steps is the number of
+	// attempts. Default: 6 attempts, 250 ms doubling to at most 8 s, 10% jitter.
+	Retry wait.Backoff
+}
+
+// DefaultRetry is the backoff used when Config.Retry is zero.
+var DefaultRetry = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 6, Cap: 8 * time.Second}
+
+// Store reads and writes ragops chunk collections in one Weaviate server. It is safe for
+// concurrent use.
+type Store struct {
+	client *weaviate.Client
+	cfg    Config
+
+	mu    sync.Mutex
+	infos map[string]CollectionInfo // collection name -> recorded settings
+}
+
+// New returns a Store for cfg. It does not contact the server (the first call does), so it
+// succeeds while the server is still starting.
+//
+// Errors: HTTPHost or GRPCHost empty, Scheme not http/https, negative sizes.
+func New(cfg Config) (*Store, error) {
+	if cfg.HTTPHost == "" {
+		return nil, errors.New("vectorstore: Config.HTTPHost is empty (want host:port of the Weaviate REST endpoint)")
+	}
+	if cfg.GRPCHost == "" {
+		return nil, errors.New("vectorstore: Config.GRPCHost is empty (want host:port of the Weaviate gRPC endpoint)")
+	}
+	switch cfg.Scheme {
+	case "":
+		cfg.Scheme = "http"
+	case "http", "https":
+	default:
+		return nil, fmt.Errorf("vectorstore: Config.Scheme %q: want http or https", cfg.Scheme)
+	}
+	if cfg.Timeout < 0 || cfg.BatchSize < 0 || cfg.Concurrency < 0 {
+		return nil, errors.New("vectorstore: Config.Timeout, BatchSize and Concurrency must not be negative")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 256
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 2
+	}
+	if cfg.Retry.Steps == 0 {
+		cfg.Retry = DefaultRetry
+	}
+	var headers map[string]string
+	if cfg.APIKey != "" {
+		headers = map[string]string{"Authorization": "Bearer " + cfg.APIKey}
+	}
+	c, err := weaviate.NewClient(weaviate.Config{
+		Host:       cfg.HTTPHost,
+		Scheme:     cfg.Scheme,
+		Headers:    headers,
+		Timeout:    cfg.Timeout,
+		GrpcConfig: &wgrpc.Config{Host: cfg.GRPCHost, Secured: cfg.Scheme == "https"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("vectorstore: client for %s: %w", cfg.HTTPHost, err)
+	}
+	return &Store{client: c, cfg: cfg, infos: map[string]CollectionInfo{}}, nil
+}
+
+// Client returns the underlying Weaviate client, for calls this package does not wrap.
+func (s *Store) Client() *weaviate.Client { return s.client }
+
+// retry runs fn until it succeeds, fails with a non-retryable error, ctx ends, or the backoff's
+// attempts are spent (then the last retryable error is returned).
+func (s *Store) retry(ctx context.Context, fn func() error) error {
+	b := s.cfg.Retry
+	for {
+		err := fn()
+		if err == nil || !IsRetryable(err) {
+			return err
+		}
+		if b.Steps <= 1 {
+			return err
+		}
+		d := b.Step()
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(d):
+		}
+	}
+}
+
+// Ready reports whether the server answers /v1/.well-known/ready; a refused connection is a
+// [*RetryableError].
+func (s *Store) Ready(ctx context.Context) error {
+	ok, err := s.client.Misc().ReadyChecker().Do(ctx)
+	if err != nil {
+		return classify("ready", "", err)
+	}
+	if !ok {
+		return &RetryableError{Op: "ready", Err: errors.New("server not ready")}
+	}
+	return nil
+}
+
+func isAlreadyExists(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "already exists")
+}

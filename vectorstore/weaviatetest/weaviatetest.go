@@ -1,0 +1,344 @@
+// Package weaviatetest starts a throwaway single-node Weaviate server for tests and benchmarks:
+// free loopback ports, a temporary data folder, readiness wait, clean shutdown.
+//
+// The server binary is the one hack/build-tools.sh builds (Weaviate v1.37.6 from source):
+//
+//	hack/build-tools.sh weaviate   # writes bin/weaviate-server
+//
+// Environment:
+//   - RAGOPS_WEAVIATE_BIN: path of the weaviate-server binary; default bin/weaviate-server under
+//     the module root (the folder holding the go.mod of github.com/ragops/ragops).
+//   - RAGOPS_REQUIRE_ALL=1: [Start] fails the test instead of skipping it when the binary is missing
+//     (CI sets it).
+package weaviatetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+// EnvBinary names the environment variable holding the weaviate-server binary path.
+const EnvBinary = "RAGOPS_WEAVIATE_BIN"
+
+// EnvRequireAll names the environment variable that turns a missing binary into a test failure.
+const EnvRequireAll = "RAGOPS_REQUIRE_ALL"
+
+// PrepareHint tells how to get the binary; it is part of every "binary missing" message.
+const PrepareHint = "build it with hack/build-tools.sh weaviate (writes bin/weaviate-server) or set " + EnvBinary
+
+// Options configures [Launch]. The zero value is usable.
+type Options struct {
+	// Binary is the weaviate-server path; empty means [BinaryPath].
+	Binary string
+	// Log receives the server's stdout and stderr; nil discards them (the last 64 KiB are
+	// kept anyway and included in startup errors).
+	Log io.Writer
+	// ReadyTimeout bounds the wait for /v1/.well-known/ready; zero means 60 s.
+	ReadyTimeout time.Duration
+	// ExtraEnv adds or overrides server environment variables ("KEY=value").
+	ExtraEnv []string
+}
+
+// Server is one running Weaviate process. Its methods are safe for concurrent use.
+type Server struct {
+	// HTTPAddr is the REST address, "127.0.0.1:port".
+	HTTPAddr string
+	// GRPCAddr is the gRPC address, "127.0.0.1:port".
+	GRPCAddr string
+	// DataDir is the temporary persistence folder, removed by Stop.
+	DataDir string
+
+	cmd      *exec.Cmd
+	done     chan struct{}
+	waitErr  error
+	tail     *tailBuffer
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// FindModuleRoot walks up from the working directory to the folder whose go.mod declares
+// module github.com/ragops/ragops.
+func FindModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("module github.com/ragops/ragops\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("module root of github.com/ragops/ragops not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// BinaryPath returns the weaviate-server path from RAGOPS_WEAVIATE_BIN, else
+// <module root>/bin/weaviate-server. It returns an error naming [PrepareHint] when the file is
+// not an executable regular file.
+func BinaryPath() (string, error) {
+	p := os.Getenv(EnvBinary)
+	if p == "" {
+		root, err := FindModuleRoot()
+		if err != nil {
+			return "", fmt.Errorf("weaviate-server binary: %w; %s", err, PrepareHint)
+		}
+		p = filepath.Join(root, "bin", "weaviate-server")
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("weaviate-server binary %s: %w; %s", p, err, PrepareHint)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("weaviate-server binary %s is not an executable file; %s", p, PrepareHint)
+	}
+	return p, nil
+}
+
+// Start launches a server for one test and stops it in t.Cleanup. When the binary is missing it
+// skips the test, or fails it if RAGOPS_REQUIRE_ALL=1. Server output goes to the test log only
+// when the test fails (the last 64 KiB).
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := BinaryPath()
+	if err != nil {
+		if os.Getenv(EnvRequireAll) == "1" {
+			t.Fatalf("%v (%s=1)", err, EnvRequireAll)
+		}
+		t.Skip(err.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Launch(ctx, Options{Binary: bin})
+	if err != nil {
+		t.Fatalf("start weaviate: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("weaviate log tail:\n%s", s.LogTail())
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("stop weaviate: %v", err)
+		}
+	})
+	return s
+}
+
+// Launch starts weaviate-server on free loopback ports with a new temporary data folder and
+// waits until GET /v1/.well-known/ready answers 200. On any failure the process is stopped and
+// the folder removed; the error carries the log tail.
+func Launch(ctx context.Context, opts Options) (*Server, error) {
+	bin := opts.Binary
+	if bin == "" {
+		var err error
+		if bin, err = BinaryPath(); err != nil {
+			return nil, err
+		}
+	}
+	ports, err := freePorts(6)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.MkdirTemp("", "ragops-weaviate-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		GRPCAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
+		DataDir:  data,
+		done:     make(chan struct{}),
+		tail:     &tailBuffer{max: 64 << 10},
+	}
+	env := append(os.Environ(), Env(data, ports[1], ports[2], ports[3], ports[4], ports[5])...)
+	env = append(env, opts.ExtraEnv...)
+	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--scheme", "http")
+	cmd.Env = env
+	var out io.Writer = s.tail
+	if opts.Log != nil {
+		out = io.MultiWriter(s.tail, opts.Log)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(data)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	s.cmd = cmd
+	go func() { s.waitErr = cmd.Wait(); close(s.done) }()
+
+	timeout := opts.ReadyTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	if err := s.waitReady(ctx, timeout); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("%w\nweaviate log tail:\n%s", err, s.LogTail())
+	}
+	return s, nil
+}
+
+// Env returns the server environment for a single local node with the given data folder and
+// ports (FACTS.md: anonymous access, no vectorizer, autoschema off, fast raft timeouts, no pprof,
+// no telemetry). The HTTP port is passed as a flag, not here.
+func Env(dataDir string, grpcPort, gossipPort, dataPort, raftPort, raftRPCPort int) []string {
+	return []string{
+		"PERSISTENCE_DATA_PATH=" + dataDir,
+		"DEFAULT_VECTORIZER_MODULE=none",
+		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true",
+		"AUTOSCHEMA_ENABLED=false",
+		"CLUSTER_HOSTNAME=node1",
+		"CLUSTER_IN_LOCALHOST=true",
+		"CLUSTER_BIND_ADDR=127.0.0.1",
+		"CLUSTER_ADVERTISE_ADDR=127.0.0.1",
+		"CLUSTER_GOSSIP_BIND_PORT=" + strconv.Itoa(gossipPort),
+		"CLUSTER_DATA_BIND_PORT=" + strconv.Itoa(dataPort),
+		"RAFT_PORT=" + strconv.Itoa(raftPort),
+		"RAFT_INTERNAL_RPC_PORT=" + strconv.Itoa(raftRPCPort),
+		"RAFT_BOOTSTRAP_EXPECT=1",
+		"RAFT_TIMEOUTS_MULTIPLIER=1",
+		"GRPC_PORT=" + strconv.Itoa(grpcPort),
+		"DISABLE_TELEMETRY=true",
+		"GO_PROFILING_DISABLE=true",
+		"LOG_LEVEL=warning",
+	}
+}
+
+func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	url := "http://" + s.HTTPAddr + "/v1/.well-known/ready"
+	client := &http.Client{Timeout: 2 * time.Second}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("weaviate-server exited before ready: %v", s.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("weaviate-server not ready at %s after %s: %w", url, timeout, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// PID returns the server's process id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
+// CPUSeconds returns the user+system CPU time the server process has used so far, in seconds,
+// read from /proc/<pid>/stat (Linux only).
+func (s *Server) CPUSeconds() (float64, error) {
+	p, err := procfs.NewProc(s.PID())
+	if err != nil {
+		return 0, err
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.CPUTime(), nil
+}
+
+// LogTail returns the last 64 KiB of server output.
+func (s *Server) LogTail() string { return s.tail.String() }
+
+// Stop sends SIGTERM, waits up to 30 s (then SIGKILL), and removes the data folder. It is
+// idempotent; later calls return the first call's result. A server that exited on its own
+// before Stop is not an error.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		select {
+		case <-s.done:
+		default:
+			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-s.done:
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+				<-s.done
+				s.stopErr = errors.New("weaviate-server ignored SIGTERM for 30 s and was killed")
+			}
+		}
+		if err := os.RemoveAll(s.DataDir); err != nil && s.stopErr == nil {
+			s.stopErr = err
+		}
+	})
+	return s.stopErr
+}
+
+// freePorts returns n distinct TCP ports that were free on all interfaces (gRPC and the
+// cluster data port bind all interfaces whatever is configured).
+func freePorts(n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		l, err := net.Listen("tcp", ":0")
+		if err != nil {
+			return nil, fmt.Errorf("pick free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// Drop a partial first line.
+	s := string(b.buf)
+	if len(b.buf) == b.max {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}
