@@ -46,7 +46,7 @@ func (HTML) Read(_ context.Context, data []byte, mediaType string) (reader.Docum
 type htmlWalker struct {
 	b         *reader.Builder
 	para      strings.Builder
-	notes     map[string]string  // footnote list item id -> body text
+	notes     map[string]string   // footnote list item id -> body text
 	noteLists map[*html.Node]bool // footnote sections, written only through the markers
 }
 
