@@ -152,8 +152,9 @@ var (
 	insertDimRe = regexp.MustCompile(`vector with length (\d+)\. Existing nodes have vectors with length (\d+)`)
 	// distancer.ErrVectorLength and quantizers: "vector lengths don't match[: a vs b]"
 	queryDimRe = regexp.MustCompile(`vector lengths don't match(?:: (\d+) vs (\d+))?`)
-	// "could not find class X in schema", `class "X" not found in schema`, "collection not found"
-	notFoundRe = regexp.MustCompile(`could not find class|class "?[A-Za-z0-9_]+"? not found|collection not found|no such (class|collection)|alias .* not found`)
+	// "could not find class X in schema", `class "X" not found in schema`, "collection not found",
+	// and GraphQL's answer for an unknown class: `Cannot query field "X" on type "AggregateObjectsObj"`.
+	notFoundRe = regexp.MustCompile(`could not find class|class "?[A-Za-z0-9_]+"? not found|collection not found|no such (class|collection)|alias .* not found|Cannot query field "[A-Za-z0-9_]+" on type "(Aggregate|Get)`)
 )
 
 // classify turns a client/server error into the package's typed errors. It never returns nil

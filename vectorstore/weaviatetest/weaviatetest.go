@@ -119,13 +119,7 @@ func BinaryPath() (string, error) {
 // when the test fails (the last 64 KiB).
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := BinaryPath()
-	if err != nil {
-		if os.Getenv(EnvRequireAll) == "1" {
-			t.Fatalf("%v (%s=1)", err, EnvRequireAll)
-		}
-		t.Skip(err.Error())
-	}
+	bin := Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := Launch(ctx, Options{Binary: bin})
@@ -141,6 +135,20 @@ func Start(t testing.TB) *Server {
 		}
 	})
 	return s
+}
+
+// Require returns [BinaryPath], or skips the test when the binary is missing (fails it when
+// RAGOPS_REQUIRE_ALL=1), with a message saying how to build it.
+func Require(t testing.TB) string {
+	t.Helper()
+	bin, err := BinaryPath()
+	if err != nil {
+		if os.Getenv(EnvRequireAll) == "1" {
+			t.Fatalf("%v (%s=1)", err, EnvRequireAll)
+		}
+		t.Skip(err.Error())
+	}
+	return bin
 }
 
 // Launch starts weaviate-server on free loopback ports with a new temporary data folder and
