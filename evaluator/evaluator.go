@@ -1,0 +1,396 @@
+// Package evaluator measures retrieval quality of an index on a BEIR-format data set:
+// queries -> (query embedding) -> chunk search (dense, BM25 or hybrid) -> optional
+// cross-encoder rerank of the top chunks -> documents by best chunk -> recall@k, nDCG@k,
+// MRR@k, success@k, MAP@k (package metrics, checked against pytrec_eval) and, for data sets
+// with annotated spans, the share of queries whose top-k chunks overlap a relevant span.
+//
+// Run is the entry point of the `evaluate` subcommand. It writes a TREC run file, a
+// per-query metrics file and a JSON summary small enough for a pod termination message.
+//
+// Subpackages: beir (data set loading), metrics (the measures).
+//
+// Tests read the real data sets through RAGOPS_DATASETS (default: shared/datasets beside
+// the repository root); with RAGOPS_REQUIRE_ALL=1 a missing data set fails the test instead
+// of skipping it.
+package evaluator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/ragops/ragops/evaluator/beir"
+	"github.com/ragops/ragops/evaluator/metrics"
+)
+
+// DatasetSource says where the BEIR data set lives; set exactly one of Dir, FS, ConfigMap
+// and URL.
+type DatasetSource struct {
+	// Name labels the data set in the summary (e.g. "scifact").
+	Name string
+	// Dir is a folder in the BEIR layout.
+	Dir string
+	// FS is a BEIR layout in any file system.
+	FS fs.FS
+	// ConfigMap is a ConfigMap's data (see beir.ConfigMapFS for its keys).
+	ConfigMap map[string]string
+	// URL is a tar.gz or zip archive, checked against SHA256 (64 hex digits, required)
+	// and extracted under CacheDir (a temporary folder, removed afterwards, when empty).
+	URL, SHA256, CacheDir string
+}
+
+// Config is everything Run needs. Zero values take the defaults given per field.
+type Config struct {
+	Dataset DatasetSource
+	// Split names qrels/<Split>.tsv; default "test".
+	Split string
+
+	// Mode is dense, bm25 or hybrid; required.
+	Mode Mode
+	// Alpha weighs hybrid search, 0 (pure BM25) to 1 (pure dense); ignored otherwise.
+	Alpha float64
+	// Fusion is the hybrid fusion type; default RelativeScoreFusion.
+	Fusion Fusion
+	// Retriever searches the index; required. Encoder embeds queries; required for dense
+	// and hybrid.
+	Retriever Retriever
+	Encoder   QueryEncoder
+	// Growth bounds the chunk limits tried per query (see RetrieveDocuments).
+	Growth Growth
+
+	// Reranker, when set, rescores the top RerankTopN chunks (default 50) of each query.
+	Reranker   Reranker
+	RerankTopN int
+
+	// Cutoffs are the k of the metrics; 10 is always added.
+	Cutoffs []int
+	// MaxQueries evaluates only the first n queries of the split when > 0.
+	MaxQueries int
+	// Concurrency is the number of queries in flight; default 4.
+	Concurrency int
+
+	// OutDir, when set, receives run.trec (TREC run), queries.jsonl (per-query metrics) and
+	// summary.json (the Summary); it is created if missing.
+	OutDir string
+	// RunTag is the TREC run tag; default "ragops-<mode>".
+	RunTag string
+}
+
+// Output file names under Config.OutDir.
+const (
+	RunFile     = "run.trec"
+	QueriesFile = "queries.jsonl"
+	SummaryFile = "summary.json"
+)
+
+// ErrQueriesFailed is wrapped by Run's error when some queries failed but the rest were
+// evaluated; the Summary is then complete and counts them in FailedQueries.
+var ErrQueriesFailed = errors.New("evaluator: some queries failed")
+
+func (c *Config) defaults() error {
+	if c.Split == "" {
+		c.Split = "test"
+	}
+	switch c.Mode {
+	case BM25:
+	case Dense, Hybrid:
+		if c.Encoder == nil {
+			return fmt.Errorf("evaluator: mode %s needs a query encoder", c.Mode)
+		}
+	case "":
+		return errors.New("evaluator: no retrieval mode (want dense, bm25 or hybrid)")
+	default:
+		return fmt.Errorf("evaluator: retrieval mode %q, want dense, bm25 or hybrid", c.Mode)
+	}
+	if c.Mode == Hybrid {
+		if c.Alpha < 0 || c.Alpha > 1 {
+			return fmt.Errorf("evaluator: hybrid alpha %v, want 0 to 1", c.Alpha)
+		}
+		switch c.Fusion {
+		case "":
+			c.Fusion = RelativeScoreFusion
+		case RankedFusion, RelativeScoreFusion:
+		default:
+			return fmt.Errorf("evaluator: fusion %q, want %s or %s", c.Fusion, RankedFusion, RelativeScoreFusion)
+		}
+	} else {
+		c.Alpha, c.Fusion = 0, ""
+	}
+	if c.Retriever == nil {
+		return errors.New("evaluator: no retriever")
+	}
+	if c.RerankTopN < 0 {
+		return fmt.Errorf("evaluator: rerank top N %d, want >= 0", c.RerankTopN)
+	}
+	if c.Reranker != nil && c.RerankTopN == 0 {
+		c.RerankTopN = 50
+	}
+	if c.Reranker == nil {
+		c.RerankTopN = 0
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 4
+	}
+	if c.RunTag == "" {
+		c.RunTag = "ragops-" + string(c.Mode)
+	}
+	return nil
+}
+
+// LoadDataset reads the data set of src for split.
+func LoadDataset(ctx context.Context, src DatasetSource, split string) (*beir.Dataset, error) {
+	set := 0
+	for _, ok := range []bool{src.Dir != "", src.FS != nil, src.ConfigMap != nil, src.URL != ""} {
+		if ok {
+			set++
+		}
+	}
+	if set != 1 {
+		return nil, fmt.Errorf("evaluator: data set source sets %d of dir, fs, configMap, url; want exactly one", set)
+	}
+	fsys := src.FS
+	switch {
+	case src.Dir != "":
+		fsys = os.DirFS(src.Dir)
+	case src.ConfigMap != nil:
+		var err error
+		if fsys, err = beir.ConfigMapFS(src.ConfigMap); err != nil {
+			return nil, err
+		}
+	case src.URL != "":
+		dir := src.CacheDir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "ragops-dataset-")
+			if err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(tmp)
+			dir = tmp
+		}
+		root, err := beir.Fetch(ctx, src.URL, dir, beir.FetchOptions{SHA256: src.SHA256})
+		if err != nil {
+			return nil, err
+		}
+		fsys = os.DirFS(root)
+	}
+	return beir.Load(fsys, beir.Options{Split: split})
+}
+
+// Run evaluates cfg.Retriever on the data set and returns the Summary (and writes the
+// output files when cfg.OutDir is set). A query whose retrieval fails scores 0, is counted
+// in FailedQueries and makes Run return the Summary with an error wrapping
+// ErrQueriesFailed; configuration, data set and output errors return no Summary.
+func Run(ctx context.Context, cfg Config) (Summary, error) {
+	if err := cfg.defaults(); err != nil {
+		return Summary{}, err
+	}
+	cutoffs, err := metrics.Cutoffs(cfg.Cutoffs)
+	if err != nil {
+		return Summary{}, err
+	}
+	maxK := cutoffs[len(cutoffs)-1]
+	ds, err := LoadDataset(ctx, cfg.Dataset, cfg.Split)
+	if err != nil {
+		return Summary{}, err
+	}
+	queries := ds.Queries
+	if cfg.MaxQueries > 0 && cfg.MaxQueries < len(queries) {
+		queries = queries[:cfg.MaxQueries]
+	}
+
+	runs := make([]QueryRun, len(queries))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				runs[i] = runQuery(ctx, &cfg, ds, queries[i], maxK)
+			}
+		}()
+	}
+	for i := range queries {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Summary{}, fmt.Errorf("evaluator: %w", err)
+	}
+
+	run := make(map[string][]string, len(runs))
+	qrels := make(map[string]map[string]int, len(queries))
+	for i, r := range runs {
+		ids := make([]string, len(r.Docs))
+		for j, d := range r.Docs {
+			ids[j] = d.DocID
+		}
+		run[r.QueryID] = ids
+		qrels[r.QueryID] = ds.Qrels[queries[i].ID]
+	}
+	res, err := metrics.Evaluate(run, qrels, cutoffs)
+	if err != nil {
+		return Summary{}, err
+	}
+
+	sum := Summary{
+		Dataset: cfg.Dataset.Name, Split: cfg.Split, Mode: cfg.Mode, Alpha: cfg.Alpha, Fusion: cfg.Fusion,
+		RerankTopN: cfg.RerankTopN, Cutoffs: cutoffs, Queries: len(res.PerQuery),
+		Metrics: map[string]float64{}, NoRelevant: res.NoRelevant,
+		Judgements: ds.Judgements, Dropped: ds.Dropped,
+	}
+	for name, v := range res.Mean {
+		sum.Metrics[name] = Round4(v)
+	}
+	records := make(map[string]*QueryRecord, len(runs))
+	for _, qv := range res.PerQuery {
+		records[qv.QueryID] = &QueryRecord{QueryID: qv.QueryID, Values: qv.Values}
+	}
+	spanHits := map[int]int{}
+	for _, r := range runs {
+		rec := records[r.QueryID]
+		if rec == nil { // a query without a relevant document: not evaluated
+			continue
+		}
+		rec.Docs, rec.Chunks, rec.Searches, rec.Reranked, rec.Short = len(r.Docs), len(r.Chunks), r.Searches, r.Reranked, r.Short
+		if r.Err != nil {
+			rec.Error = r.Err.Error()
+			sum.FailedQueries++
+			if len(sum.Errors) < 3 {
+				sum.Errors = append(sum.Errors, truncate(rec.Error, 200))
+			}
+		}
+		if r.Short {
+			sum.ShortQueries++
+		}
+		if spans := ds.Spans[r.QueryID]; len(spans) > 0 {
+			sum.SpanQueries++
+			for _, k := range cutoffs {
+				hit := 0.0
+				if SpanHitAt(r.Chunks, spans, k) {
+					hit = 1
+					spanHits[k]++
+				}
+				rec.Values["spanHit@"+fmt.Sprint(k)] = hit
+			}
+		}
+	}
+	if sum.SpanQueries > 0 {
+		for _, k := range cutoffs {
+			sum.Metrics["spanHit@"+fmt.Sprint(k)] = Round4(float64(spanHits[k]) / float64(sum.SpanQueries))
+		}
+	}
+
+	if cfg.OutDir != "" {
+		ordered := make([]QueryRecord, 0, len(records))
+		for _, rec := range records {
+			ordered = append(ordered, *rec)
+		}
+		sort.Slice(ordered, func(i, j int) bool { return ordered[i].QueryID < ordered[j].QueryID })
+		if err := writeOutputs(cfg.OutDir, cfg.RunTag, runs, ordered, sum); err != nil {
+			return Summary{}, err
+		}
+	}
+	if sum.FailedQueries > 0 {
+		return sum, fmt.Errorf("%w: %d of %d (first: %s)", ErrQueriesFailed, sum.FailedQueries, len(queries), sum.Errors[0])
+	}
+	return sum, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a UTF-8 boundary.
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "..."
+}
+
+// runQuery retrieves, optionally reranks and ranks one query; failures land in Err.
+func runQuery(ctx context.Context, cfg *Config, ds *beir.Dataset, bq beir.Query, maxK int) QueryRun {
+	out := QueryRun{QueryID: bq.ID}
+	q := Query{ID: bq.ID, Text: bq.Text, Mode: cfg.Mode, Alpha: cfg.Alpha, Fusion: cfg.Fusion}
+	if cfg.Mode != BM25 {
+		v, err := cfg.Encoder.EncodeQuery(ctx, bq.Text)
+		if err != nil {
+			out.Err = fmt.Errorf("evaluator: query %q: encode: %w", bq.ID, err)
+			return out
+		}
+		q.Vector = v
+	}
+	ret, err := RetrieveDocuments(ctx, cfg.Retriever, q, maxK, cfg.Growth)
+	out.Searches, out.Limit = ret.Searches, ret.Limit
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	for _, h := range ret.Chunks {
+		if _, ok := ds.Doc(h.DocID); !ok {
+			out.Err = fmt.Errorf("evaluator: query %q: hit names document %q, which is not in the data set's corpus (wrong index?)", bq.ID, h.DocID)
+			return out
+		}
+	}
+	out.Chunks, out.Docs, out.Short = ret.Chunks, ret.Docs, ret.Short
+	if cfg.Reranker == nil {
+		return out
+	}
+	chunks, n, err := Rerank(ctx, cfg.Reranker, q, ret.Chunks, cfg.RerankTopN, func(h ChunkHit) (string, error) {
+		if h.Text != "" {
+			return h.Text, nil
+		}
+		doc, _ := ds.Doc(h.DocID)
+		if h.Start < 0 || h.End > len(doc.Text) || h.Start >= h.End {
+			return "", fmt.Errorf("chunk %d of %q has offsets [%d, %d) outside the document (%d bytes)", h.Ordinal, h.DocID, h.Start, h.End, len(doc.Text))
+		}
+		return doc.Text[h.Start:h.End], nil
+	})
+	if err != nil {
+		out.Chunks, out.Docs, out.Err = nil, nil, err
+		return out
+	}
+	docs := AggregateReranked(chunks, n)
+	if len(docs) > maxK {
+		docs = docs[:maxK]
+	}
+	out.Chunks, out.Docs, out.Reranked = chunks, docs, n
+	return out
+}
+
+func writeOutputs(dir, tag string, runs []QueryRun, records []QueryRecord, sum Summary) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("evaluator: output folder: %w", err)
+	}
+	write := func(name string, fn func(f *os.File) error) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("evaluator: %w", err)
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return fmt.Errorf("evaluator: writing %s: %w", f.Name(), err)
+		}
+		return f.Close()
+	}
+	if err := write(RunFile, func(f *os.File) error { return WriteTRECRun(f, runs, tag) }); err != nil {
+		return err
+	}
+	if err := write(QueriesFile, func(f *os.File) error { return WriteQueryRecords(f, records) }); err != nil {
+		return err
+	}
+	b, err := sum.Marshal()
+	if err != nil {
+		return err
+	}
+	return write(SummaryFile, func(f *os.File) error { _, err := f.Write(append(b, '\n')); return err })
+}
