@@ -124,7 +124,9 @@ func (r *overlapReranker) Score(ctx context.Context, query string, passages []st
 
 type badReranker struct{ scores []float64 }
 
-func (b badReranker) Score(context.Context, string, []string) ([]float64, error) { return b.scores, nil }
+func (b badReranker) Score(context.Context, string, []string) ([]float64, error) {
+	return b.scores, nil
+}
 
 func TestRerankOrdering(t *testing.T) {
 	ds, ix := sciFact(t)
