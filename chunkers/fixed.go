@@ -112,7 +112,7 @@ func (f *fixed) runes(text string) []Chunk {
 			raw := advance(text, start, stride)
 			next = snapGrapheme(text, start, raw)
 			if next <= start {
-				next = raw
+				next = end // a cluster longer than the stride: no overlap this once
 			}
 			next = min(next, end)
 		}

@@ -83,6 +83,13 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 		if g.prefix != "" {
 			it.pn = sp.sizer.Size(g.prefix)
 		}
+		if len(group) > 0 && groupSize(group)+it.n > sp.max {
+			// At the limit: the segment's trailing whitespace will be trimmed off the
+			// chunk, so measure it without.
+			if _, te := trimSpan(text, g.s, g.e); te < g.e {
+				it.n = sp.sizer.Size(text[g.s:te])
+			}
+		}
 		for len(group) > 0 && groupSize(group)+it.n > sp.max {
 			if group[0].repeat {
 				group = group[1:]
