@@ -20,17 +20,18 @@ const (
 	Hybrid Mode = "hybrid"
 )
 
-// Fusion is how a hybrid search merges its BM25 and dense rankings (Weaviate fusionType).
+// Fusion is how a hybrid search merges its BM25 and dense rankings (Weaviate fusionType;
+// the values are those of package vectorstore).
 type Fusion string
 
 // Fusion types of Weaviate's hybrid search.
 const (
 	// RankedFusion sums 1/(60+rank) over the two rankings (reciprocal rank fusion,
 	// Cormack et al. 2009), weighted by alpha.
-	RankedFusion Fusion = "rankedFusion"
+	RankedFusion Fusion = "ranked"
 	// RelativeScoreFusion min-max normalises each ranking's scores and sums them, weighted by
 	// alpha (Weaviate's default since 1.24).
-	RelativeScoreFusion Fusion = "relativeScoreFusion"
+	RelativeScoreFusion Fusion = "relativeScore"
 )
 
 // Query is one search request. Vector is set for Dense and Hybrid and nil for BM25.

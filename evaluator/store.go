@@ -1,0 +1,63 @@
+package evaluator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// StoreRetriever adapts vectorstore.Store.Search to Retriever for one search target, a
+// revision collection or an Index alias. Dense maps to nearVector (score 1 - distance),
+// BM25 to bm25, Hybrid to hybrid with the query's alpha and fusion.
+type StoreRetriever struct {
+	Store *vectorstore.Store
+	// Target is the collection or alias searched.
+	Target string
+	// WithText asks for chunk text (the rerank stage uses it; otherwise it is cut from the
+	// data set's corpus by the chunk's offsets).
+	WithText bool
+	// Attempts bounds tries of a search that fails with a retryable error
+	// (vectorstore.IsRetryable), with 250 ms doubling waits; 0 means 3.
+	Attempts int
+}
+
+// Search implements Retriever.
+func (r StoreRetriever) Search(ctx context.Context, q Query, limit int) ([]ChunkHit, error) {
+	vq := vectorstore.Query{Text: q.Text, Vector: q.Vector, Limit: limit, WithText: r.WithText}
+	switch q.Mode {
+	case Dense:
+		vq.Mode = vectorstore.ModeNearVector
+	case BM25:
+		vq.Mode, vq.Vector = vectorstore.ModeBM25, nil
+	case Hybrid:
+		vq.Mode, vq.Alpha, vq.Fusion = vectorstore.ModeHybrid, float32(q.Alpha), vectorstore.Fusion(q.Fusion)
+	default:
+		return nil, fmt.Errorf("evaluator: retrieval mode %q, want dense, bm25 or hybrid", q.Mode)
+	}
+	attempts := r.Attempts
+	if attempts <= 0 {
+		attempts = 3
+	}
+	wait := 250 * time.Millisecond
+	for try := 1; ; try++ {
+		hits, err := r.Store.Search(ctx, r.Target, vq)
+		if err == nil {
+			out := make([]ChunkHit, len(hits))
+			for i, h := range hits {
+				out[i] = ChunkHit{DocID: h.DocID, Ordinal: h.Ordinal, Start: h.Start, End: h.End, Score: float64(h.Score), Text: h.Text}
+			}
+			return out, nil
+		}
+		if try >= attempts || !vectorstore.IsRetryable(err) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
