@@ -362,14 +362,14 @@ func TestConfigErrors(t *testing.T) {
 	dir := datasets.Dir(t, "scifact")
 	_, ix := sciFact(t)
 	cases := map[string]Config{
-		"no retrieval mode":      {Dataset: DatasetSource{Dir: dir}, Retriever: ix},
-		`mode "sparse"`:          {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: "sparse"},
-		"needs a query encoder":  {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: Dense},
-		"no retriever":           {Dataset: DatasetSource{Dir: dir}, Mode: BM25},
-		"want exactly one":       {Dataset: DatasetSource{Dir: dir, URL: "http://x"}, Retriever: ix, Mode: BM25},
-		"k=0":                    {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: BM25, Cutoffs: []int{0}},
-		"qrels/nope.tsv":         {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: BM25, Split: "nope"},
-		"hybrid alpha 1.5":       {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Encoder: nilEncoder{}, Mode: Hybrid, Alpha: 1.5},
+		"no retrieval mode":     {Dataset: DatasetSource{Dir: dir}, Retriever: ix},
+		`mode "sparse"`:         {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: "sparse"},
+		"needs a query encoder": {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: Dense},
+		"no retriever":          {Dataset: DatasetSource{Dir: dir}, Mode: BM25},
+		"want exactly one":      {Dataset: DatasetSource{Dir: dir, URL: "http://x"}, Retriever: ix, Mode: BM25},
+		"k=0":                   {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: BM25, Cutoffs: []int{0}},
+		"qrels/nope.tsv":        {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: BM25, Split: "nope"},
+		"hybrid alpha 1.5":      {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Encoder: nilEncoder{}, Mode: Hybrid, Alpha: 1.5},
 		`fusion "rrf", want ranked or relativeScore`: {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Encoder: nilEncoder{}, Mode: Hybrid, Alpha: 0.5, Fusion: "rrf"},
 	}
 	for want, cfg := range cases {
