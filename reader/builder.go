@@ -127,15 +127,7 @@ func (b *Builder) Finish(mediaType string) Document {
 		b.Paragraph(NoteMarker(i+1) + " " + n)
 	}
 	text := b.buf.String()
-	for i := range b.outline {
-		b.outline[i].End = len(text)
-		for _, next := range b.outline[i+1:] {
-			if next.Level <= b.outline[i].Level {
-				b.outline[i].End = next.Start
-				break
-			}
-		}
-	}
+	SetSectionEnds(b.outline, len(text))
 	for i := range b.pages {
 		p := &b.pages[i]
 		if p.Start > len(text) {
@@ -146,4 +138,18 @@ func (b *Builder) Finish(mediaType string) Document {
 		}
 	}
 	return Document{MediaType: mediaType, Text: text, Outline: b.outline, Pages: b.pages}
+}
+
+// SetSectionEnds sets each heading's End to the Start of the next heading of the same or
+// a higher level, or to textLen; outline must be sorted by Start.
+func SetSectionEnds(outline []Heading, textLen int) {
+	for i := range outline {
+		outline[i].End = textLen
+		for _, next := range outline[i+1:] {
+			if next.Level <= outline[i].Level {
+				outline[i].End = next.Start
+				break
+			}
+		}
+	}
 }

@@ -1,0 +1,146 @@
+// Package pdf reads PDF documents with PDFium compiled to WebAssembly
+// (github.com/klippa-app/go-pdfium's webassembly mode, run by github.com/tetratelabs/wazero):
+// no cgo and no system library.
+//
+// Text comes page by page in the order PDFium's text page gives it (content order, with
+// the line and word breaks PDFium infers); lines are joined into paragraphs where the gap
+// to the next line is at most about one line and the font does not change, and a line
+// that holds only the page number at the top or bottom of a page is dropped. Each page's
+// byte range is recorded in Document.Pages.
+//
+// The outline comes from the document outline (bookmarks) when the file has one: each
+// bookmark becomes a heading of its depth, placed where its title occurs in the text of
+// its destination page (or, if the title is not found there, at the start of that page).
+// Without bookmarks, headings are inferred from typography: the most frequent font size
+// is body text; lines set larger, or bold at body size and standing alone, are headings,
+// ranked by size (then weight) into levels.
+//
+// A file that PDFium cannot open is reader.Corrupt (reader.Encrypted when it needs a
+// password); a file whose pages hold no characters is reader.NoTextLayer when they hold
+// images (a scan without OCR layer) and reader.Empty otherwise.
+//
+// Starting PDFium is costly (compiling the 5.8 MB WebAssembly module), so a Reader keeps
+// one compiled module and a pool of instances for its lifetime; create one Reader per
+// process and Close it at the end.
+package pdf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/klippa-app/go-pdfium"
+	pdfiumerrors "github.com/klippa-app/go-pdfium/errors"
+	"github.com/klippa-app/go-pdfium/webassembly"
+	"github.com/ragops/ragops/reader"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// Options configures a Reader.
+type Options struct {
+	// Workers is the number of PDFium instances, hence PDFs read at the same time;
+	// 0 means 1.
+	Workers int
+	// CacheDir, when set, keeps wazero's compiled machine code there, so a later process
+	// starts faster.
+	CacheDir string
+	// PageTimeout bounds reading one page; a page that takes longer makes the document
+	// Corrupt. 0 means 30 s.
+	PageTimeout time.Duration
+}
+
+// Reader reads PDFs through a pool of PDFium WebAssembly instances. It is safe for
+// concurrent use.
+type Reader struct {
+	pool        pdfium.Pool
+	cache       wazero.CompilationCache
+	pageTimeout time.Duration
+}
+
+// New compiles the PDFium module and starts the pool; this takes seconds, so do it once.
+func New(ctx context.Context, opts Options) (*Reader, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 1
+	}
+	if opts.PageTimeout <= 0 {
+		opts.PageTimeout = 30 * time.Second
+	}
+	rc := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling)
+	r := &Reader{pageTimeout: opts.PageTimeout}
+	if opts.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("pdf: compilation cache %s: %w", opts.CacheDir, err)
+		}
+		r.cache = cache
+		rc = rc.WithCompilationCache(cache)
+	}
+	pool, err := webassembly.Init(webassembly.Config{
+		Context:       ctx,
+		MinIdle:       1,
+		MaxIdle:       opts.Workers,
+		MaxTotal:      opts.Workers,
+		ReuseWorkers:  true,
+		RuntimeConfig: rc,
+		FSConfig:      wazero.NewFSConfig(), // documents come as bytes: no host files
+		Stdout:        io.Discard,
+		Stderr:        io.Discard,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pdf: start PDFium: %w", err)
+	}
+	r.pool = pool
+	return r, nil
+}
+
+// Close stops the pool.
+func (r *Reader) Close() error {
+	err := r.pool.Close()
+	if r.cache != nil {
+		err = errors.Join(err, r.cache.Close(context.Background()))
+	}
+	return err
+}
+
+// MediaTypes implements reader.FormatReader.
+func (r *Reader) MediaTypes() []string { return []string{reader.MediaTypePDF} }
+
+// Read implements reader.FormatReader.
+func (r *Reader) Read(ctx context.Context, data []byte, mediaType string) (reader.Document, error) {
+	inst, err := r.pool.GetInstanceWithContext(ctx)
+	if err != nil {
+		return reader.Document{}, fmt.Errorf("pdf: get a PDFium instance: %w", err)
+	}
+	broken := false
+	defer func() {
+		if broken {
+			_ = inst.Kill()
+		} else {
+			_ = inst.Close()
+		}
+	}()
+	doc, err := func() (d reader.Document, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				broken = true
+				err = reader.Skip(reader.Corrupt, mediaType, nil, "PDFium failed: %v", p)
+			}
+		}()
+		return extract(ctx, inst, data, mediaType)
+	}()
+	return doc, err
+}
+
+// openError classifies an OpenDocument error.
+func openError(err error, mediaType string) error {
+	switch {
+	case errors.Is(err, pdfiumerrors.ErrPassword), errors.Is(err, pdfiumerrors.ErrSecurity):
+		return reader.Skip(reader.Encrypted, mediaType, err, "PDF needs a password")
+	default:
+		return reader.Skip(reader.Corrupt, mediaType, err, "PDFium cannot open the file")
+	}
+}
