@@ -81,7 +81,7 @@ func sniffZip(data []byte) string {
 		// A local file header but no readable central directory: judge by the first
 		// entry's name, so a truncated DOCX is reported as a corrupt DOCX.
 		switch {
-		case bytes.Contains(head(data, 64), []byte("mimetypeapplication/vnd.oasis.opendocument.text")):
+		case bytes.Contains(head(data, 256), []byte("mimetype")) && bytes.Contains(head(data, 256), []byte(MediaTypeODT)):
 			return MediaTypeODT
 		case bytes.Contains(data, []byte("word/")):
 			return MediaTypeDOCX
