@@ -243,10 +243,14 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 
 	sum := Summary{
-		Dataset: cfg.Dataset.Name, Split: cfg.Split, Mode: cfg.Mode, Alpha: cfg.Alpha, Fusion: cfg.Fusion,
+		Dataset: cfg.Dataset.Name, Split: cfg.Split, Mode: cfg.Mode, Fusion: cfg.Fusion,
 		RerankTopN: cfg.RerankTopN, Cutoffs: cutoffs, Queries: len(res.PerQuery),
 		Metrics: map[string]float64{}, NoRelevant: res.NoRelevant,
 		Judgements: ds.Judgements, Dropped: ds.Dropped,
+	}
+	if cfg.Mode == Hybrid {
+		alpha := cfg.Alpha
+		sum.Alpha = &alpha
 	}
 	for name, v := range res.Mean {
 		sum.Metrics[name] = Round4(v)

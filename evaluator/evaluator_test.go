@@ -389,7 +389,8 @@ func TestSummaryStaysUnder4KB(t *testing.T) {
 		ks = append(ks, k)
 	}
 	cutoffs, _ := metrics.Cutoffs(ks)
-	sum := Summary{Dataset: "a-data-set-with-a-long-name", Split: "test", Mode: Hybrid, Alpha: 0.5, Fusion: RelativeScoreFusion,
+	alpha := 0.5
+	sum := Summary{Dataset: "a-data-set-with-a-long-name", Split: "test", Mode: Hybrid, Alpha: &alpha, Fusion: RelativeScoreFusion,
 		Cutoffs: cutoffs, Queries: 12345, Metrics: map[string]float64{}, FailedQueries: 3, ShortQueries: 99, Judgements: 100000,
 		Dropped: beir.Dropped{UnknownQueries: 12, UnknownDocuments: 3456}, SpanQueries: 10}
 	for i := 0; i < beir.MaxDroppedExamples; i++ {

@@ -90,11 +90,12 @@ const MaxSummaryBytes = 4000
 
 // Summary is the outcome of an evaluation, small enough for a pod termination message.
 type Summary struct {
-	Dataset string  `json:"dataset,omitempty"`
-	Split   string  `json:"split"`
-	Mode    Mode    `json:"mode"`
-	Alpha   float64 `json:"alpha,omitempty"`
-	Fusion  Fusion  `json:"fusion,omitempty"`
+	Dataset string `json:"dataset,omitempty"`
+	Split   string `json:"split"`
+	Mode    Mode   `json:"mode"`
+	// Alpha and Fusion are set for hybrid mode only.
+	Alpha  *float64 `json:"alpha,omitempty"`
+	Fusion Fusion   `json:"fusion,omitempty"`
 	// RerankTopN is the number of chunks reranked per query; 0 without reranking.
 	RerankTopN int `json:"rerankTopN,omitempty"`
 	// Cutoffs are the cut-offs evaluated (10 always among them).

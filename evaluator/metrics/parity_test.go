@@ -22,7 +22,7 @@ func referencePath() string {
 	return filepath.Join("testdata", "reference.tsv.gz")
 }
 
-func open(t *testing.T, path string) io.Reader {
+func open(t testing.TB, path string) io.Reader {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -39,7 +39,7 @@ func open(t *testing.T, path string) io.Reader {
 	return f
 }
 
-func readRun(t *testing.T, path string) map[string][]string {
+func readRun(t testing.TB, path string) map[string][]string {
 	t.Helper()
 	scored := map[string][]Scored{}
 	sc := bufio.NewScanner(open(t, path))
@@ -61,7 +61,7 @@ func readRun(t *testing.T, path string) map[string][]string {
 	return run
 }
 
-func readQrels(t *testing.T, path string) map[string]map[string]int {
+func readQrels(t testing.TB, path string) map[string]map[string]int {
 	t.Helper()
 	qrels := map[string]map[string]int{}
 	sc := bufio.NewScanner(open(t, path))
@@ -135,5 +135,17 @@ func TestParityWithPytrecEval(t *testing.T) {
 		}
 		t.Logf("%s: %d queries, %d values equal within 1e-6; ndcg@10 %.4f recall@10 %.4f recall@100 %.4f (no relevant: %d, unretrieved: %d)",
 			runFile, len(res.PerQuery), compared, res.Mean["ndcg@10"], res.Mean["recall@10"], res.Mean["recall@100"], res.NoRelevant, res.Unretrieved)
+	}
+}
+
+// BenchmarkEvaluateSciFact scores the 300-query SciFact BM25 run (top 100) at five cut-offs.
+func BenchmarkEvaluateSciFact(b *testing.B) {
+	run := readRun(b, filepath.Join("testdata", "scifact-bm25.run.gz"))
+	qrels := readQrels(b, filepath.Join("testdata", "scifact-test.qrels"))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Evaluate(run, qrels, []int{1, 3, 5, 10, 100}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
