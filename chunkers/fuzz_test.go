@@ -3,6 +3,7 @@ package chunkers
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"unicode/utf8"
 )
@@ -19,6 +20,12 @@ func FuzzChunkers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string, size, overlap uint8) {
 		n := int(size%64) + 1
 		o := int(overlap) % n
+		if utf8.ValidString(text) {
+			g, _ := NewSentenceSegmenter(nil)
+			if fast, ref := g.cut(text, 0, len(text), nil), g.cutUniseg(text, 0, len(text), nil); !slices.Equal(fast, ref) {
+				t.Fatalf("windowed sentence cuts %v differ from uniseg %v", fast, ref)
+			}
+		}
 		sizers := []Sizer{RuneSizer{}, WordSizer{}}
 		for _, sz := range sizers {
 			h, _ := NewHeading(sz, n, o, HeadingOptions{Markdown: true, NumberedSections: true, Patterns: []HeadingPattern{{"^Beslispunt", 2}}})

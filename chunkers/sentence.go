@@ -3,6 +3,7 @@ package chunkers
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -79,9 +80,133 @@ func (g *SentenceSegmenter) Sentences(text string) []Span {
 	return out
 }
 
-// cut is the segmenter as a cutter.
+// cut is the segmenter as a cutter. UAX #29 puts a sentence boundary only at the end of a
+// run of terminators (STerm, ATerm), closing punctuation and spaces, or after a paragraph
+// separator, so cut scans for those code points and asks uniseg only about a small window
+// around each: one code point before the terminator up to the first letter or line break
+// after it (what rules SB6-SB11 look at). cutUniseg, which segments everything with uniseg,
+// is the reference the tests compare it with.
 func (g *SentenceSegmenter) cut(text string, s, e int, cuts []int) []int {
-	rest, state, pos := text[s:e], -1, s
+	last := s
+	for i := s; i < e; {
+		c := text[i]
+		w := 1
+		if c < utf8.RuneSelf {
+			if !asciiTerm[c] {
+				i++
+				continue
+			}
+		} else {
+			var r rune
+			r, w = utf8.DecodeRuneInString(text[i:e])
+			if !breaker(r) {
+				i += w
+				continue
+			}
+		}
+		p0 := i
+		if p0 > s {
+			_, pw := utf8.DecodeLastRuneInString(text[s:p0])
+			p0 -= pw
+		}
+		p1 := lookahead(text, i+w, e)
+		b := -1
+		rest, state, pos := text[p0:p1], -1, p0
+		for len(rest) > 0 {
+			var sent string
+			sent, rest, state = uniseg.FirstSentenceInString(rest, state)
+			pos += len(sent)
+			if pos > i && len(rest) > 0 {
+				b = pos
+				break
+			}
+		}
+		if b < 0 || b >= e {
+			i += w
+			continue
+		}
+		if !g.continues(text[last:b]) {
+			cuts = append(cuts, b)
+			last = b
+		}
+		i = b
+	}
+	return cuts
+}
+
+// lookahead returns the end of the window the boundary rules need after a terminator that
+// ends before p: past the first letter or line break (and one more code point), or e when
+// that is more than 256 bytes away.
+func lookahead(text string, p, e int) int {
+	for q := p; q < e && q-p < 256; {
+		c := text[q]
+		if c < utf8.RuneSelf {
+			q++
+			if c == '\n' || c == '\r' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') {
+				return nextRune(text, q, e)
+			}
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(text[q:e])
+		q += w
+		if unicode.IsLetter(r) || breaker(r) {
+			return nextRune(text, q, e)
+		}
+	}
+	return e
+}
+
+// nextRune returns the position after the code point at q (or e).
+func nextRune(text string, q, e int) int {
+	if q >= e {
+		return e
+	}
+	_, w := utf8.DecodeRuneInString(text[q:e])
+	return q + w
+}
+
+// asciiTerm marks the ASCII sentence terminators and paragraph separators of UAX #29.
+var asciiTerm = [256]bool{'.': true, '!': true, '?': true, '\n': true, '\r': true}
+
+var (
+	bmpBreakers     [1 << 16]bool
+	bmpBreakersOnce sync.Once
+	astralBreakers  sync.Map // rune -> bool
+)
+
+// breaker reports whether a sentence boundary can follow r: whether r is an STerm, ATerm or
+// Sep code point. uniseg keeps its property tables private, so each code point is probed
+// once: a boundary follows it before " A" exactly when it is one of those.
+func breaker(r rune) bool {
+	if r < 1<<16 {
+		bmpBreakersOnce.Do(func() {
+			for c := rune(0); c < 1<<16; c++ {
+				if c >= 0xD800 && c < 0xE000 {
+					continue
+				}
+				bmpBreakers[c] = probeBreaker(c)
+			}
+		})
+		return bmpBreakers[r]
+	}
+	if v, ok := astralBreakers.Load(r); ok {
+		return v.(bool)
+	}
+	v := probeBreaker(r)
+	astralBreakers.Store(r, v)
+	return v
+}
+
+func probeBreaker(r rune) bool {
+	s := "a" + string(r) + " A"
+	first, _, _ := uniseg.FirstSentenceInString(s, -1)
+	return len(first) < len(s)
+}
+
+// cutUniseg is the reference segmentation: uniseg over the whole range, abbreviations
+// merged.
+func (g *SentenceSegmenter) cutUniseg(text string, s, e int, cuts []int) []int {
+	rest, state, pos, last := text[s:e], -1, s, s
 	for len(rest) > 0 {
 		var sent string
 		sent, rest, state = uniseg.FirstSentenceInString(rest, state)
@@ -89,10 +214,11 @@ func (g *SentenceSegmenter) cut(text string, s, e int, cuts []int) []int {
 		if pos >= e {
 			break
 		}
-		if g.continues(sent) {
+		if g.continues(text[last:pos]) {
 			continue
 		}
 		cuts = append(cuts, pos)
+		last = pos
 	}
 	return cuts
 }
