@@ -104,6 +104,19 @@ func (g *SentenceSegmenter) cut(text string, s, e int, cuts []int) []int {
 				continue
 			}
 		}
+		if c == '\n' || c == '\r' {
+			// SB4: a boundary always follows a paragraph separator (SB3: CR LF is one).
+			b := i + 1
+			if c == '\r' && b < e && text[b] == '\n' {
+				b++
+			}
+			if b < e && !g.continues(text[last:b]) {
+				cuts = append(cuts, b)
+				last = b
+			}
+			i = b
+			continue
+		}
 		p0 := i
 		if p0 > s {
 			_, pw := utf8.DecodeLastRuneInString(text[s:p0])
