@@ -1,0 +1,76 @@
+package embedder
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ConfigFile is the name of the model folder's ragops configuration file.
+const ConfigFile = "ragops.json"
+
+// Pooling is how a sequence's token states become one vector.
+type Pooling string
+
+// Pooling methods.
+const (
+	// PoolMean averages the states of all tokens of the sequence, special tokens included
+	// (sentence-transformers' mean pooling).
+	PoolMean Pooling = "mean"
+	// PoolCLS takes the state of the first ([CLS]) token (BGE models).
+	PoolCLS Pooling = "cls"
+)
+
+// Config describes an exported model folder (model.onnx, tokenizer.json, ragops.json).
+type Config struct {
+	// Name identifies the model (it is part of an index revision).
+	Name string `json:"name"`
+	// MaxPositions is the model's position limit in tokens, special tokens included.
+	MaxPositions int `json:"maxPositions"`
+	// Dimension is the width of the token states and of the embeddings.
+	Dimension int `json:"dimension"`
+	// Pooling is used for naive (whole-sequence) embeddings; late chunking always averages
+	// the token states inside a chunk's span.
+	Pooling Pooling `json:"pooling"`
+	// Normalize scales every embedding to unit L2 length.
+	Normalize bool `json:"normalize"`
+	// QueryPrefix is prepended to queries (e.g. "query: " or a BGE instruction).
+	QueryPrefix string `json:"queryPrefix"`
+	// DocumentPrefix is prepended to documents and chunks.
+	DocumentPrefix string `json:"documentPrefix"`
+	// TokenStatesOutput names the model output that holds [batch, sequence, Dimension] states.
+	TokenStatesOutput string `json:"tokenStatesOutput"`
+	// Inputs names the model inputs; TokenTypeIDs may be empty for models without one.
+	Inputs struct {
+		InputIDs      string `json:"inputIds"`
+		AttentionMask string `json:"attentionMask"`
+		TokenTypeIDs  string `json:"tokenTypeIds"`
+	} `json:"inputs"`
+}
+
+// ReadConfig reads and checks dir/ragops.json.
+func ReadConfig(dir string) (Config, error) {
+	var c Config
+	p := filepath.Join(dir, ConfigFile)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		return c, fmt.Errorf("model config: %w", err)
+	}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return c, fmt.Errorf("model config %s: invalid JSON: %w", p, err)
+	}
+	switch {
+	case c.MaxPositions < 8:
+		return c, fmt.Errorf("model config %s: maxPositions %d must be >= 8", p, c.MaxPositions)
+	case c.Dimension <= 0:
+		return c, fmt.Errorf("model config %s: dimension %d must be > 0", p, c.Dimension)
+	case c.Pooling != PoolMean && c.Pooling != PoolCLS:
+		return c, fmt.Errorf("model config %s: pooling %q must be %q or %q", p, c.Pooling, PoolMean, PoolCLS)
+	case c.TokenStatesOutput == "":
+		return c, fmt.Errorf("model config %s: tokenStatesOutput is empty", p)
+	case c.Inputs.InputIDs == "" || c.Inputs.AttentionMask == "":
+		return c, fmt.Errorf("model config %s: inputs.inputIds and inputs.attentionMask are required", p)
+	}
+	return c, nil
+}

@@ -1,0 +1,276 @@
+package embedder
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/ragops/ragops/chunkers"
+	"github.com/ragops/ragops/embedder/tokenize"
+)
+
+// Mode selects how chunk vectors are computed.
+type Mode int
+
+// Modes.
+const (
+	// Naive encodes each chunk on its own.
+	Naive Mode = iota
+	// Late encodes the whole document (in macro windows when it exceeds the model's
+	// positions) and mean-pools the token states inside each chunk's span.
+	Late
+)
+
+// String returns "naive" or "late".
+func (m Mode) String() string {
+	if m == Late {
+		return "late"
+	}
+	return "naive"
+}
+
+// ParseMode accepts "naive" or "late".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "naive":
+		return Naive, nil
+	case "late":
+		return Late, nil
+	}
+	return Naive, fmt.Errorf("embedder: mode %q must be naive or late", s)
+}
+
+// Document is one document's text and its chunks (byte spans into Text).
+type Document struct {
+	Text   string
+	Chunks []chunkers.Chunk
+}
+
+// EmbedChunks returns one vector per chunk of text, in chunk order, of length Dimension.
+// A chunk whose span lies outside text, or (late mode) covers no token, is an error naming
+// the chunk.
+func (m *Model) EmbedChunks(ctx context.Context, text string, chunks []chunkers.Chunk, mode Mode) ([][]float32, error) {
+	out, err := m.EmbedDocuments(ctx, []Document{{Text: text, Chunks: chunks}}, mode)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// EmbedDocuments embeds the chunks of several documents, batching their sequences together
+// (sorted by length, under the token budget) for throughput. The result is indexed
+// [document][chunk][Dimension].
+func (m *Model) EmbedDocuments(ctx context.Context, docs []Document, mode Mode) ([][][]float32, error) {
+	for d, doc := range docs {
+		for _, c := range doc.Chunks {
+			if err := checkChunk(doc.Text, c); err != nil {
+				return nil, fmt.Errorf("embedder: document %d: %w", d, err)
+			}
+		}
+	}
+	if mode == Late {
+		return m.embedLate(ctx, docs)
+	}
+	var texts []string
+	for _, doc := range docs {
+		for _, c := range doc.Chunks {
+			texts = append(texts, chunkText(doc.Text, c))
+		}
+	}
+	flat, err := m.embedTexts(ctx, texts, m.docPre)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][][]float32, len(docs))
+	k := 0
+	for d, doc := range docs {
+		out[d] = flat[k : k+len(doc.Chunks)]
+		k += len(doc.Chunks)
+	}
+	return out, nil
+}
+
+// EmbedQueries embeds queries with the model's query prefix and naive pooling. The
+// evaluator uses it, so queries and indexed chunks always share one code path.
+func (m *Model) EmbedQueries(ctx context.Context, queries []string) ([][]float32, error) {
+	return m.embedTexts(ctx, queries, m.queryPre)
+}
+
+// EmbedTexts embeds whole texts (document prefix, naive pooling), one vector each.
+func (m *Model) EmbedTexts(ctx context.Context, texts []string) ([][]float32, error) {
+	return m.embedTexts(ctx, texts, m.docPre)
+}
+
+// EmbedSentences implements chunkers.SentenceEmbedder (Semantic and Cluster strategies).
+func (m *Model) EmbedSentences(ctx context.Context, sentences []string) ([][]float32, error) {
+	return m.embedTexts(ctx, sentences, m.docPre)
+}
+
+func checkChunk(text string, c chunkers.Chunk) error {
+	spans := c.Spans
+	if len(spans) == 0 {
+		spans = []chunkers.Span{{Start: c.Start, End: c.End}}
+	}
+	for _, s := range spans {
+		if s.Start < 0 || s.End < s.Start || s.End > len(text) {
+			return fmt.Errorf("chunk %d: span [%d, %d) is outside the text's %d bytes", c.Ordinal, s.Start, s.End, len(text))
+		}
+	}
+	return nil
+}
+
+// chunkText is the text a naive embedding sees: the span, or a multi-span chunk's spans
+// joined by newlines.
+func chunkText(text string, c chunkers.Chunk) string {
+	if len(c.Spans) == 0 {
+		return text[c.Start:c.End]
+	}
+	parts := make([]string, len(c.Spans))
+	for i, s := range c.Spans {
+		parts[i] = text[s.Start:s.End]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// embedTexts encodes each text as [CLS] prefix text [SEP] (cut to the model's positions,
+// counted in Stats.Truncated) and pools it per Config.Pooling.
+func (m *Model) embedTexts(ctx context.Context, texts []string, prefix []int64) ([][]float32, error) {
+	seqs := make([][]int64, len(texts))
+	limit := m.cfg.MaxPositions - 2
+	for i, t := range texts {
+		ids := m.tok.Encode(t, false).IDs
+		body := append(append(make([]int64, 0, len(prefix)+len(ids)), prefix...), ids...)
+		if len(body) > limit {
+			body = body[:limit]
+			m.truncated.Add(1)
+		}
+		seqs[i] = m.wrap(body)
+	}
+	out := make([][]float32, len(texts))
+	d := m.cfg.Dimension
+	err := m.encode(ctx, seqs, func(i int, states []float32) {
+		v := make([]float32, d)
+		if m.cfg.Pooling == PoolCLS {
+			copy(v, states[:d])
+		} else {
+			meanInto(v, states, d, 0, len(states)/d, nil)
+		}
+		out[i] = m.finish(v)
+	})
+	return out, err
+}
+
+func (m *Model) wrap(body []int64) []int64 {
+	seq := make([]int64, 0, len(body)+2)
+	seq = append(seq, m.tok.CLS())
+	seq = append(seq, body...)
+	return append(seq, m.tok.SEP())
+}
+
+// encode runs seqs through the model in batches and hands each sequence's token states
+// ([len][Dimension] flattened) to consume, in batch order. Batches are length-sorted and
+// packed so that sequences x longest length <= BatchTokens (at most MaxBatch sequences),
+// or, with FixedBatch > 0, FixedBatch consecutive sequences.
+func (m *Model) encode(ctx context.Context, seqs [][]int64, consume func(i int, states []float32)) error {
+	for _, b := range m.planBatches(seqs) {
+		batch := make([][]int64, len(b))
+		for k, i := range b {
+			batch[k] = seqs[i]
+		}
+		states, err := m.runBatch(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for k, i := range b {
+			consume(i, states[k])
+		}
+	}
+	return nil
+}
+
+// planBatches groups sequence indices into batches.
+func (m *Model) planBatches(seqs [][]int64) [][]int {
+	idx := make([]int, len(seqs))
+	for i := range idx {
+		idx[i] = i
+	}
+	var out [][]int
+	if m.opts.FixedBatch > 0 {
+		for i := 0; i < len(idx); i += m.opts.FixedBatch {
+			out = append(out, idx[i:min(i+m.opts.FixedBatch, len(idx))])
+		}
+		return out
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return len(seqs[idx[a]]) > len(seqs[idx[b]]) })
+	for i := 0; i < len(idx); {
+		longest := len(seqs[idx[i]])
+		j := i + 1
+		for j < len(idx) && j-i < m.opts.MaxBatch && (j-i+1)*longest <= m.opts.BatchTokens {
+			j++
+		}
+		out = append(out, idx[i:j])
+		i = j
+	}
+	return out
+}
+
+// finish L2-normalises v when the config asks for it.
+func (m *Model) finish(v []float32) []float32 {
+	if !m.cfg.Normalize {
+		return v
+	}
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return v
+	}
+	inv := 1 / math.Sqrt(s)
+	for i := range v {
+		v[i] = float32(float64(v[i]) * inv)
+	}
+	return v
+}
+
+// meanInto writes into v the mean of the rows [from, to) of states (rows of width d) plus
+// the extra rows given, accumulating in float64.
+func meanInto(v []float32, states []float32, d, from, to int, extra [][]float32) {
+	acc := make([]float64, d)
+	for r := from; r < to; r++ {
+		row := states[r*d : (r+1)*d]
+		for j, x := range row {
+			acc[j] += float64(x)
+		}
+	}
+	for _, row := range extra {
+		for j, x := range row {
+			acc[j] += float64(x)
+		}
+	}
+	n := float64(to - from + len(extra))
+	for j := range v {
+		v[j] = float32(acc[j] / n)
+	}
+}
+
+// TokenRange returns the tokens [first, last) that a byte span covers: the tokens whose
+// first byte lies inside the span, so adjacent spans share no token and a token cut by a
+// boundary belongs to the span it starts in. When no token starts inside the span (the span
+// lies within one token) it returns the token(s) overlapping it. offsets must be sorted by
+// Start (tokenizer output is). ok is false when the span touches no token (e.g. only
+// whitespace).
+func TokenRange(offsets []tokenize.Offset, span chunkers.Span) (first, last int, ok bool) {
+	first = sort.Search(len(offsets), func(i int) bool { return offsets[i].Start >= span.Start })
+	last = sort.Search(len(offsets), func(i int) bool { return offsets[i].Start >= span.End })
+	if first < last {
+		return first, last, true
+	}
+	// No token starts inside: take the token that contains span.Start, if any.
+	if first > 0 && offsets[first-1].End > span.Start && span.End > span.Start {
+		return first - 1, first, true
+	}
+	return first, first, false
+}

