@@ -1,5 +1,16 @@
 // Package chunkers cuts document text into chunks: byte spans with exact offsets, token
 // counts in a Sizer's unit and the heading path above them.
+//
+// Strategies: NewFixed, NewSlidingWindow, NewSentence, NewParagraph, NewRecursive,
+// NewHeading, NewSemantic and NewCluster (package chunkers/registry builds them from a
+// ChunkingStrategy spec). Every strategy keeps text[Start:End] exact, covers every
+// non-whitespace byte, keeps sizes within the maximum except a flagged unsplittable unit
+// (Chunk.Oversize), rejects overlap >= size, returns no chunks for blank text and an
+// *InvalidUTF8Error naming the byte offset for invalid UTF-8.
+//
+// Tests read the BEIR data sets from $RAGOPS_DATASETS (default ../../shared/datasets from
+// this folder, i.e. the shared/ folder beside the checkout). When they are missing the
+// tests that need them skip, or fail when RAGOPS_REQUIRE_ALL=1 (CI).
 package chunkers
 
 import (
