@@ -3,6 +3,7 @@ package reader
 import (
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Builder accumulates a document's text in the package's common layout and records the
@@ -19,9 +20,14 @@ type Builder struct {
 // Len returns the number of bytes of text written so far.
 func (b *Builder) Len() int { return b.buf.Len() }
 
-// CollapseSpace returns s with every run of Unicode white space replaced by one space
-// and leading and trailing space removed.
-func CollapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+// CollapseSpace returns s with every run of Unicode white space replaced by one space,
+// leading and trailing space removed, and invalid UTF-8 replaced by U+FFFD.
+func CollapseSpace(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
 
 // startBlock writes the blank-line separator before a new block (none before the first)
 // and returns the offset where the block starts.
@@ -73,7 +79,8 @@ func (b *Builder) Paragraph(text string) {
 }
 
 // Table writes rows as one block: one line per row, cells separated by a tab, each cell
-// whitespace-collapsed. Rows whose cells are all empty are left out.
+// whitespace-collapsed, trailing empty cells dropped. Rows whose cells are all empty are
+// left out.
 func (b *Builder) Table(rows [][]string) {
 	var lines []string
 	for _, row := range rows {
@@ -87,7 +94,7 @@ func (b *Builder) Table(rows [][]string) {
 			cells = append(cells, c)
 		}
 		if !empty {
-			lines = append(lines, strings.Join(cells, "\t"))
+			lines = append(lines, strings.TrimRight(strings.Join(cells, "\t"), "\t"))
 		}
 	}
 	if len(lines) == 0 {
