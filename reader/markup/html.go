@@ -46,6 +46,7 @@ func (HTML) Read(_ context.Context, data []byte, mediaType string) (reader.Docum
 type htmlWalker struct {
 	b         *reader.Builder
 	para      strings.Builder
+	prefix    string              // an ordered list item's "n. ", written before its first paragraph
 	notes     map[string]string   // footnote list item id -> body text
 	noteLists map[*html.Node]bool // footnote sections, written only through the markers
 }
@@ -146,8 +147,12 @@ func (w *htmlWalker) findNotes(n *html.Node) {
 	}
 }
 
+// flush writes the pending inline text as a paragraph, after a pending list number.
 func (w *htmlWalker) flush() {
-	w.b.Paragraph(w.para.String())
+	if text := reader.CollapseSpace(w.para.String()); text != "" {
+		w.b.Paragraph(w.prefix + text)
+		w.prefix = ""
+	}
 	w.para.Reset()
 }
 
@@ -197,11 +202,18 @@ func (w *htmlWalker) walk(n *html.Node) {
 			num = s
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.DataAtom == atom.Li && !dropped(c) {
-				w.para.WriteString(strconv.Itoa(num) + ". ")
-				num++
+			if c.DataAtom != atom.Li || dropped(c) {
+				w.walk(c)
+				continue
 			}
-			w.walk(c)
+			w.flush()
+			w.prefix = strconv.Itoa(num) + ". "
+			num++
+			for k := c.FirstChild; k != nil; k = k.NextSibling {
+				w.walk(k)
+			}
+			w.flush()
+			w.prefix = ""
 		}
 		w.flush()
 		return
