@@ -1,0 +1,80 @@
+package embedder
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/ragops/ragops/chunkers"
+	"github.com/ragops/ragops/embedder/ort"
+)
+
+// benchOptions reads RAGOPS_BENCH_DEVICE (cpu|cuda), RAGOPS_BENCH_THREADS and
+// RAGOPS_BENCH_BATCH_TOKENS so the same test binary measures CPU and GPU runs
+// (hack/bench-embedder/gpu.sh).
+func benchOptions() Options {
+	o := Options{Device: CPU, IntraOpThreads: 1}
+	if d := os.Getenv("RAGOPS_BENCH_DEVICE"); d != "" {
+		o.Device = Device(d)
+	}
+	if n, err := strconv.Atoi(os.Getenv("RAGOPS_BENCH_THREADS")); err == nil {
+		o.IntraOpThreads = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("RAGOPS_BENCH_BATCH_TOKENS")); err == nil {
+		o.BatchTokens = n
+	}
+	return o
+}
+
+// benchDocs chunks the first n SciFact documents into 128-token Recursive chunks.
+func benchDocs(b *testing.B, m *Model, n int) ([]Document, int) {
+	b.Helper()
+	ch, err := chunkers.NewRecursive(m.Tokenizer(), 128, 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var docs []Document
+	chunks := 0
+	for _, d := range readCorpus(b, "scifact", n) {
+		text := d.Title + "\n\n" + d.Text
+		cs, err := ch.Chunk(context.Background(), text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs = append(docs, Document{Text: text, Chunks: cs})
+		chunks += len(cs)
+	}
+	return docs, chunks
+}
+
+// BenchmarkSciFact embeds SciFact documents (RAGOPS_BENCH_DOCS, default 200) in naive and
+// late mode and reports tokens/s (real tokens, special tokens included, padding excluded).
+func BenchmarkSciFact(b *testing.B) {
+	n := 200
+	if v, err := strconv.Atoi(os.Getenv("RAGOPS_BENCH_DOCS")); err == nil {
+		n = v
+	}
+	m := load(b, benchOptions())
+	b.Logf("provider %s, ONNX Runtime %s", m.Provider(), ort.Version())
+	docs, chunks := benchDocs(b, m, n)
+	for _, mode := range []Mode{Naive, Late} {
+		b.Run(mode.String(), func(b *testing.B) {
+			ctx := context.Background()
+			if _, err := m.EmbedDocuments(ctx, docs[:min(8, len(docs))], mode); err != nil { // warm-up
+				b.Fatal(err)
+			}
+			start := m.Stats().Tokens
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := m.EmbedDocuments(ctx, docs, mode); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			tokens := float64(m.Stats().Tokens - start)
+			b.ReportMetric(tokens/b.Elapsed().Seconds(), "tokens/s")
+			b.ReportMetric(float64(chunks*b.N)/b.Elapsed().Seconds(), "chunks/s")
+		})
+	}
+}
