@@ -1,0 +1,43 @@
+# ragops Makefile. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+BIN := $(CURDIR)/bin
+CONTROLLER_GEN := $(BIN)/controller-gen
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: help
+help: ## List the targets.
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-12s %s\n", $$1, $$2}'
+
+$(CONTROLLER_GEN): hack/tools/controllergen/go.mod
+	hack/build-tools.sh controller-gen
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for api/.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC under config/.
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true rbac:roleName=ragops-manager-role webhook paths=./api/... paths=./controllers/... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: tools
+tools: ## Build the pinned control plane, etcd, controller-gen and Weaviate into bin/ (cached).
+	hack/build-tools.sh all
+
+.PHONY: build
+build: ## Build bin/ragops.
+	go build -ldflags "-X github.com/ragops/ragops/internal/version.Version=$(VERSION)" -o $(BIN)/ragops .
+
+.PHONY: test
+test: ## Run every test against real servers (prepares what they need first).
+	hack/test.sh
+
+.PHONY: lint
+lint: ## gofmt, go vet, and a check that generated files are up to date.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	hack/verify-generated.sh
+
+.PHONY: demo
+demo: ## Run the main job end to end on a local cluster.
+	hack/demo.sh

@@ -1,0 +1,172 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DocumentFormat selects how documents are read.
+// +kubebuilder:validation:Enum=Auto;Text;Markdown;HTML;PDF;DOCX;ODT;BEIR
+type DocumentFormat string
+
+// Document formats. Auto sniffs each file's media type from its content.
+const (
+	FormatAuto     DocumentFormat = "Auto"
+	FormatText     DocumentFormat = "Text"
+	FormatMarkdown DocumentFormat = "Markdown"
+	FormatHTML     DocumentFormat = "HTML"
+	FormatPDF      DocumentFormat = "PDF"
+	FormatDOCX     DocumentFormat = "DOCX"
+	FormatODT      DocumentFormat = "ODT"
+	FormatBEIR     DocumentFormat = "BEIR"
+)
+
+// CorpusSpec says where a corpus's documents live and how to read them.
+// +kubebuilder:validation:XValidation:rule="[has(self.s3), has(self.pvc), has(self.configMap), has(self.http), has(self.git)].filter(x, x).size() == 1",message="exactly one source must be set: s3, pvc, configMap, http or git"
+type CorpusSpec struct {
+	// S3 reads objects from an S3-compatible bucket.
+	// +optional
+	S3 *S3Source `json:"s3,omitempty"`
+	// PVC reads files from a folder on a PersistentVolumeClaim.
+	// +optional
+	PVC *PVCSource `json:"pvc,omitempty"`
+	// ConfigMap reads each data key of a ConfigMap as one document (small corpora).
+	// +optional
+	ConfigMap *LocalObjectReference `json:"configMap,omitempty"`
+	// HTTP fetches an archive (tar, tar.gz, zip) or a single file.
+	// +optional
+	HTTP *HTTPSource `json:"http,omitempty"`
+	// Git clones a repository at a ref.
+	// +optional
+	Git *GitSource `json:"git,omitempty"`
+
+	// Format of the documents; Auto sniffs each one from its content.
+	// +optional
+	// +kubebuilder:default=Auto
+	Format DocumentFormat `json:"format,omitempty"`
+	// Include lists glob patterns (path.Match syntax, matched against the path relative to the
+	// source root); empty means every file.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	Include []string `json:"include,omitempty"`
+	// Exclude lists glob patterns removed after Include.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	Exclude []string `json:"exclude,omitempty"`
+	// MaxDocumentBytes skips (and counts) documents larger than this.
+	// +optional
+	// +kubebuilder:default=67108864
+	// +kubebuilder:validation:Minimum=1
+	MaxDocumentBytes int64 `json:"maxDocumentBytes,omitempty"`
+	// Interval between source resyncs.
+	// +optional
+	// +kubebuilder:default="1h"
+	Interval metav1.Duration `json:"interval,omitempty"`
+	// Suspend stops resyncs.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// S3Source is a bucket of an S3-compatible object store.
+type S3Source struct {
+	// Endpoint host[:port] of the object store, e.g. s3.eu-west-1.amazonaws.com or minio.minio:9000.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Endpoint string `json:"endpoint"`
+	// Bucket name.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	Bucket string `json:"bucket"`
+	// Prefix limits the sync to keys under it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Prefix string `json:"prefix,omitempty"`
+	// Region of the bucket.
+	// +optional
+	Region string `json:"region,omitempty"`
+	// Insecure uses plain HTTP.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+	// SecretRef names a Secret with keys accesskey and secretkey.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// GitSource is a folder of a Git repository at a ref.
+type GitSource struct {
+	// URL of the repository (https:// or ssh://).
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://') || self.startsWith('ssh://')",message="url must start with https://, http:// or ssh://"
+	URL string `json:"url"`
+	// Ref is a branch, tag or commit.
+	// +optional
+	// +kubebuilder:default=main
+	// +kubebuilder:validation:MinLength=1
+	Ref string `json:"ref,omitempty"`
+	// Path of the folder inside the repository.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// SecretRef names a Secret with username/password or identity keys.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// CorpusStatus is the observed state of a Corpus.
+type CorpusStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Source is a short description of the source, for display.
+	// +optional
+	Source string `json:"source,omitempty"`
+	// Documents found at the last sync (after include/exclude).
+	// +optional
+	Documents int64 `json:"documents,omitempty"`
+	// Bytes of those documents.
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
+	// Revision is a content hash of the document list (paths, sizes, digests).
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// LastSyncTime is when the source was last read successfully.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// Skipped counts documents left out at sync, by reason (TooLarge, Unreadable, ...).
+	// +optional
+	Skipped map[string]int64 `json:"skipped,omitempty"`
+}
+
+// Corpus is a set of documents to index: where they live and how to read them.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=corp,categories=rag
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.source`
+// +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Corpus struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   CorpusSpec   `json:"spec"`
+	Status CorpusStatus `json:"status,omitempty"`
+}
+
+// CorpusList is a list of Corpus.
+// +kubebuilder:object:root=true
+type CorpusList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Corpus `json:"items"`
+}
+
+func init() { SchemeBuilder.Register(&Corpus{}, &CorpusList{}) }

@@ -1,0 +1,211 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RetrievalMode is how queries retrieve chunks.
+// +kubebuilder:validation:Enum=Dense;BM25;Hybrid
+type RetrievalMode string
+
+// Retrieval modes.
+const (
+	ModeDense  RetrievalMode = "Dense"
+	ModeBM25   RetrievalMode = "BM25"
+	ModeHybrid RetrievalMode = "Hybrid"
+)
+
+// FusionType is Weaviate's hybrid fusion algorithm.
+// +kubebuilder:validation:Enum=RankedFusion;RelativeScoreFusion
+type FusionType string
+
+// Fusion types.
+const (
+	FusionRanked        FusionType = "RankedFusion"
+	FusionRelativeScore FusionType = "RelativeScoreFusion"
+)
+
+// DatasetSource is a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv).
+// +kubebuilder:validation:XValidation:rule="[has(self.configMap), has(self.pvc), has(self.http)].filter(x, x).size() == 1",message="exactly one dataset source must be set: configMap, pvc or http"
+type DatasetSource struct {
+	// ConfigMap holding queries.jsonl and qrels files (keys qrels-<split>.tsv or <split>.tsv).
+	// +optional
+	ConfigMap *LocalObjectReference `json:"configMap,omitempty"`
+	// PVC folder in BEIR layout.
+	// +optional
+	PVC *PVCSource `json:"pvc,omitempty"`
+	// HTTP archive in BEIR layout.
+	// +optional
+	HTTP *HTTPSource `json:"http,omitempty"`
+	// Split names the qrels file, qrels/<split>.tsv.
+	// +optional
+	// +kubebuilder:default=test
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]{1,64}$`
+	Split string `json:"split,omitempty"`
+}
+
+// HybridOptions configure hybrid (BM25 + dense) retrieval.
+type HybridOptions struct {
+	// Alpha weighs dense against BM25: 1 is pure dense, 0 pure BM25.
+	// +optional
+	// +kubebuilder:default=0.5
+	// +kubebuilder:validation:XValidation:rule="self >= 0.0 && self <= 1.0",message="alpha must be between 0 and 1"
+	Alpha *float64 `json:"alpha,omitempty"`
+	// Fusion of the two result lists.
+	// +optional
+	// +kubebuilder:default=RelativeScoreFusion
+	Fusion FusionType `json:"fusion,omitempty"`
+}
+
+// RerankOptions configure a cross-encoder reranking stage.
+type RerankOptions struct {
+	// Model is the cross-encoder model folder.
+	Model ModelSpec `json:"model"`
+	// TopN chunks are rescored.
+	// +optional
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	TopN int32 `json:"topN,omitempty"`
+}
+
+// EvaluationParameters are what an Evaluation measures and how.
+// +kubebuilder:validation:XValidation:rule="!has(self.hybrid) || self.mode == 'Hybrid'",fieldPath=".hybrid",reason=FieldValueForbidden,message="hybrid may only be set when mode is Hybrid"
+type EvaluationParameters struct {
+	// Dataset of queries and relevance judgements (qrels).
+	Dataset DatasetSource `json:"dataset"`
+	// Mode of retrieval.
+	// +optional
+	// +kubebuilder:default=Dense
+	Mode RetrievalMode `json:"mode,omitempty"`
+	// Hybrid options (mode Hybrid).
+	// +optional
+	Hybrid *HybridOptions `json:"hybrid,omitempty"`
+	// K lists the metric cut-offs; @10 is always computed for the printer columns.
+	// +optional
+	// +kubebuilder:default={10}
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k >= 1 && k <= 1000)",message="every k must be between 1 and 1000"
+	K []int32 `json:"k,omitempty"`
+	// MaxQueries caps the number of queries (0 means all with qrels).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxQueries int32 `json:"maxQueries,omitempty"`
+	// Rerank adds a cross-encoder stage over the top chunks.
+	// +optional
+	Rerank *RerankOptions `json:"rerank,omitempty"`
+	// Template holds image, resources and scheduling of the evaluation pod.
+	// +optional
+	Template JobTemplate `json:"template,omitempty"`
+}
+
+// EvaluationSpec measures retrieval quality of an Index on a dataset.
+type EvaluationSpec struct {
+	// IndexRef names the Index to query.
+	IndexRef LocalObjectReference `json:"indexRef"`
+	// Revision pins a (candidate) revision; empty means the Index's active revision.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Revision string `json:"revision,omitempty"`
+	// RerunOnRevisionChange re-runs the Evaluation when the Index's active revision changes.
+	// +optional
+	// +kubebuilder:default=true
+	RerunOnRevisionChange *bool `json:"rerunOnRevisionChange,omitempty"`
+
+	EvaluationParameters `json:",inline"`
+}
+
+// MetricsAtK are the mean metrics over the queries at one cut-off, rounded to 4 decimals.
+type MetricsAtK struct {
+	// K is the cut-off.
+	K int32 `json:"k"`
+	// Recall is mean recall@k.
+	Recall float64 `json:"recall"`
+	// NDCG is mean nDCG@k.
+	NDCG float64 `json:"ndcg"`
+	// MRR is mean reciprocal rank at k.
+	MRR float64 `json:"mrr"`
+	// Success is the share of queries with a relevant document in the top k.
+	Success float64 `json:"success"`
+	// MAP is mean average precision at k.
+	MAP float64 `json:"map"`
+}
+
+// EvaluationStatus is the observed state of an Evaluation.
+type EvaluationStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Revision of the Index that was evaluated.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Queries evaluated.
+	// +optional
+	Queries int32 `json:"queries,omitempty"`
+	// RecallAt10 is mean recall@10, rounded to 4 decimals.
+	// +optional
+	RecallAt10 *float64 `json:"recallAt10,omitempty"`
+	// NDCGAt10 is mean nDCG@10, rounded to 4 decimals.
+	// +optional
+	NDCGAt10 *float64 `json:"ndcgAt10,omitempty"`
+	// MRRAt10 is mean MRR@10, rounded to 4 decimals.
+	// +optional
+	MRRAt10 *float64 `json:"mrrAt10,omitempty"`
+	// Metrics at every cut-off of spec.k (and 10).
+	// +optional
+	// +listType=map
+	// +listMapKey=k
+	Metrics []MetricsAtK `json:"metrics,omitempty"`
+	// SpanHitRate is the share of queries whose top-k chunks overlap an annotated relevant span
+	// (datasets with query_spans.jsonl), rounded to 4 decimals.
+	// +optional
+	SpanHitRate *float64 `json:"spanHitRate,omitempty"`
+	// UnknownQrels counts judgements naming a query or document absent from the dataset; they are
+	// left out of the metrics.
+	// +optional
+	UnknownQrels int32 `json:"unknownQrels,omitempty"`
+	// StartTime of the last run.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime of the last run.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// Evaluation measures an Index's retrieval quality (recall@k, nDCG@k, MRR@k) on a dataset.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=eval;evals,categories=rag
+// +kubebuilder:printcolumn:name="Index",type=string,JSONPath=`.spec.indexRef.name`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Recall@10",type=number,JSONPath=`.status.recallAt10`
+// +kubebuilder:printcolumn:name="nDCG@10",type=number,JSONPath=`.status.ndcgAt10`
+// +kubebuilder:printcolumn:name="MRR@10",type=number,JSONPath=`.status.mrrAt10`
+// +kubebuilder:printcolumn:name="Queries",type=integer,JSONPath=`.status.queries`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Revision",type=string,priority=1,JSONPath=`.status.revision`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Evaluation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EvaluationSpec   `json:"spec"`
+	Status EvaluationStatus `json:"status,omitempty"`
+}
+
+// EvaluationList is a list of Evaluation.
+// +kubebuilder:object:root=true
+type EvaluationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Evaluation `json:"items"`
+}
+
+func init() { SchemeBuilder.Register(&Evaluation{}, &EvaluationList{}) }

@@ -1,0 +1,333 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// IndexSpec binds a Corpus, a ChunkingStrategy and an embedding model to a Weaviate target.
+type IndexSpec struct {
+	// CorpusRef names the Corpus to index.
+	CorpusRef LocalObjectReference `json:"corpusRef"`
+	// StrategyRef names the ChunkingStrategy that cuts the documents.
+	StrategyRef LocalObjectReference `json:"strategyRef"`
+	// Model is the embedding model.
+	Model ModelSpec `json:"model"`
+	// Embedder configures the embedding Jobs.
+	// +optional
+	// +kubebuilder:default={device: "cpu", shards: 1, threads: 1, batchTokens: 8192}
+	Embedder EmbedderSpec `json:"embedder,omitempty"`
+	// Weaviate is where vectors are written.
+	Weaviate WeaviateSpec `json:"weaviate"`
+	// VectorIndex configures the collection's vector index.
+	// +optional
+	// +kubebuilder:default={type: "hnsw", distance: "cosine", efConstruction: 128, maxConnections: 32}
+	VectorIndex VectorIndexSpec `json:"vectorIndex,omitempty"`
+	// Rollout says when a newly built revision takes the alias.
+	// +optional
+	// +kubebuilder:default={policy: "Immediate", revisionHistoryLimit: 3}
+	Rollout RolloutSpec `json:"rollout,omitempty"`
+	// Suspend stops new builds; the active revision keeps serving.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// ModelSpec names an embedding (or reranking) model folder: model.onnx, tokenizer.json and
+// ragops-model.json.
+// +kubebuilder:validation:XValidation:rule="[has(self.pvc), has(self.http), has(self.imagePath)].filter(x, x).size() == 1",message="exactly one model source must be set: pvc, http or imagePath"
+type ModelSpec struct {
+	// Name identifies the model, e.g. all-minilm-l6-v2; part of the revision hash.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+	// PVC holds the model folder.
+	// +optional
+	PVC *PVCSource `json:"pvc,omitempty"`
+	// HTTP fetches the model folder as an archive in an init step; sha256 is required.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="has(self.sha256)",message="http model sources need sha256"
+	HTTP *HTTPSource `json:"http,omitempty"`
+	// ImagePath is a folder inside the worker image that holds the model.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="imagePath must be absolute"
+	ImagePath string `json:"imagePath,omitempty"`
+}
+
+// Device is where the model runs.
+// +kubebuilder:validation:Enum=cpu;cuda
+type Device string
+
+// Devices.
+const (
+	DeviceCPU  Device = "cpu"
+	DeviceCUDA Device = "cuda"
+)
+
+// EmbedderSpec configures the embedding Jobs.
+type EmbedderSpec struct {
+	// Device runs the model on the CPU or an NVIDIA GPU (requests nvidia.com/gpu: 1 per pod).
+	// +optional
+	// +kubebuilder:default=cpu
+	Device Device `json:"device,omitempty"`
+	// AllowCPUFallback lets a cuda build run on the CPU when no CUDA provider loads.
+	// +optional
+	AllowCPUFallback bool `json:"allowCPUFallback,omitempty"`
+	// Shards is the number of pods of the Indexed Job (completions = parallelism); pod i
+	// embeds the documents whose hash falls in shard i.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Shards int32 `json:"shards,omitempty"`
+	// Threads is ONNX Runtime's intra-op thread count per pod.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	Threads int32 `json:"threads,omitempty"`
+	// BatchTokens is the token budget of one inference batch (padding included).
+	// +optional
+	// +kubebuilder:default=8192
+	// +kubebuilder:validation:Minimum=512
+	// +kubebuilder:validation:Maximum=1048576
+	BatchTokens int32 `json:"batchTokens,omitempty"`
+	// Template holds image, resources and scheduling of the embedder pods.
+	// +optional
+	Template JobTemplate `json:"template,omitempty"`
+}
+
+// WeaviateSpec is a Weaviate endpoint.
+type WeaviateSpec struct {
+	// URL of Weaviate's HTTP API, e.g. http://weaviate.weaviate:8080.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('http://') || self.startsWith('https://')",message="url must start with http:// or https://"
+	URL string `json:"url"`
+	// GRPCAddress is host:port of Weaviate's gRPC API; empty means the URL's host, port 50051.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	GRPCAddress string `json:"grpcAddress,omitempty"`
+	// APIKeySecretRef names the Secret key holding the API key.
+	// +optional
+	APIKeySecretRef *SecretKeySelector `json:"apiKeySecretRef,omitempty"`
+}
+
+// VectorIndexType is Weaviate's vector index type.
+// +kubebuilder:validation:Enum=hnsw;flat
+type VectorIndexType string
+
+// VectorIndexSpec configures a revision collection's vector index.
+type VectorIndexSpec struct {
+	// Type hnsw (approximate, fast queries) or flat (exact, fast imports).
+	// +optional
+	// +kubebuilder:default=hnsw
+	Type VectorIndexType `json:"type,omitempty"`
+	// Distance metric.
+	// +optional
+	// +kubebuilder:default=cosine
+	// +kubebuilder:validation:Enum=cosine;dot;l2-squared
+	Distance string `json:"distance,omitempty"`
+	// EfConstruction of HNSW.
+	// +optional
+	// +kubebuilder:default=128
+	// +kubebuilder:validation:Minimum=4
+	// +kubebuilder:validation:Maximum=4096
+	EfConstruction int32 `json:"efConstruction,omitempty"`
+	// MaxConnections of HNSW.
+	// +optional
+	// +kubebuilder:default=32
+	// +kubebuilder:validation:Minimum=4
+	// +kubebuilder:validation:Maximum=2048
+	MaxConnections int32 `json:"maxConnections,omitempty"`
+	// Ef of HNSW at query time; 0 means Weaviate's dynamic ef.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	Ef int32 `json:"ef,omitempty"`
+}
+
+// RolloutPolicy says when a built revision takes the alias.
+// +kubebuilder:validation:Enum=Immediate;EvaluationGated
+type RolloutPolicy string
+
+// Rollout policies.
+const (
+	// RolloutImmediate moves the alias as soon as a revision is built.
+	RolloutImmediate RolloutPolicy = "Immediate"
+	// RolloutEvaluationGated moves the alias only when the gate's Evaluation passes.
+	RolloutEvaluationGated RolloutPolicy = "EvaluationGated"
+)
+
+// RolloutSpec is the blue/green rollout of revisions.
+// +kubebuilder:validation:XValidation:rule="self.policy != 'EvaluationGated' || has(self.gate)",fieldPath=".gate",reason=FieldValueRequired,message="gate is required when policy is EvaluationGated"
+type RolloutSpec struct {
+	// Policy Immediate or EvaluationGated.
+	// +optional
+	// +kubebuilder:default=Immediate
+	Policy RolloutPolicy `json:"policy,omitempty"`
+	// Gate is the Evaluation a candidate revision must pass.
+	// +optional
+	Gate *RolloutGate `json:"gate,omitempty"`
+	// RevisionHistoryLimit is how many revisions (the active one included) keep their
+	// collections, so a revert moves the alias back without re-embedding.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	RevisionHistoryLimit int32 `json:"revisionHistoryLimit,omitempty"`
+}
+
+// RolloutGate evaluates a candidate revision before it takes the alias. The controller
+// creates an Evaluation named <index>-gate-<revision> with these parameters.
+// +kubebuilder:validation:XValidation:rule="has(self.minRecall) || has(self.maxRegression)",message="a gate needs minRecall, maxRegression or both"
+type RolloutGate struct {
+	// Evaluation parameters of the gating Evaluation.
+	Evaluation EvaluationParameters `json:"evaluation"`
+	// MinRecall is the lowest recall@10 the candidate may have, in [0, 1].
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 0.0 && self <= 1.0",message="minRecall must be between 0 and 1"
+	MinRecall *float64 `json:"minRecall,omitempty"`
+	// MaxRegression is how far the candidate's recall@10 may fall below the active
+	// revision's, in [0, 1] (absolute).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 0.0 && self <= 1.0",message="maxRegression must be between 0 and 1"
+	MaxRegression *float64 `json:"maxRegression,omitempty"`
+}
+
+// RevisionPhase is the life-cycle phase of one revision.
+// +kubebuilder:validation:Enum=Building;Gating;Ready;Active;Failed;Rejected
+type RevisionPhase string
+
+// Revision phases.
+const (
+	RevisionBuilding RevisionPhase = "Building"
+	RevisionGating   RevisionPhase = "Gating"
+	RevisionReady    RevisionPhase = "Ready"
+	RevisionActive   RevisionPhase = "Active"
+	RevisionFailed   RevisionPhase = "Failed"
+	RevisionRejected RevisionPhase = "Rejected"
+)
+
+// RevisionStatus is one built (or building) revision and its collection.
+type RevisionStatus struct {
+	// Name is the revision hash.
+	Name string `json:"name"`
+	// Collection is the Weaviate collection holding its chunks.
+	Collection string `json:"collection"`
+	// Phase of the revision.
+	Phase RevisionPhase `json:"phase"`
+	// CorpusRevision is the Corpus content revision last synced into it.
+	// +optional
+	CorpusRevision string `json:"corpusRevision,omitempty"`
+	// Documents embedded.
+	// +optional
+	Documents int64 `json:"documents,omitempty"`
+	// Chunks stored.
+	// +optional
+	Chunks int64 `json:"chunks,omitempty"`
+	// Tokens embedded.
+	// +optional
+	Tokens int64 `json:"tokens,omitempty"`
+	// TokensPerSecond of the build, over all shards.
+	// +optional
+	TokensPerSecond int64 `json:"tokensPerSecond,omitempty"`
+	// Skipped counts documents left out, by reason (Encrypted, Corrupt, Empty, NoTextLayer, TooLarge, ...).
+	// +optional
+	Skipped map[string]int64 `json:"skipped,omitempty"`
+	// GateRecall is the gating Evaluation's recall@10 of this revision, rounded to 4 decimals.
+	// +optional
+	GateRecall *float64 `json:"gateRecall,omitempty"`
+	// Message explains a Failed or Rejected phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// CreationTime is when the build started.
+	// +optional
+	CreationTime *metav1.Time `json:"creationTime,omitempty"`
+	// CompletionTime is when the build finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// BuildProgress is the progress of the running build.
+type BuildProgress struct {
+	// Revision being built.
+	Revision string `json:"revision"`
+	// DocumentsDone so far, over all shards.
+	DocumentsDone int64 `json:"documentsDone"`
+	// DocumentsTotal to embed.
+	DocumentsTotal int64 `json:"documentsTotal"`
+	// Chunks written so far.
+	// +optional
+	Chunks int64 `json:"chunks,omitempty"`
+	// ShardsSucceeded of the Indexed Job.
+	// +optional
+	ShardsSucceeded int32 `json:"shardsSucceeded,omitempty"`
+	// UpdateTime is when these figures were read.
+	// +optional
+	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
+}
+
+// IndexStatus is the observed state of an Index.
+type IndexStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled, DeletionBlocked.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Revision is the hash of everything in the spec that changes vectors (the desired revision).
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// ActiveRevision is the revision the alias points at.
+	// +optional
+	ActiveRevision string `json:"activeRevision,omitempty"`
+	// Alias is the Weaviate alias queries go through.
+	// +optional
+	Alias string `json:"alias,omitempty"`
+	// Chunks in the active revision.
+	// +optional
+	Chunks int64 `json:"chunks,omitempty"`
+	// Progress is a display string of the current build, e.g. "3120/5183 (60%)".
+	// +optional
+	Progress string `json:"progress,omitempty"`
+	// Build holds the running build's figures.
+	// +optional
+	Build *BuildProgress `json:"build,omitempty"`
+	// Revisions kept, newest first.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Revisions []RevisionStatus `json:"revisions,omitempty"`
+}
+
+// Index is a Corpus chunked by a ChunkingStrategy, embedded and stored in Weaviate,
+// served through an alias that points at the active revision.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=indexes,singular=index,shortName=idx,categories=rag
+// +kubebuilder:printcolumn:name="Corpus",type=string,JSONPath=`.spec.corpusRef.name`
+// +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.strategyRef.name`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.activeRevision`
+// +kubebuilder:printcolumn:name="Chunks",type=integer,JSONPath=`.status.chunks`
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Index struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   IndexSpec   `json:"spec"`
+	Status IndexStatus `json:"status,omitempty"`
+}
+
+// IndexList is a list of Index.
+// +kubebuilder:object:root=true
+type IndexList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Index `json:"items"`
+}
+
+func init() { SchemeBuilder.Register(&Index{}, &IndexList{}) }

@@ -1,0 +1,193 @@
+// Package plan is the contract between the controllers and the Jobs they start: the
+// controller writes a plan as JSON into a ConfigMap mounted at Dir, the worker (ragops
+// embed, evaluate or scan) reads it, and the worker's result comes back as JSON in its
+// container's termination message (at most 4096 bytes).
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+)
+
+// Mount paths inside worker pods.
+const (
+	// Dir is where the plan ConfigMap is mounted; the plan is Dir/File.
+	Dir = "/etc/ragops/plan"
+	// File is the plan's key in the ConfigMap.
+	File = "plan.json"
+	// CorpusDir is where a PVC or ConfigMap corpus (or dataset) is mounted.
+	CorpusDir = "/var/run/ragops/corpus"
+	// DatasetDir is where an evaluation dataset is mounted.
+	DatasetDir = "/var/run/ragops/dataset"
+	// ModelDir is where the embedding model folder is mounted (or fetched).
+	ModelDir = "/var/run/ragops/model"
+	// RerankModelDir is where a reranker model folder is mounted.
+	RerankModelDir = "/var/run/ragops/rerank-model"
+	// HeadersDir holds HTTP request headers from a Secret, one file per header.
+	HeadersDir = "/etc/ragops/http-headers"
+	// TerminationLog is where workers write their result.
+	TerminationLog = "/dev/termination-log"
+)
+
+// Environment variables carrying credentials into workers (from Secret key references).
+const (
+	EnvWeaviateAPIKey = "WEAVIATE_API_KEY"
+	EnvS3AccessKey    = "RAGOPS_S3_ACCESS_KEY"
+	EnvS3SecretKey    = "RAGOPS_S3_SECRET_KEY"
+	EnvGitUsername    = "RAGOPS_GIT_USERNAME"
+	EnvGitPassword    = "RAGOPS_GIT_PASSWORD"
+	// EnvShard is set by Kubernetes on Indexed Job pods.
+	EnvShard = "JOB_COMPLETION_INDEX"
+)
+
+// Source is where a worker reads documents or a dataset. Exactly one of Dir, HTTP, S3 and
+// Git is set; PVC and ConfigMap sources arrive mounted as Dir (Dir joined with the PVC path).
+type Source struct {
+	Dir  string                     `json:"dir,omitempty"`
+	HTTP *ragopsv1alpha1.HTTPSource `json:"http,omitempty"`
+	S3   *ragopsv1alpha1.S3Source   `json:"s3,omitempty"`
+	Git  *ragopsv1alpha1.GitSource  `json:"git,omitempty"`
+	// Format of the documents; Auto sniffs each one.
+	Format ragopsv1alpha1.DocumentFormat `json:"format,omitempty"`
+	// Include and Exclude are glob patterns on paths relative to the source root.
+	Include []string `json:"include,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+	// MaxDocumentBytes skips larger documents (0: no limit).
+	MaxDocumentBytes int64 `json:"maxDocumentBytes,omitempty"`
+}
+
+// Weaviate is a Weaviate endpoint; the API key, if any, is in $WEAVIATE_API_KEY.
+type Weaviate struct {
+	URL         string `json:"url"`
+	GRPCAddress string `json:"grpcAddress,omitempty"`
+}
+
+// Scan asks `ragops scan` to list a corpus source.
+type Scan struct {
+	Namespace string `json:"namespace"`
+	Corpus    string `json:"corpus"`
+	Source    Source `json:"source"`
+}
+
+// ScanResult is the termination message of a scan pod.
+type ScanResult struct {
+	Documents int64            `json:"documents"`
+	Bytes     int64            `json:"bytes"`
+	Revision  string           `json:"revision"`
+	Skipped   map[string]int64 `json:"skipped,omitempty"`
+	Error     string           `json:"error,omitempty"`
+}
+
+// Build asks `ragops embed` to chunk, embed and write one shard of a corpus into a revision
+// collection.
+type Build struct {
+	Namespace  string `json:"namespace"`
+	Index      string `json:"index"`
+	Revision   string `json:"revision"`
+	Collection string `json:"collection"`
+	// Incremental syncs an existing collection: unchanged documents are skipped, changed ones
+	// replaced and removed ones deleted.
+	Incremental bool                                `json:"incremental,omitempty"`
+	Shards      int                                 `json:"shards"`
+	Source      Source                              `json:"source"`
+	Strategy    ragopsv1alpha1.ChunkingStrategySpec `json:"strategy"`
+	ModelDir    string                              `json:"modelDir"`
+	Embedder    ragopsv1alpha1.EmbedderSpec         `json:"embedder"`
+	VectorIndex ragopsv1alpha1.VectorIndexSpec      `json:"vectorIndex"`
+	Weaviate    Weaviate                            `json:"weaviate"`
+}
+
+// BuildResult is the termination message of one embedder pod.
+type BuildResult struct {
+	Shard     int              `json:"shard"`
+	Documents int64            `json:"documents"`
+	Chunks    int64            `json:"chunks"`
+	Tokens    int64            `json:"tokens"`
+	Deleted   int64            `json:"deleted,omitempty"`
+	Unchanged int64            `json:"unchanged,omitempty"`
+	Seconds   float64          `json:"seconds"`
+	Skipped   map[string]int64 `json:"skipped,omitempty"`
+	Error     string           `json:"error,omitempty"`
+}
+
+// Evaluate asks `ragops evaluate` to run a dataset's queries against a collection or alias.
+type Evaluate struct {
+	Namespace  string                       `json:"namespace"`
+	Evaluation string                       `json:"evaluation"`
+	Revision   string                       `json:"revision"`
+	Collection string                       `json:"collection"`
+	Dataset    Source                       `json:"dataset"`
+	Split      string                       `json:"split"`
+	Mode       ragopsv1alpha1.RetrievalMode `json:"mode"`
+	Alpha      float64                      `json:"alpha,omitempty"`
+	Fusion     ragopsv1alpha1.FusionType    `json:"fusion,omitempty"`
+	K          []int                        `json:"k"`
+	MaxQueries int                          `json:"maxQueries,omitempty"`
+	ModelDir   string                       `json:"modelDir,omitempty"`
+	Embedder   ragopsv1alpha1.EmbedderSpec  `json:"embedder"`
+	Rerank     *Rerank                      `json:"rerank,omitempty"`
+	Weaviate   Weaviate                     `json:"weaviate"`
+}
+
+// Rerank configures the evaluation's cross-encoder stage.
+type Rerank struct {
+	ModelDir string `json:"modelDir"`
+	TopN     int    `json:"topN"`
+}
+
+// MetricsAtK are mean metrics at one cut-off.
+type MetricsAtK struct {
+	K       int     `json:"k"`
+	Recall  float64 `json:"recall"`
+	NDCG    float64 `json:"ndcg"`
+	MRR     float64 `json:"mrr"`
+	Success float64 `json:"success"`
+	MAP     float64 `json:"map"`
+}
+
+// EvaluateResult is the termination message of an evaluation pod.
+type EvaluateResult struct {
+	Queries      int          `json:"queries"`
+	Metrics      []MetricsAtK `json:"metrics"`
+	SpanHitRate  *float64     `json:"spanHitRate,omitempty"`
+	UnknownQrels int          `json:"unknownQrels,omitempty"`
+	Error        string       `json:"error,omitempty"`
+}
+
+// Read decodes the plan at Dir/File (or at path when not empty) into v.
+func Read(path string, v any) error {
+	if path == "" {
+		path = filepath.Join(Dir, File)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read plan: %w", err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("plan %s: %w", path, err)
+	}
+	return nil
+}
+
+// MaxTerminationMessage is Kubernetes's limit on a termination message, in bytes.
+const MaxTerminationMessage = 4096
+
+// WriteResult writes v as JSON to path (TerminationLog when empty), failing when it would
+// not fit a termination message.
+func WriteResult(path string, v any) error {
+	if path == "" {
+		path = TerminationLog
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(raw) > MaxTerminationMessage {
+		return fmt.Errorf("result is %d bytes, over the %d-byte termination message limit", len(raw), MaxTerminationMessage)
+	}
+	return os.WriteFile(path, raw, 0o644)
+}
