@@ -28,6 +28,9 @@ const (
 	MediaTypeZip = "application/zip"
 )
 
+// sniffMarkdownBytes is how much of a text document Sniff searches for Markdown syntax.
+const sniffMarkdownBytes = 64 << 10
+
 var (
 	cfbMagic         = []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}
 	encryptedPackage = []byte("E\x00n\x00c\x00r\x00y\x00p\x00t\x00e\x00d\x00P\x00a\x00c\x00k\x00a\x00g\x00e\x00")
@@ -69,7 +72,7 @@ func Sniff(data []byte) string {
 	if isBEIR(data) {
 		return MediaTypeBEIR
 	}
-	if markdownSign.Match(data) {
+	if markdownSign.Match(head(data, sniffMarkdownBytes)) {
 		return MediaTypeMarkdown
 	}
 	return MediaTypeText
