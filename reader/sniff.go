@@ -72,7 +72,7 @@ func Sniff(data []byte) string {
 	if isBEIR(data) {
 		return MediaTypeBEIR
 	}
-	if markdownSign.Match(head(data, sniffMarkdownBytes)) {
+	if markdownSign.Match(prefixOf(data, sniffMarkdownBytes)) {
 		return MediaTypeMarkdown
 	}
 	return MediaTypeText
@@ -84,7 +84,7 @@ func sniffZip(data []byte) string {
 		// A local file header but no readable central directory: judge by the first
 		// entry's name, so a truncated DOCX is reported as a corrupt DOCX.
 		switch {
-		case bytes.Contains(head(data, 256), []byte("mimetype")) && bytes.Contains(head(data, 256), []byte(MediaTypeODT)):
+		case bytes.Contains(prefixOf(data, 256), []byte("mimetype")) && bytes.Contains(prefixOf(data, 256), []byte(MediaTypeODT)):
 			return MediaTypeODT
 		case bytes.Contains(data, []byte("word/")):
 			return MediaTypeDOCX
@@ -108,7 +108,7 @@ func sniffZip(data []byte) string {
 	return MediaTypeZip
 }
 
-func head(b []byte, n int) []byte {
+func prefixOf(b []byte, n int) []byte {
 	if len(b) > n {
 		return b[:n]
 	}
