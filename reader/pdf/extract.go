@@ -130,30 +130,47 @@ func noteLines(lines []line) []line {
 	return out
 }
 
-// fontCache remembers whether the font of the last text object seen is bold, asking
-// PDFium for the font name only when the text object changes.
+// fontCache remembers the font size and weight of the last text object seen: characters
+// of one text object share them, so PDFium is asked only when the object changes.
 type fontCache struct {
 	obj    references.FPDF_PAGEOBJECT
-	isBold bool
 	valid  bool
+	size   float64
+	isBold bool
 }
 
-var boldName = regexp.MustCompile(`(?i)bold|black|heavy|semibold|demi`)
+// boldName reports whether a font name names a bold face ("ABCDEF+DejaVuSans-Bold").
+func boldName(name string) bool {
+	name = strings.ToLower(name)
+	for _, w := range []string{"bold", "black", "heavy", "demi"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
+}
 
-func (f *fontCache) bold(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, i int) bool {
+// style returns character i's font size in points (rounded to 0.5) and whether its font
+// is bold (by name, or the ForceBold flag: PDF 1.7 section 5.7.1).
+func (f *fontCache) style(inst pdfium.Pdfium, tp references.FPDF_TEXTPAGE, i int) (float64, bool, error) {
 	o, err := inst.FPDFText_GetTextObject(&requests.FPDFText_GetTextObject{TextPage: tp, Index: i})
 	if err == nil && f.valid && o.TextObject == f.obj {
-		return f.isBold
+		return f.size, f.isBold, nil
 	}
-	f.valid, f.isBold = false, false
-	if err == nil {
-		f.obj, f.valid = o.TextObject, true
+	f.valid = err == nil
+	if f.valid {
+		f.obj = o.TextObject
 	}
-	fi, err := inst.FPDFText_GetFontInfo(&requests.FPDFText_GetFontInfo{TextPage: tp, Index: i})
-	if err == nil {
-		f.isBold = boldName.MatchString(fi.FontName) || fi.Flags&(1<<18) != 0
+	fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: tp, Index: i})
+	if err != nil {
+		return 0, false, err
 	}
-	return f.isBold
+	f.size = math.Round(fs.FontSize*2) / 2
+	f.isBold = false
+	if fi, err := inst.FPDFText_GetFontInfo(&requests.FPDFText_GetFontInfo{TextPage: tp, Index: i}); err == nil {
+		f.isBold = boldName(fi.FontName) || fi.Flags&(1<<18) != 0
+	}
+	return f.size, f.isBold, nil
 }
 
 func (l line) key() styleKey { return styleKey{l.size, l.bold} }
@@ -255,7 +272,7 @@ func readPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, index int) ([]li
 			continue
 		}
 		real++
-		fs, err := inst.FPDFText_GetFontSize(&requests.FPDFText_GetFontSize{TextPage: tp.TextPage, Index: i})
+		size, bold, err := font.style(inst, tp.TextPage, i)
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -264,7 +281,7 @@ func readPage(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, index int) ([]li
 				base = o.Y
 			}
 		}
-		cur = append(cur, pchar{r: r, size: math.Round(fs.FontSize*2) / 2, bold: font.bold(inst, tp.TextPage, i)})
+		cur = append(cur, pchar{r: r, size: size, bold: bold})
 	}
 	flush()
 	lines = noteLines(lines)
