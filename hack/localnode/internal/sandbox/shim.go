@@ -39,7 +39,7 @@ func RunShim(specPath string) int {
 	if err != nil {
 		return fail(err)
 	}
-	argv0, err := lookPath(root, spec.Argv, spec.Env)
+	argv0, err := LookPath(root, spec.Argv, spec.Env)
 	if err != nil {
 		return fail(err)
 	}
@@ -112,9 +112,9 @@ func RunShim(specPath string) int {
 	return 0
 }
 
-// lookPath resolves argv[0] inside root the way execvp would, returning the path inside the
+// LookPath resolves argv[0] inside root (a host folder) the way execvp would, returning the path inside the
 // container.
-func lookPath(root string, argv, env []string) (string, error) {
+func LookPath(root string, argv, env []string) (string, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return "", errors.New("no command: the pod gives none and the image has no entrypoint (--image-entrypoint)")
 	}
