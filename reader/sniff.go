@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 )
 
@@ -34,9 +33,6 @@ const sniffMarkdownBytes = 64 << 10
 var (
 	cfbMagic         = []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}
 	encryptedPackage = []byte("E\x00n\x00c\x00r\x00y\x00p\x00t\x00e\x00d\x00P\x00a\x00c\x00k\x00a\x00g\x00e\x00")
-	// Markdown signs: ATX heading, setext underline, fenced code, GFM table delimiter row,
-	// inline link, footnote definition.
-	markdownSign = regexp.MustCompile(`(?m)^(#{1,6}[ \t]+\S|(=+|-{3,})[ \t]*$|` + "```" + `|~~~|\|?[ \t]*:?-{3,}:?[ \t]*\||\[\^[^\]]+\]:)|\]\([^)\s]+\)`)
 )
 
 // Sniff returns the media type of data judged from its content alone: "%PDF-" magic for
@@ -72,7 +68,7 @@ func Sniff(data []byte) string {
 	if isBEIR(data) {
 		return MediaTypeBEIR
 	}
-	if markdownSign.Match(prefixOf(data, sniffMarkdownBytes)) {
+	if looksLikeMarkdown(prefixOf(data, sniffMarkdownBytes)) {
 		return MediaTypeMarkdown
 	}
 	return MediaTypeText
@@ -131,4 +127,62 @@ func isBEIR(data []byte) bool {
 	_, id := rec["_id"]
 	_, text := rec["text"]
 	return id && text
+}
+
+// looksLikeMarkdown reports Markdown syntax: an ATX heading ("# Title"), a setext
+// underline (=== or --- under a text line), a code fence, a GFM table delimiter row, a
+// footnote definition, or an inline link "[text](url)".
+func looksLikeMarkdown(data []byte) bool {
+	if i := bytes.Index(data, []byte("](")); i > 0 && bytes.IndexByte(data[:i], '[') >= 0 {
+		return true
+	}
+	prevText := false
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		t := bytes.TrimRight(line, " \t\r")
+		switch {
+		case len(t) == 0:
+			prevText = false
+			continue
+		case t[0] == '#':
+			n := 0
+			for n < len(t) && t[n] == '#' {
+				n++
+			}
+			if n <= 6 && n < len(t) && (t[n] == ' ' || t[n] == '\t') {
+				return true
+			}
+		case bytes.HasPrefix(t, []byte("```")), bytes.HasPrefix(t, []byte("~~~")), bytes.HasPrefix(t, []byte("[^")) && bytes.Contains(t, []byte("]:")):
+			return true
+		case prevText && (allOf(t, '=') || len(t) >= 3 && allOf(t, '-')):
+			return true
+		case bytes.Contains(t, []byte("|")) && bytes.Contains(t, []byte("---")) && allIn(t, "|-: \t"):
+			return true
+		}
+		prevText = true
+	}
+	return false
+}
+
+func allOf(b []byte, c byte) bool {
+	for _, x := range b {
+		if x != c {
+			return false
+		}
+	}
+	return true
+}
+
+func allIn(b []byte, set string) bool {
+	for _, x := range b {
+		if strings.IndexByte(set, x) < 0 {
+			return false
+		}
+	}
+	return true
 }
