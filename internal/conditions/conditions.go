@@ -81,3 +81,13 @@ func IsReady(obj Getter) bool {
 	c := meta.FindStatusCondition(*obj.GetConditions(), ragopsv1alpha1.ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.GetGeneration()
 }
+
+// MarkReconcilingKeepReadyOrFalse records work in progress; a resource that was Ready stays
+// Ready (it keeps serving its last result), one that never was gets Ready=False.
+func MarkReconcilingKeepReadyOrFalse(obj Getter, reason, msg string) {
+	if c := meta.FindStatusCondition(*obj.GetConditions(), ragopsv1alpha1.ConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+		MarkReconcilingKeepReady(obj, reason, msg)
+		return
+	}
+	MarkReconciling(obj, reason, msg)
+}

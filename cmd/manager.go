@@ -1,0 +1,90 @@
+package cmd
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/controllers"
+)
+
+// Scheme holds the core, batch and ragops types the manager uses.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(ragopsv1alpha1.AddToScheme(s))
+	return s
+}
+
+func newManagerCommand() *cobra.Command {
+	var (
+		metricsAddr, probeAddr, workerImage string
+		leaderElect                         bool
+		progress, finalizerTimeout          time.Duration
+		zapOpts                             = zap.Options{}
+	)
+	c := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the ragops controllers",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			cfg, err := ctrl.GetConfig()
+			if err != nil {
+				return fmt.Errorf("kubeconfig: %w", err)
+			}
+			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+				Scheme:                 Scheme(),
+				Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+				HealthProbeBindAddress: probeAddr,
+				LeaderElection:         leaderElect,
+				LeaderElectionID:       "ragops-manager.ragops.dev",
+			})
+			if err != nil {
+				return err
+			}
+			ctx := ctrl.SetupSignalHandler()
+			if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
+				WorkerImage: workerImage, ProgressInterval: progress, FinalizerTimeout: finalizerTimeout,
+			}); err != nil {
+				return err
+			}
+			if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+				return err
+			}
+			if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+				return err
+			}
+			return mgr.Start(ctx)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
+	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
+	f.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
+	f.StringVar(&workerImage, "worker-image", envOr("RAGOPS_WORKER_IMAGE", "ghcr.io/ragops/ragops:latest"), "image of the scan, embed and evaluate Jobs (env RAGOPS_WORKER_IMAGE)")
+	f.DurationVar(&progress, "progress-interval", 10*time.Second, "how often a running build's progress is refreshed (at most 30s)")
+	f.DurationVar(&finalizerTimeout, "finalizer-timeout", 15*time.Minute, "how long deletion waits for Weaviate before leaving collections behind")
+	gfs := flag.NewFlagSet("", flag.ContinueOnError)
+	zapOpts.BindFlags(gfs)
+	f.AddGoFlagSet(gfs)
+	return c
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

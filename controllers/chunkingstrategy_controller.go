@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/chunkers"
+	"github.com/ragops/ragops/chunkers/registry"
+	"github.com/ragops/ragops/internal/conditions"
+)
+
+// ChunkingStrategy condition reasons.
+const (
+	ReasonInvalidStrategy = "InvalidStrategy"
+	ReasonValid           = "Valid"
+)
+
+// ChunkingStrategyReconciler validates what CEL cannot (regular expressions compile in Go's
+// RE2, the chunker can be built from the spec) and lists the Indexes that use a strategy.
+type ChunkingStrategyReconciler struct {
+	client.Client
+	Events events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=ragops.dev,resources=chunkingstrategies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ragops.dev,resources=chunkingstrategies/status,verbs=get;patch
+
+// Reconcile validates one ChunkingStrategy.
+func (r *ChunkingStrategyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	var cs ragopsv1alpha1.ChunkingStrategy
+	if err := r.Get(ctx, req.NamespacedName, &cs); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cs.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	patcher := newStatusPatcher(&cs)
+	defer func() {
+		if err := patcher.patch(ctx, r.Client, r.Events, &cs); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	var users ragopsv1alpha1.IndexList
+	if err := r.List(ctx, &users, client.InNamespace(cs.Namespace), client.MatchingFields{indexByStrategy: cs.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	names := make([]string, 0, len(users.Items))
+	for _, ix := range users.Items {
+		names = append(names, ix.Name)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		names = nil
+	}
+	cs.Status.Indexes = names
+
+	if err := ValidateStrategy(cs.Spec); err != nil {
+		conditions.MarkStalled(&cs, ReasonInvalidStrategy, err.Error())
+	} else {
+		conditions.MarkReady(&cs, ReasonValid, fmt.Sprintf("%s strategy, size %d %s", cs.Spec.Type, cs.Spec.Size, cs.Spec.Unit))
+	}
+	cs.Status.ObservedGeneration = cs.Generation
+	return ctrl.Result{}, nil
+}
+
+// validationEmbedder stands in for the model while a spec is validated: building a chunker
+// never embeds, so it is never called.
+type validationEmbedder struct{}
+
+func (validationEmbedder) EmbedSentences(context.Context, []string) ([][]float32, error) {
+	return nil, errors.New("validation embedder cannot embed")
+}
+
+// ValidateStrategy checks a spec beyond CEL: every heading pattern compiles as Go RE2 and the
+// chunker registry accepts the spec (token sizing is checked with a word sizer; the real
+// tokenizer comes with the Index's model). Errors name the field.
+func ValidateStrategy(spec ragopsv1alpha1.ChunkingStrategySpec) error {
+	if spec.Heading != nil {
+		for i, p := range spec.Heading.Patterns {
+			if _, err := regexp.Compile(p.Pattern); err != nil {
+				return fmt.Errorf("spec.heading.patterns[%d].pattern %q: %v", i, p.Pattern, err)
+			}
+		}
+	}
+	if _, err := registry.New(spec, chunkers.WordSizer{}, validationEmbedder{}); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager watches strategies and the Indexes that reference them.
+func (r *ChunkingStrategyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ragopsv1alpha1.ChunkingStrategy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&ragopsv1alpha1.Index{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*ragopsv1alpha1.Index).Spec.StrategyRef.Name}}}
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("chunkingstrategy").
+		Complete(r)
+}

@@ -1,0 +1,440 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+// Corpus condition reasons.
+const (
+	ReasonSynced            = "Synced"
+	ReasonSyncing           = "Syncing"
+	ReasonSourceNotFound    = "SourceNotFound"
+	ReasonSecretNotFound    = "SecretNotFound"
+	ReasonSecretKeyMissing  = "SecretKeyMissing"
+	ReasonSourceUnreadable  = "SourceUnreadable"
+	ReasonSuspended         = "Suspended"
+	scanJobsKept            = 2
+	annotationScanRequested = "ragops.dev/scan-requested"
+)
+
+// CorpusReconciler checks a Corpus's source and records its documents, bytes and content
+// revision. ConfigMap sources are read directly; PVC, HTTP, S3 and Git sources are listed by
+// a `ragops scan` Job (the only place that mounts or fetches them), so the manager needs no
+// access to the data.
+type CorpusReconciler struct {
+	client.Client
+	Events  events.EventRecorder
+	Options Options
+	// Now returns the current time (tests replace it).
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=ragops.dev,resources=corpora,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ragops.dev,resources=corpora/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+func (r *CorpusReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Reconcile syncs one Corpus.
+func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	var c ragopsv1alpha1.Corpus
+	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // scan Jobs are owned and garbage-collected
+	}
+	patcher := newStatusPatcher(&c)
+	defer func() {
+		c.Status.ObservedGeneration = c.Generation
+		if err := patcher.patch(ctx, r.Client, r.Events, &c); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+	c.Status.Source = describeSource(c.Spec)
+	if c.Spec.Suspend {
+		conditions.MarkReady(&c, ReasonSuspended, "resyncs are suspended; the last sync stays in effect")
+		return ctrl.Result{}, nil
+	}
+	if msg, reason := r.checkReferences(ctx, &c); msg != "" {
+		conditions.MarkStalled(&c, reason, msg)
+		return ctrl.Result{}, nil
+	}
+	if c.Spec.ConfigMap != nil {
+		return r.syncConfigMap(ctx, &c)
+	}
+	return r.syncWithJob(ctx, &c)
+}
+
+// checkReferences verifies the Secrets and PVC a source names; it returns a message and a
+// reason when one is missing.
+func (r *CorpusReconciler) checkReferences(ctx context.Context, c *ragopsv1alpha1.Corpus) (string, string) {
+	s := c.Spec
+	if s.PVC != nil {
+		var pvc corev1.PersistentVolumeClaim
+		if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: s.PVC.ClaimName}, &pvc); err != nil {
+			return fmt.Sprintf("spec.pvc.claimName: PersistentVolumeClaim %q: %v", s.PVC.ClaimName, err), ReasonSourceNotFound
+		}
+	}
+	if s.S3 != nil && s.S3.SecretRef != nil {
+		if msg, reason := r.checkSecretKeys(ctx, c.Namespace, "spec.s3.secretRef", s.S3.SecretRef.Name, "accesskey", "secretkey"); msg != "" {
+			return msg, reason
+		}
+	}
+	if s.Git != nil && s.Git.SecretRef != nil {
+		if msg, reason := r.checkSecretKeys(ctx, c.Namespace, "spec.git.secretRef", s.Git.SecretRef.Name); msg != "" {
+			return msg, reason
+		}
+	}
+	if s.HTTP != nil && s.HTTP.HeadersSecretRef != nil {
+		if msg, reason := r.checkSecretKeys(ctx, c.Namespace, "spec.http.headersSecretRef", s.HTTP.HeadersSecretRef.Name); msg != "" {
+			return msg, reason
+		}
+	}
+	return "", ""
+}
+
+func (r *CorpusReconciler) checkSecretKeys(ctx context.Context, ns, field, name string, keys ...string) (string, string) {
+	return checkSecretKeys(ctx, r.Client, ns, field, name, keys...)
+}
+
+// checkSecretKeys returns a message naming field when the Secret or one of its keys is missing.
+func checkSecretKeys(ctx context.Context, c client.Client, ns, field, name string, keys ...string) (string, string) {
+	var sec corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("%s: Secret %q not found", field, name), ReasonSecretNotFound
+		}
+		return fmt.Sprintf("%s: Secret %q: %v", field, name, err), ReasonSecretNotFound
+	}
+	for _, k := range keys {
+		if _, ok := sec.Data[k]; !ok {
+			return fmt.Sprintf("%s: Secret %q has no key %q", field, name, k), ReasonSecretKeyMissing
+		}
+	}
+	return "", ""
+}
+
+// syncConfigMap reads a ConfigMap corpus: each data or binaryData key is a document.
+func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.Corpus) (ctrl.Result, error) {
+	var cm corev1.ConfigMap
+	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.ConfigMap.Name}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			conditions.MarkStalled(c, ReasonSourceNotFound, fmt.Sprintf("spec.configMap.name: ConfigMap %q not found", c.Spec.ConfigMap.Name))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	files := map[string][]byte{}
+	for k, v := range cm.Data {
+		files[k] = []byte(v)
+	}
+	for k, v := range cm.BinaryData {
+		files[k] = v
+	}
+	keys := make([]string, 0, len(files))
+	for k := range files {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	var docs, size int64
+	skipped := map[string]int64{}
+	for _, k := range keys {
+		ok, err := Selected(k, c.Spec.Include, c.Spec.Exclude)
+		if err != nil {
+			conditions.MarkStalled(c, ReasonSourceUnreadable, err.Error())
+			return ctrl.Result{}, nil
+		}
+		if !ok {
+			continue
+		}
+		if c.Spec.MaxDocumentBytes > 0 && int64(len(files[k])) > c.Spec.MaxDocumentBytes {
+			skipped["TooLarge"]++
+			continue
+		}
+		sum := sha256.Sum256(files[k])
+		fmt.Fprintf(h, "%s\x00%x\n", k, sum)
+		docs++
+		size += int64(len(files[k]))
+	}
+	if len(skipped) == 0 {
+		skipped = nil
+	}
+	rev := hex.EncodeToString(h.Sum(nil))[:12]
+	if rev != c.Status.Revision || c.Status.LastSyncTime == nil {
+		c.Status.LastSyncTime = &metav1.Time{Time: r.now().Truncate(time.Second)}
+	}
+	c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Skipped = docs, size, rev, skipped
+	conditions.MarkReady(c, ReasonSynced, fmt.Sprintf("%d documents, revision %s", docs, rev))
+	return ctrl.Result{}, nil
+}
+
+// syncWithJob runs a scan Job when a sync is due and records its result.
+func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Corpus) (ctrl.Result, error) {
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(c.Namespace), client.MatchingFields{jobOwnerKey: "Corpus/" + c.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	sort.Slice(jobs.Items, func(i, j int) bool { return jobs.Items[i].Name > jobs.Items[j].Name }) // newest first (time-suffixed)
+	var current *batchv1.Job
+	for i := range jobs.Items {
+		if jobs.Items[i].Labels[LabelRevision] == strconv.FormatInt(c.Generation, 10) {
+			current = &jobs.Items[i]
+			break
+		}
+	}
+	interval := c.Spec.Interval.Duration
+	if interval <= 0 {
+		interval = time.Hour
+	}
+	due := c.Status.LastSyncTime == nil || c.Status.ObservedGeneration != c.Generation ||
+		r.now().Sub(c.Status.LastSyncTime.Time) >= interval || c.Annotations[annotationScanRequested] != ""
+	if current != nil {
+		state, failure := stateOf(current)
+		switch state {
+		case jobRunning:
+			conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s is listing the source", current.Name))
+			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
+		case jobFailed:
+			_, failed, err := podResults(ctx, r.Client, current)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			msg := failure
+			if len(failed) > 0 {
+				msg = errorOf(failed[len(failed)-1])
+			}
+			conditions.MarkNotReady(c, ReasonSourceUnreadable, fmt.Sprintf("scan Job %s failed: %s", current.Name, msg))
+			if !due || current.CreationTimestamp.Add(interval).After(r.now()) {
+				return ctrl.Result{RequeueAfter: interval}, nil
+			}
+		case jobSucceeded:
+			done := current.Status.CompletionTime
+			if c.Status.LastSyncTime == nil || (done != nil && done.After(c.Status.LastSyncTime.Time)) {
+				ok, err := r.recordScan(ctx, c, current)
+				if err != nil || !ok {
+					return ctrl.Result{}, err
+				}
+				due = false
+			}
+		}
+	}
+	if !due {
+		r.pruneScanJobs(ctx, c, jobs.Items)
+		next := interval
+		if c.Status.LastSyncTime != nil {
+			next = time.Until(c.Status.LastSyncTime.Add(interval))
+		}
+		return ctrl.Result{RequeueAfter: max(next, time.Second)}, nil
+	}
+	w := r.scanWorkload(c)
+	if _, err := w.ensure(ctx, r.Client); err != nil {
+		return ctrl.Result{}, err
+	}
+	conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s started", w.name))
+	return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
+}
+
+func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Corpus, job *batchv1.Job) (bool, error) {
+	ok, _, err := podResults(ctx, r.Client, job)
+	if err != nil {
+		return false, err
+	}
+	var res plan.ScanResult
+	if err := json.Unmarshal([]byte(ok["0"]), &res); err != nil {
+		conditions.MarkNotReady(c, ReasonSourceUnreadable, fmt.Sprintf("scan Job %s returned no result: %v", job.Name, err))
+		return false, nil
+	}
+	c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Skipped = res.Documents, res.Bytes, res.Revision, res.Skipped
+	t := metav1.Now()
+	if job.Status.CompletionTime != nil {
+		t = *job.Status.CompletionTime
+	}
+	c.Status.LastSyncTime = &t
+	conditions.MarkReady(c, ReasonSynced, fmt.Sprintf("%d documents, revision %s", res.Documents, res.Revision))
+	return true, nil
+}
+
+// pruneScanJobs keeps the newest finished scan Jobs.
+func (r *CorpusReconciler) pruneScanJobs(ctx context.Context, c *ragopsv1alpha1.Corpus, jobs []batchv1.Job) {
+	kept := 0
+	for _, j := range jobs {
+		if s, _ := stateOf(&j); s == jobRunning {
+			continue
+		}
+		kept++
+		if kept > scanJobsKept {
+			_ = deleteJob(ctx, r.Client, c.Namespace, j.Name)
+		}
+	}
+}
+
+func (r *CorpusReconciler) scanWorkload(c *ragopsv1alpha1.Corpus) *workload {
+	name := fmt.Sprintf("%s-scan-%d", truncate(c.Name, 40), r.now().Unix())
+	w := &workload{owner: c, name: name, component: "scan", revision: strconv.FormatInt(c.Generation, 10),
+		args: []string{"scan"}, image: r.Options.WorkerImage}
+	src := plan.Source{Format: c.Spec.Format, Include: c.Spec.Include, Exclude: c.Spec.Exclude, MaxDocumentBytes: c.Spec.MaxDocumentBytes}
+	corpusSource(w, c, &src)
+	w.plan = plan.Scan{Namespace: c.Namespace, Corpus: c.Name, Source: src}
+	return w
+}
+
+// corpusSource fills a plan.Source and the workload's mounts and credentials for a Corpus.
+func corpusSource(w *workload, c *ragopsv1alpha1.Corpus, src *plan.Source) {
+	src.Format, src.Include, src.Exclude, src.MaxDocumentBytes = c.Spec.Format, c.Spec.Include, c.Spec.Exclude, c.Spec.MaxDocumentBytes
+	src.Dir = sourceMounts(w, "corpus", plan.CorpusDir, c.Spec.PVC, c.Spec.ConfigMap)
+	src.HTTP, src.S3, src.Git = c.Spec.HTTP, c.Spec.S3, c.Spec.Git
+	headerMounts(w, c.Spec.HTTP)
+	if s3 := c.Spec.S3; s3 != nil && s3.SecretRef != nil {
+		w.env = append(w.env,
+			secretEnv(plan.EnvS3AccessKey, ragopsv1alpha1.SecretKeySelector{Name: s3.SecretRef.Name, Key: "accesskey"}),
+			secretEnv(plan.EnvS3SecretKey, ragopsv1alpha1.SecretKeySelector{Name: s3.SecretRef.Name, Key: "secretkey"}))
+	}
+	if g := c.Spec.Git; g != nil && g.SecretRef != nil {
+		opt := true
+		for _, kv := range [][2]string{{plan.EnvGitUsername, "username"}, {plan.EnvGitPassword, "password"}} {
+			e := secretEnv(kv[0], ragopsv1alpha1.SecretKeySelector{Name: g.SecretRef.Name, Key: kv[1]})
+			e.ValueFrom.SecretKeyRef.Optional = &opt
+			w.env = append(w.env, e)
+		}
+	}
+}
+
+// Selected reports whether a source-relative path passes include and exclude globs
+// (path.Match syntax; "**/" matches any number of leading folders).
+//
+// Errors: a malformed pattern, named.
+func Selected(p string, include, exclude []string) (bool, error) {
+	match := func(patterns []string) (bool, error) {
+		for _, pat := range patterns {
+			ok, err := globMatch(pat, p)
+			if err != nil {
+				return false, fmt.Errorf("pattern %q: %w", pat, err)
+			}
+			if ok {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	if len(include) > 0 {
+		ok, err := match(include)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	ex, err := match(exclude)
+	return !ex, err
+}
+
+func globMatch(pattern, p string) (bool, error) {
+	for len(pattern) >= 3 && pattern[:3] == "**/" {
+		rest := pattern[3:]
+		if ok, err := path.Match(rest, p); ok || err != nil {
+			return ok, err
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] == '/' {
+				if ok, err := globMatch(rest, p[i+1:]); ok || err != nil {
+					return ok, err
+				}
+			}
+		}
+		return false, nil
+	}
+	if len(pattern) >= 3 && pattern[len(pattern)-3:] == "/**" {
+		prefix := pattern[:len(pattern)-3]
+		for i := 0; i < len(p); i++ {
+			if p[i] == '/' {
+				if ok, err := path.Match(prefix, p[:i]); ok || err != nil {
+					return ok, err
+				}
+			}
+		}
+		return false, nil
+	}
+	return path.Match(pattern, p)
+}
+
+func describeSource(s ragopsv1alpha1.CorpusSpec) string {
+	switch {
+	case s.S3 != nil:
+		return "s3://" + s.S3.Bucket + "/" + s.S3.Prefix
+	case s.PVC != nil:
+		return "pvc:" + s.PVC.ClaimName + "/" + s.PVC.Path
+	case s.ConfigMap != nil:
+		return "configmap:" + s.ConfigMap.Name
+	case s.HTTP != nil:
+		return truncate(s.HTTP.URL, 80)
+	case s.Git != nil:
+		return truncate(s.Git.URL, 70) + "@" + s.Git.Ref
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// SetupWithManager watches Corpora, their scan Jobs, and the ConfigMaps, Secrets and PVCs
+// they name.
+func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	bySource := func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list ragopsv1alpha1.CorpusList
+		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{corpusBySource: o.GetName()}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, c := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+		}
+		return reqs
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ragopsv1alpha1.Corpus{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&batchv1.Job{}).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(bySource)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bySource)).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(bySource)).
+		Named("corpus").
+		Complete(r)
+}

@@ -1,0 +1,285 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+// Evaluation condition reasons.
+const (
+	ReasonIndexNotFound     = "IndexNotFound"
+	ReasonIndexNotReady     = "IndexNotReady"
+	ReasonRevisionNotFound  = "RevisionNotFound"
+	ReasonEvaluating        = "Evaluating"
+	ReasonEvaluationFailed  = "EvaluationFailed"
+	ReasonEvaluated         = "Evaluated"
+	evaluationJobsKept      = 1
+	defaultHybridAlpha      = 0.5
+	metricDecimals          = 4
+	evaluationComponentName = "evaluate"
+)
+
+// EvaluationReconciler runs `ragops evaluate` Jobs against an Index revision and writes the
+// metrics, rounded to 4 decimals, into status and the printer columns.
+type EvaluationReconciler struct {
+	client.Client
+	Events  events.EventRecorder
+	Options Options
+}
+
+// +kubebuilder:rbac:groups=ragops.dev,resources=evaluations,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=ragops.dev,resources=evaluations/status,verbs=get;patch
+
+// Reconcile drives one Evaluation.
+func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	var ev ragopsv1alpha1.Evaluation
+	if err := r.Get(ctx, req.NamespacedName, &ev); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ev.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	patcher := newStatusPatcher(&ev)
+	defer func() {
+		ev.Status.ObservedGeneration = ev.Generation
+		if err := patcher.patch(ctx, r.Client, r.Events, &ev); err != nil && !apierrors.IsNotFound(err) {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	var idx ragopsv1alpha1.Index
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: ev.Spec.IndexRef.Name}, &idx); err != nil {
+		if apierrors.IsNotFound(err) {
+			conditions.MarkStalled(&ev, ReasonIndexNotFound, fmt.Sprintf("spec.indexRef.name: Index %q not found", ev.Spec.IndexRef.Name))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	revName := ev.Spec.Revision
+	if revName == "" {
+		revName = idx.Status.ActiveRevision
+	}
+	if revName == "" {
+		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonIndexNotReady, fmt.Sprintf("Index %q has no active revision yet", idx.Name))
+		return ctrl.Result{}, nil
+	}
+	rev := findRevision(&idx, revName)
+	if rev == nil {
+		if ev.Spec.Revision != "" && ev.Spec.Revision != idx.Status.Revision {
+			conditions.MarkStalled(&ev, ReasonRevisionNotFound, fmt.Sprintf("spec.revision: Index %q has no revision %q", idx.Name, ev.Spec.Revision))
+			return ctrl.Result{}, nil
+		}
+		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonIndexNotReady, fmt.Sprintf("revision %s of Index %q is not built yet", revName, idx.Name))
+		return ctrl.Result{}, nil
+	}
+	switch rev.Phase {
+	case ragopsv1alpha1.RevisionBuilding:
+		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonIndexNotReady, fmt.Sprintf("revision %s of Index %q is still building", revName, idx.Name))
+		return ctrl.Result{}, nil
+	case ragopsv1alpha1.RevisionFailed:
+		conditions.MarkStalled(&ev, ReasonIndexNotReady, fmt.Sprintf("revision %s of Index %q failed to build", revName, idx.Name))
+		return ctrl.Result{}, nil
+	}
+
+	rerun := ev.Spec.RerunOnRevisionChange == nil || *ev.Spec.RerunOnRevisionChange
+	if ev.Status.Revision != "" && ev.Status.Revision != revName && !rerun && ev.Status.ObservedGeneration == ev.Generation {
+		return ctrl.Result{}, nil // keeps the figures of the revision it measured
+	}
+	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) {
+		return ctrl.Result{}, nil
+	}
+
+	w := r.workload(&ev, &idx, rev)
+	job, err := w.ensure(ctx, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.pruneJobs(ctx, &ev, job.Name)
+	state, failure := stateOf(job)
+	switch state {
+	case jobRunning:
+		if ev.Status.StartTime == nil || ev.Status.Revision != revName {
+			ev.Status.StartTime = ptr.To(job.CreationTimestamp)
+		}
+		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonEvaluating, fmt.Sprintf("Job %s evaluates revision %s", job.Name, revName))
+		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
+	case jobFailed:
+		_, failed, err := podResults(ctx, r.Client, job)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		msg := failure
+		if len(failed) > 0 {
+			msg = errorOf(failed[len(failed)-1])
+		}
+		conditions.MarkStalled(&ev, ReasonEvaluationFailed, fmt.Sprintf("Job %s failed: %s", job.Name, truncate(msg, 1024)))
+		return ctrl.Result{}, nil
+	}
+	ok, _, err := podResults(ctx, r.Client, job)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var result plan.EvaluateResult
+	if err := json.Unmarshal([]byte(ok["0"]), &result); err != nil {
+		conditions.MarkStalled(&ev, ReasonEvaluationFailed, fmt.Sprintf("Job %s returned an unreadable result: %v", job.Name, err))
+		return ctrl.Result{}, nil
+	}
+	ApplyResult(&ev.Status, result)
+	ev.Status.Revision = revName
+	ev.Status.CompletionTime = job.Status.CompletionTime.DeepCopy()
+	if ev.Status.CompletionTime == nil {
+		ev.Status.CompletionTime = ptr.To(metav1.Now())
+	}
+	conditions.MarkReady(&ev, ReasonEvaluated, fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, fmtMetric(ev.Status.RecallAt10), result.Queries))
+	return ctrl.Result{}, nil
+}
+
+// Round rounds a metric to 4 decimals, so `kubectl get` prints 0.8612 rather than the
+// float's full expansion.
+func Round(v float64) float64 {
+	p := math.Pow(10, metricDecimals)
+	return math.Round(v*p) / p
+}
+
+func fmtMetric(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.4f", *v)
+}
+
+// ApplyResult copies an evaluation result into status, rounded; the @10 columns come from
+// the k=10 entry.
+func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
+	st.Queries = int32(res.Queries)
+	st.Metrics = nil
+	st.RecallAt10, st.NDCGAt10, st.MRRAt10 = nil, nil, nil
+	for _, m := range res.Metrics {
+		st.Metrics = append(st.Metrics, ragopsv1alpha1.MetricsAtK{
+			K: int32(m.K), Recall: Round(m.Recall), NDCG: Round(m.NDCG), MRR: Round(m.MRR), Success: Round(m.Success), MAP: Round(m.MAP),
+		})
+		if m.K == 10 {
+			st.RecallAt10, st.NDCGAt10, st.MRRAt10 = ptr.To(Round(m.Recall)), ptr.To(Round(m.NDCG)), ptr.To(Round(m.MRR))
+		}
+	}
+	st.SpanHitRate = nil
+	if res.SpanHitRate != nil {
+		st.SpanHitRate = ptr.To(Round(*res.SpanHitRate))
+	}
+	st.UnknownQrels = int32(res.UnknownQrels)
+}
+
+// evaluationJobName is unique per (generation, revision) so a new revision or spec runs anew.
+func evaluationJobName(ev *ragopsv1alpha1.Evaluation, rev string) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s", ev.Generation, rev))
+	return fmt.Sprintf("%s-%s", truncate(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
+}
+
+func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) *workload {
+	p := ev.Spec.EvaluationParameters
+	w := &workload{owner: ev, name: evaluationJobName(ev, rev.Name), component: evaluationComponentName, revision: rev.Name,
+		args: []string{"evaluate"}, template: p.Template, image: r.Options.WorkerImage, shards: 1}
+	ds := plan.Source{HTTP: p.Dataset.HTTP}
+	ds.Dir = sourceMounts(w, "dataset", plan.DatasetDir, p.Dataset.PVC, p.Dataset.ConfigMap)
+	headerMounts(w, p.Dataset.HTTP)
+	var modelDir string
+	if p.Mode != ragopsv1alpha1.ModeBM25 {
+		modelDir = modelMounts(w, "model", plan.ModelDir, idx.Spec.Model, w.image)
+	}
+	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
+		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))
+	}
+	ks := []int{10}
+	for _, k := range p.K {
+		if !slices.Contains(ks, int(k)) {
+			ks = append(ks, int(k))
+		}
+	}
+	slices.Sort(ks)
+	pl := plan.Evaluate{
+		Namespace: ev.Namespace, Evaluation: ev.Name, Revision: rev.Name, Collection: rev.Collection,
+		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
+		Embedder: idx.Spec.Embedder,
+		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress},
+	}
+	if pl.Split == "" {
+		pl.Split = "test"
+	}
+	if p.Mode == ragopsv1alpha1.ModeHybrid {
+		pl.Alpha, pl.Fusion = defaultHybridAlpha, ragopsv1alpha1.FusionRelativeScore
+		if h := p.Hybrid; h != nil {
+			if h.Alpha != nil {
+				pl.Alpha = *h.Alpha
+			}
+			if h.Fusion != "" {
+				pl.Fusion = h.Fusion
+			}
+		}
+	}
+	if rr := p.Rerank; rr != nil {
+		pl.Rerank = &plan.Rerank{ModelDir: modelMounts(w, "rerank-model", plan.RerankModelDir, rr.Model, w.image), TopN: int(max(rr.TopN, 1))}
+	}
+	w.plan = pl
+	return w
+}
+
+// pruneJobs deletes this Evaluation's older Jobs.
+func (r *EvaluationReconciler) pruneJobs(ctx context.Context, ev *ragopsv1alpha1.Evaluation, current string) {
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(ev.Namespace), client.MatchingFields{jobOwnerKey: "Evaluation/" + ev.Name}); err != nil {
+		return
+	}
+	for _, j := range jobs.Items {
+		if j.Name != current {
+			_ = deleteJob(ctx, r.Client, ev.Namespace, j.Name)
+		}
+	}
+}
+
+// SetupWithManager watches Evaluations, their Jobs, and the Indexes they measure.
+func (r *EvaluationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byIndex := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list ragopsv1alpha1.EvaluationList
+		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{evalByIndex: o.GetName()}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, e := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&e)})
+		}
+		return reqs
+	})
+	indexChanged := predicate.Funcs{UpdateFunc: func(e evtUpdate) bool {
+		a, b := e.ObjectOld.(*ragopsv1alpha1.Index), e.ObjectNew.(*ragopsv1alpha1.Index)
+		return a.Status.ActiveRevision != b.Status.ActiveRevision || !slices.EqualFunc(a.Status.Revisions, b.Status.Revisions,
+			func(x, y ragopsv1alpha1.RevisionStatus) bool { return x.Name == y.Name && x.Phase == y.Phase })
+	}}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ragopsv1alpha1.Evaluation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&batchv1.Job{}).
+		Watches(&ragopsv1alpha1.Index{}, byIndex, builder.WithPredicates(indexChanged)).
+		Named("evaluation").
+		Complete(r)
+}

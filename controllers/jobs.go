@@ -1,0 +1,322 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+// Labels on everything ragops creates.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelOwner     = "ragops.dev/owner"
+	LabelRevision  = "ragops.dev/revision"
+	managedBy      = "ragops"
+
+	jobOwnerKey = ".metadata.controller"
+)
+
+// jobOwnerIndexer indexes Jobs by "<Kind>/<name>" of their controlling owner.
+func jobOwnerIndexer(o client.Object) []string {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || !strings.HasPrefix(ref.APIVersion, ragopsv1alpha1.GroupVersion.Group+"/") {
+		return nil
+	}
+	return []string{ref.Kind + "/" + ref.Name}
+}
+
+// workload is one Job the controllers run: its plan, command and mounts.
+type workload struct {
+	owner     client.Object
+	name      string
+	component string // scan, embed, evaluate
+	revision  string
+	plan      any
+	args      []string
+	template  ragopsv1alpha1.JobTemplate
+	image     string
+	shards    int32
+	gpu       bool
+	volumes   []corev1.Volume
+	mounts    []corev1.VolumeMount
+	env       []corev1.EnvVar
+	init      []corev1.Container
+}
+
+func (w *workload) labels() map[string]string {
+	l := map[string]string{
+		LabelManagedBy: managedBy,
+		LabelComponent: w.component,
+		LabelOwner:     w.owner.GetName(),
+	}
+	if w.revision != "" {
+		l[LabelRevision] = w.revision
+	}
+	return l
+}
+
+// ensure creates the plan ConfigMap and the Job when they do not exist and returns the Job.
+func (w *workload) ensure(ctx context.Context, c client.Client) (*batchv1.Job, error) {
+	var job batchv1.Job
+	err := c.Get(ctx, client.ObjectKey{Namespace: w.owner.GetNamespace(), Name: w.name}, &job)
+	if err == nil {
+		return &job, nil
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return nil, err
+	}
+	raw, err := json.MarshalIndent(w.plan, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.owner.GetNamespace(), Name: w.name, Labels: w.labels()},
+		Data:       map[string]string{plan.File: string(raw)},
+	}
+	if err := controllerutil.SetControllerReference(w.owner, cm, c.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := c.Create(ctx, cm); client.IgnoreAlreadyExists(err) != nil {
+		return nil, fmt.Errorf("create plan ConfigMap %s: %w", w.name, err)
+	}
+	j := w.job()
+	if err := controllerutil.SetControllerReference(w.owner, j, c.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := c.Create(ctx, j); err != nil {
+		return nil, fmt.Errorf("create Job %s: %w", w.name, err)
+	}
+	return j, nil
+}
+
+func (w *workload) job() *batchv1.Job {
+	t := w.template
+	image := t.Image
+	if image == "" {
+		image = w.image
+	}
+	res := *t.Resources.DeepCopy()
+	if w.gpu {
+		gpu := corev1.ResourceName("nvidia.com/gpu")
+		if _, ok := res.Limits[gpu]; !ok {
+			if res.Limits == nil {
+				res.Limits = corev1.ResourceList{}
+			}
+			res.Limits[gpu] = resource.MustParse("1")
+		}
+	}
+	volumes := append([]corev1.Volume{{
+		Name: "plan",
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: w.name},
+		}},
+	}, {
+		Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+	}}, w.volumes...)
+	mounts := append([]corev1.VolumeMount{
+		{Name: "plan", MountPath: plan.Dir, ReadOnly: true},
+		{Name: "tmp", MountPath: "/tmp"},
+	}, w.mounts...)
+	shards := max(w.shards, 1)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.owner.GetNamespace(), Name: w.name, Labels: w.labels()},
+		Spec: batchv1.JobSpec{
+			Completions:           ptr.To(shards),
+			Parallelism:           ptr.To(shards),
+			BackoffLimit:          t.BackoffLimit,
+			ActiveDeadlineSeconds: t.ActiveDeadlineSeconds,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: w.labels()},
+				Spec: corev1.PodSpec{
+					RestartPolicy:      corev1.RestartPolicyNever,
+					ServiceAccountName: t.ServiceAccountName,
+					NodeSelector:       t.NodeSelector,
+					Tolerations:        t.Tolerations,
+					InitContainers:     w.init,
+					Volumes:            volumes,
+					Containers: []corev1.Container{{
+						Name:                     w.component,
+						Image:                    image,
+						Command:                  []string{"ragops"},
+						Args:                     append(w.args, "--plan", path.Join(plan.Dir, plan.File)),
+						Env:                      w.env,
+						Resources:                res,
+						VolumeMounts:             mounts,
+						TerminationMessagePath:   plan.TerminationLog,
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							RunAsNonRoot:             ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+				},
+			},
+		},
+	}
+	if shards > 1 || w.component == "embed" {
+		job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	}
+	return job
+}
+
+// deleteJob deletes a Job and its pods (background propagation) and its plan ConfigMap.
+func deleteJob(ctx context.Context, c client.Client, ns, name string) error {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := c.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	return client.IgnoreNotFound(c.Delete(ctx, cm))
+}
+
+// jobState summarises a Job.
+type jobState int
+
+const (
+	jobRunning jobState = iota
+	jobSucceeded
+	jobFailed
+)
+
+func stateOf(job *batchv1.Job) (jobState, string) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return jobSucceeded, ""
+		case batchv1.JobFailed:
+			return jobFailed, fmt.Sprintf("%s: %s", c.Reason, c.Message)
+		}
+	}
+	return jobRunning, ""
+}
+
+// podResults returns the termination messages of the Job's terminated worker containers,
+// newest pod per completion index first, keyed by completion index ("0" for non-indexed Jobs);
+// failed holds the messages of failed pods.
+func podResults(ctx context.Context, c client.Client, job *batchv1.Job) (succeeded map[string]string, failed []string, err error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(pods.Items, func(i, j int) bool {
+		return pods.Items[i].CreationTimestamp.Before(&pods.Items[j].CreationTimestamp)
+	})
+	succeeded = map[string]string{}
+	for _, p := range pods.Items {
+		idx := p.Annotations[batchv1.JobCompletionIndexAnnotation]
+		if idx == "" {
+			idx = "0"
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			t := cs.State.Terminated
+			if t == nil {
+				continue
+			}
+			if t.ExitCode == 0 {
+				succeeded[idx] = t.Message
+			} else {
+				msg := strings.TrimSpace(t.Message)
+				if msg == "" {
+					msg = t.Reason
+				}
+				failed = append(failed, fmt.Sprintf("pod %s exited with code %d: %s", p.Name, t.ExitCode, msg))
+			}
+		}
+	}
+	return succeeded, failed, nil
+}
+
+// errorOf extracts the "error" field of a JSON result message, or returns the message itself.
+func errorOf(msg string) string {
+	var r struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal([]byte(msg), &r) == nil && r.Error != "" {
+		return r.Error
+	}
+	return msg
+}
+
+// sourceMounts maps a Corpus or dataset source into a workload: PVCs and ConfigMaps become
+// read-only volumes at dir, the other sources are fetched by the worker itself.
+func sourceMounts(w *workload, name, dir string, pvc *ragopsv1alpha1.PVCSource, cm *ragopsv1alpha1.LocalObjectReference) string {
+	switch {
+	case pvc != nil:
+		w.volumes = append(w.volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.ClaimName, ReadOnly: true},
+		}})
+		w.mounts = append(w.mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+		return path.Join(dir, pvc.Path)
+	case cm != nil:
+		w.volumes = append(w.volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}},
+		}})
+		w.mounts = append(w.mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+		return dir
+	}
+	return ""
+}
+
+// headerMounts mounts an HTTP source's header Secret.
+func headerMounts(w *workload, h *ragopsv1alpha1.HTTPSource) {
+	if h == nil || h.HeadersSecretRef == nil {
+		return
+	}
+	w.volumes = append(w.volumes, corev1.Volume{Name: "http-headers", VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: h.HeadersSecretRef.Name},
+	}})
+	w.mounts = append(w.mounts, corev1.VolumeMount{Name: "http-headers", MountPath: plan.HeadersDir, ReadOnly: true})
+}
+
+// modelMounts mounts a model folder at dir: a PVC folder, a folder of the image, or an
+// emptyDir filled by an init container that fetches and checks the archive.
+func modelMounts(w *workload, name, dir string, m ragopsv1alpha1.ModelSpec, image string) string {
+	switch {
+	case m.PVC != nil:
+		w.volumes = append(w.volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: m.PVC.ClaimName, ReadOnly: true},
+		}})
+		w.mounts = append(w.mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+		return path.Join(dir, m.PVC.Path)
+	case m.HTTP != nil:
+		w.volumes = append(w.volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		w.mounts = append(w.mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
+		w.init = append(w.init, corev1.Container{
+			Name:         "fetch-" + name,
+			Image:        image,
+			Command:      []string{"ragops"},
+			Args:         []string{"fetch", "--url", m.HTTP.URL, "--sha256", m.HTTP.SHA256, "--dest", dir},
+			VolumeMounts: []corev1.VolumeMount{{Name: name, MountPath: dir}},
+		})
+		return dir
+	default:
+		return m.ImagePath
+	}
+}
+
+// secretEnv returns an env var read from a Secret key.
+func secretEnv(name string, ref ragopsv1alpha1.SecretKeySelector) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: ref.Key,
+	}}}
+}

@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"context"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+)
+
+// statusObject is a ragops resource with conditions.
+type statusObject interface {
+	client.Object
+	GetConditions() *[]metav1.Condition
+}
+
+// statusPatcher patches an object's status at the end of a reconcile, only when it changed,
+// and emits an Event for every condition whose status or reason changed.
+type statusPatcher struct {
+	before statusObject
+}
+
+func newStatusPatcher(obj statusObject) *statusPatcher {
+	return &statusPatcher{before: obj.DeepCopyObject().(statusObject)}
+}
+
+// patch writes obj's status when it differs from the status at fetch time.
+func (p *statusPatcher) patch(ctx context.Context, c client.Client, rec events.EventRecorder, obj statusObject) error {
+	if equality.Semantic.DeepEqual(statusOf(p.before), statusOf(obj)) {
+		return nil
+	}
+	emitTransitions(rec, obj, *p.before.GetConditions(), *obj.GetConditions())
+	return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(p.before, client.MergeFromWithOptimisticLock{}))
+}
+
+// statusOf returns the value of obj's Status field.
+func statusOf(obj client.Object) any {
+	v := reflect.ValueOf(obj).Elem().FieldByName("Status")
+	if !v.IsValid() {
+		return nil
+	}
+	return v.Interface()
+}
+
+// emitTransitions records an Event for each condition whose status or reason changed.
+// Ready=True is Normal; Stalled, DeletionBlocked and Ready=False are Warning.
+func emitTransitions(rec events.EventRecorder, obj client.Object, before, after []metav1.Condition) {
+	if rec == nil {
+		return
+	}
+	for _, c := range after {
+		old := meta.FindStatusCondition(before, c.Type)
+		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
+			continue
+		}
+		if c.Type == ragopsv1alpha1.ConditionReconciling && c.Status == metav1.ConditionTrue && c.Reason == "Progressing" {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if (c.Type == ragopsv1alpha1.ConditionReady && c.Status == metav1.ConditionFalse) ||
+			(c.Type != ragopsv1alpha1.ConditionReady && c.Type != ragopsv1alpha1.ConditionReconciling && c.Status == metav1.ConditionTrue) {
+			typ = corev1.EventTypeWarning
+		}
+		rec.Eventf(obj, nil, typ, c.Reason, c.Type+"="+string(c.Status), "%s", c.Message)
+	}
+}

@@ -1,0 +1,118 @@
+// Package controllers reconciles Corpus, ChunkingStrategy, Index and Evaluation resources.
+//
+// Each reconciler follows Flux's source-controller shape: fetch the object, defer one status
+// patch (written only when the status changed), handle deletion and the finalizer first, then
+// run small sub-reconcilers in sequence. Conditions follow kstatus (Ready, Reconciling,
+// Stalled) with observedGeneration, and every Ready transition emits a Kubernetes Event.
+// Work happens in Jobs running the ragops binary (scan, embed, evaluate); their results come
+// back in the pods' termination messages.
+package controllers
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+)
+
+// Options configure every reconciler.
+type Options struct {
+	// WorkerImage is the ragops image the Jobs run (scan, embed, evaluate).
+	WorkerImage string
+	// NewStore opens a vector store for an Index's Weaviate endpoint.
+	NewStore StoreFactory
+	// ProgressInterval is how often a running build's progress is refreshed (at most 30 s).
+	ProgressInterval time.Duration
+	// FinalizerTimeout bounds how long deletion waits for Weaviate before giving up with a
+	// Warning event that names what was left behind.
+	FinalizerTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.WorkerImage == "" {
+		o.WorkerImage = "ghcr.io/ragops/ragops:latest"
+	}
+	if o.NewStore == nil {
+		o.NewStore = NewWeaviateStore
+	}
+	if o.ProgressInterval <= 0 || o.ProgressInterval > 30*time.Second {
+		o.ProgressInterval = 10 * time.Second
+	}
+	if o.FinalizerTimeout <= 0 {
+		o.FinalizerTimeout = 15 * time.Minute
+	}
+}
+
+// Field index keys.
+const (
+	indexByCorpus   = ".spec.corpusRef.name"
+	indexByStrategy = ".spec.strategyRef.name"
+	indexBySecret   = ".spec.weaviate.apiKeySecretRef.name"
+	evalByIndex     = ".spec.indexRef.name"
+	corpusBySource  = ".spec.source.name"
+)
+
+// Finalizer is the one finalizer ragops adds (to Index); ragops never removes any other.
+const Finalizer = "ragops.dev/cleanup"
+
+// AnnotationSkipCleanup on an Index ("true") deletes it without touching Weaviate.
+const AnnotationSkipCleanup = "ragops.dev/skip-cleanup"
+
+// SetupWithManager registers the field indexes and all four reconcilers.
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	opts.defaults()
+	fi := mgr.GetFieldIndexer()
+	indexes := []struct {
+		obj client.Object
+		key string
+		fn  client.IndexerFunc
+	}{
+		{&ragopsv1alpha1.Index{}, indexByCorpus, func(o client.Object) []string { return []string{o.(*ragopsv1alpha1.Index).Spec.CorpusRef.Name} }},
+		{&ragopsv1alpha1.Index{}, indexByStrategy, func(o client.Object) []string { return []string{o.(*ragopsv1alpha1.Index).Spec.StrategyRef.Name} }},
+		{&ragopsv1alpha1.Index{}, indexBySecret, func(o client.Object) []string {
+			if r := o.(*ragopsv1alpha1.Index).Spec.Weaviate.APIKeySecretRef; r != nil {
+				return []string{r.Name}
+			}
+			return nil
+		}},
+		{&ragopsv1alpha1.Evaluation{}, evalByIndex, func(o client.Object) []string { return []string{o.(*ragopsv1alpha1.Evaluation).Spec.IndexRef.Name} }},
+		{&ragopsv1alpha1.Corpus{}, corpusBySource, func(o client.Object) []string {
+			s := o.(*ragopsv1alpha1.Corpus).Spec
+			var names []string
+			if s.ConfigMap != nil {
+				names = append(names, s.ConfigMap.Name)
+			}
+			if s.S3 != nil && s.S3.SecretRef != nil {
+				names = append(names, s.S3.SecretRef.Name)
+			}
+			if s.Git != nil && s.Git.SecretRef != nil {
+				names = append(names, s.Git.SecretRef.Name)
+			}
+			if s.PVC != nil {
+				names = append(names, s.PVC.ClaimName)
+			}
+			return names
+		}},
+		{&batchv1.Job{}, jobOwnerKey, jobOwnerIndexer},
+	}
+	for _, ix := range indexes {
+		if err := fi.IndexField(ctx, ix.obj, ix.key, ix.fn); err != nil {
+			return err
+		}
+	}
+	rec := mgr.GetEventRecorder("ragops")
+	if err := (&CorpusReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&ChunkingStrategyReconciler{Client: mgr.GetClient(), Events: rec}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&IndexReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&EvaluationReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr)
+}

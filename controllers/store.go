@@ -1,0 +1,60 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// Store is what the controllers need from Weaviate: aliases, collection deletion and counts.
+// Errors follow vectorstore's typing (vectorstore.IsRetryable).
+type Store interface {
+	SetAlias(ctx context.Context, alias, collection string) error
+	GetAlias(ctx context.Context, alias string) (collection string, found bool, err error)
+	DeleteAlias(ctx context.Context, alias string) error
+	DeleteCollection(ctx context.Context, collection string) error
+	// Count returns the number of chunks in a collection.
+	Count(ctx context.Context, collection string) (int, error)
+	// CountDocuments returns the number of distinct documents with chunks in a collection.
+	CountDocuments(ctx context.Context, collection string) (int, error)
+}
+
+// StoreFactory opens a Store for a Weaviate endpoint with an optional API key.
+type StoreFactory func(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (Store, error)
+
+// NewWeaviateStore opens a vectorstore.Store for spec. The gRPC address defaults to the URL's
+// host with port 50051.
+func NewWeaviateStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (Store, error) {
+	cfg, err := StoreConfig(spec, apiKey)
+	if err != nil {
+		return nil, err
+	}
+	return vectorstore.New(cfg)
+}
+
+// StoreConfig converts a WeaviateSpec to a vectorstore.Config.
+//
+// Errors: the URL does not parse or has no host.
+func StoreConfig(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (vectorstore.Config, error) {
+	u, err := url.Parse(spec.URL)
+	if err != nil || u.Host == "" {
+		return vectorstore.Config{}, fmt.Errorf("spec.weaviate.url %q: want http(s)://host[:port]", spec.URL)
+	}
+	httpHost := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		httpHost = net.JoinHostPort(u.Hostname(), port)
+	}
+	grpc := spec.GRPCAddress
+	if grpc == "" {
+		grpc = net.JoinHostPort(u.Hostname(), "50051")
+	}
+	return vectorstore.Config{HTTPHost: httpHost, GRPCHost: grpc, Scheme: u.Scheme, APIKey: apiKey}, nil
+}
