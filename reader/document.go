@@ -3,6 +3,7 @@ package reader
 import (
 	"context"
 	"sort"
+	"strings"
 )
 
 // Document is one document's extracted text and structure.
@@ -54,6 +55,17 @@ func (d Document) PageRange(start, end int) (first, last int, ok bool) {
 		last = d.Pages[i].Number
 	}
 	return first, last, ok
+}
+
+// TitleEnd returns the end of heading i's own line: the offset of the first newline at or
+// after its Start, capped at its End. [Outline[i].Start, TitleEnd(i)) is the heading text
+// as it stands in Text (the span chunkers.OutlineEntry expects).
+func (d Document) TitleEnd(i int) int {
+	h := d.Outline[i]
+	if j := strings.IndexByte(d.Text[h.Start:h.End], '\n'); j >= 0 {
+		return h.Start + j
+	}
+	return h.End
 }
 
 // HeadingPath returns the titles of the headings whose sections contain byte offset off,

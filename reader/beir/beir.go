@@ -5,6 +5,11 @@
 // Each line becomes one reader.Document: the title, whitespace-collapsed, as a level-1
 // heading, then a blank line, then the text exactly as stored, so byte offsets into the
 // corpus text (QMSum's annotated spans, for instance) stay valid after adding BodyStart.
+//
+// Tests read the real SciFact and QMSum corpora from ../shared/datasets (relative to the
+// repository root); when they are missing the tests skip, or fail if RAGOPS_REQUIRE_ALL=1.
+// evaluator/beir loads whole data sets (queries, qrels, spans) for evaluation; this package
+// only turns corpus lines into reader.Documents for indexing.
 package beir
 
 import (

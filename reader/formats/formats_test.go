@@ -148,12 +148,15 @@ func TestSameResolutionEveryFormat(t *testing.T) {
 func checkSpans(t *testing.T, doc reader.Document) {
 	t.Helper()
 	prev := -1
-	for _, h := range doc.Outline {
+	for i, h := range doc.Outline {
 		if h.Start < prev || h.Start > h.End || h.End > len(doc.Text) {
 			t.Fatalf("heading %q span [%d,%d) out of order or range (text %d bytes)", h.Title, h.Start, h.End, len(doc.Text))
 		}
 		if !strings.HasPrefix(doc.Text[h.Start:], h.Title) {
 			t.Errorf("text at heading %q start is %.40q", h.Title, doc.Text[h.Start:])
+		}
+		if got := doc.Text[h.Start:doc.TitleEnd(i)]; got != h.Title {
+			t.Errorf("heading line %q, want its title %q", got, h.Title)
 		}
 		if h.Start > 0 && doc.Text[h.Start-1] != '\n' {
 			t.Errorf("heading %q does not start a line", h.Title)
