@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/klippa-app/go-pdfium"
 	pdfiumerrors "github.com/klippa-app/go-pdfium/errors"
@@ -48,17 +47,13 @@ type Options struct {
 	// CacheDir, when set, keeps wazero's compiled machine code there, so a later process
 	// starts faster.
 	CacheDir string
-	// PageTimeout bounds reading one page; a page that takes longer makes the document
-	// Corrupt. 0 means 30 s.
-	PageTimeout time.Duration
 }
 
 // Reader reads PDFs through a pool of PDFium WebAssembly instances. It is safe for
 // concurrent use.
 type Reader struct {
-	pool        pdfium.Pool
-	cache       wazero.CompilationCache
-	pageTimeout time.Duration
+	pool  pdfium.Pool
+	cache wazero.CompilationCache
 }
 
 // New compiles the PDFium module and starts the pool; this takes seconds, so do it once.
@@ -66,11 +61,8 @@ func New(ctx context.Context, opts Options) (*Reader, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 1
 	}
-	if opts.PageTimeout <= 0 {
-		opts.PageTimeout = 30 * time.Second
-	}
 	rc := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling)
-	r := &Reader{pageTimeout: opts.PageTimeout}
+	r := &Reader{}
 	if opts.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
 		if err != nil {
@@ -109,7 +101,9 @@ func (r *Reader) Close() error {
 // MediaTypes implements reader.FormatReader.
 func (r *Reader) MediaTypes() []string { return []string{reader.MediaTypePDF} }
 
-// Read implements reader.FormatReader.
+// Read implements reader.FormatReader. It waits for a free instance as long as ctx allows
+// and checks ctx between pages; a PDFium call already running is not interrupted. An
+// instance that panicked is discarded, not returned to the pool.
 func (r *Reader) Read(ctx context.Context, data []byte, mediaType string) (reader.Document, error) {
 	inst, err := r.pool.GetInstanceWithContext(ctx)
 	if err != nil {
