@@ -143,9 +143,12 @@ func (p *Provider) NotifyPods(_ context.Context, cb func(*corev1.Pod)) {
 		runs = append(runs, r)
 	}
 	p.mu.Unlock()
-	for _, r := range runs {
-		p.publish(r)
-	}
+	// NotifyPods must not block, and cb blocks until virtual-kubelet's pod lister has synced.
+	go func() {
+		for _, r := range runs {
+			p.publish(r)
+		}
+	}()
 }
 
 // CreatePod starts running pod; it returns at once (images, volumes and containers are set up in
