@@ -16,5 +16,9 @@ The same binary runs the operator (manager) and its Job workers (embed, evaluate
 	}
 	root.AddCommand(newVersionCommand())
 	root.AddCommand(newManagerCommand())
+	root.AddCommand(newScanCommand())
+	root.AddCommand(newEmbedCommand())
+	root.AddCommand(newEvaluateCommand())
+	root.AddCommand(newFetchCommand())
 	return root
 }

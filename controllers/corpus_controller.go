@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"strconv"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/plan"
 )
@@ -176,7 +176,7 @@ func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.
 	var docs, size int64
 	skipped := map[string]int64{}
 	for _, k := range keys {
-		ok, err := Selected(k, c.Spec.Include, c.Spec.Exclude)
+		ok, err := corpus.Selected(k, c.Spec.Include, c.Spec.Exclude)
 		if err != nil {
 			conditions.MarkStalled(c, ReasonSourceUnreadable, err.Error())
 			return ctrl.Result{}, nil
@@ -334,62 +334,6 @@ func corpusSource(w *workload, c *ragopsv1alpha1.Corpus, src *plan.Source) {
 			w.env = append(w.env, e)
 		}
 	}
-}
-
-// Selected reports whether a source-relative path passes include and exclude globs
-// (path.Match syntax; "**/" matches any number of leading folders).
-//
-// Errors: a malformed pattern, named.
-func Selected(p string, include, exclude []string) (bool, error) {
-	match := func(patterns []string) (bool, error) {
-		for _, pat := range patterns {
-			ok, err := globMatch(pat, p)
-			if err != nil {
-				return false, fmt.Errorf("pattern %q: %w", pat, err)
-			}
-			if ok {
-				return true, nil
-			}
-		}
-		return false, nil
-	}
-	if len(include) > 0 {
-		ok, err := match(include)
-		if err != nil || !ok {
-			return false, err
-		}
-	}
-	ex, err := match(exclude)
-	return !ex, err
-}
-
-func globMatch(pattern, p string) (bool, error) {
-	for len(pattern) >= 3 && pattern[:3] == "**/" {
-		rest := pattern[3:]
-		if ok, err := path.Match(rest, p); ok || err != nil {
-			return ok, err
-		}
-		for i := 0; i < len(p); i++ {
-			if p[i] == '/' {
-				if ok, err := globMatch(rest, p[i+1:]); ok || err != nil {
-					return ok, err
-				}
-			}
-		}
-		return false, nil
-	}
-	if len(pattern) >= 3 && pattern[len(pattern)-3:] == "/**" {
-		prefix := pattern[:len(pattern)-3]
-		for i := 0; i < len(p); i++ {
-			if p[i] == '/' {
-				if ok, err := path.Match(prefix, p[:i]); ok || err != nil {
-					return ok, err
-				}
-			}
-		}
-		return false, nil
-	}
-	return path.Match(pattern, p)
 }
 
 func describeSource(s ragopsv1alpha1.CorpusSpec) string {

@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/vectorstore"
@@ -38,23 +36,11 @@ func NewWeaviateStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (Store, e
 
 // StoreConfig converts a WeaviateSpec to a vectorstore.Config.
 //
-// Errors: the URL does not parse or has no host.
+// Errors: the URL does not parse or has no host; the message names spec.weaviate.url.
 func StoreConfig(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (vectorstore.Config, error) {
-	u, err := url.Parse(spec.URL)
-	if err != nil || u.Host == "" {
-		return vectorstore.Config{}, fmt.Errorf("spec.weaviate.url %q: want http(s)://host[:port]", spec.URL)
+	cfg, err := vectorstore.EndpointConfig(spec.URL, spec.GRPCAddress, apiKey)
+	if err != nil {
+		return cfg, fmt.Errorf("spec.weaviate.url: %w", err)
 	}
-	httpHost := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		httpHost = net.JoinHostPort(u.Hostname(), port)
-	}
-	grpc := spec.GRPCAddress
-	if grpc == "" {
-		grpc = net.JoinHostPort(u.Hostname(), "50051")
-	}
-	return vectorstore.Config{HTTPHost: httpHost, GRPCHost: grpc, Scheme: u.Scheme, APIKey: apiKey}, nil
+	return cfg, nil
 }

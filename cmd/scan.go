@@ -1,0 +1,61 @@
+package cmd
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragops/ragops/corpus"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+func newScanCommand() *cobra.Command {
+	var w workerFlags
+	c := &cobra.Command{
+		Use:   "scan",
+		Short: "List a corpus source: documents, bytes and content revision (a Corpus Job)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return runWorker(&w, func(ctx context.Context, log *slog.Logger) (plan.ScanResult, error) {
+				var p plan.Scan
+				if err := plan.Read(w.planPath, &p); err != nil {
+					return plan.ScanResult{}, err
+				}
+				return Scan(ctx, log, p.Source, os.TempDir())
+			}, func(r *plan.ScanResult, e string) { r.Error = e })
+		},
+	}
+	w.bind(c)
+	return c
+}
+
+// Scan lists a source without extracting text: document count, bytes, content revision and
+// documents skipped by reason.
+func Scan(ctx context.Context, log *slog.Logger, src plan.Source, workDir string) (plan.ScanResult, error) {
+	s, err := corpus.Open(ctx, src, workDir, nil)
+	if err != nil {
+		return plan.ScanResult{}, err
+	}
+	var docs []corpus.Document
+	res := plan.ScanResult{Skipped: map[string]int64{}}
+	err = s.Walk(ctx, true, nil, func(d corpus.Document) error {
+		docs = append(docs, d)
+		res.Bytes += d.Size
+		return nil
+	}, func(sk corpus.Skipped) {
+		res.Skipped[sk.Reason]++
+		log.Warn("document skipped", "document", sk.ID, "reason", sk.Reason, "error", sk.Err)
+	})
+	if err != nil {
+		return res, err
+	}
+	if len(res.Skipped) == 0 {
+		res.Skipped = nil
+	}
+	res.Documents = int64(len(docs))
+	res.Revision = corpus.Revision(docs)
+	log.Info("scanned", "root", s.Root(), "documents", res.Documents, "bytes", res.Bytes, "revision", res.Revision)
+	return res, nil
+}

@@ -1,0 +1,371 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+func TestSpecChangeBuildsNewRevisionAndRevertMovesAliasBack(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+
+	r1, c1 := buildRevision(t, ns, "besluiten")
+	idx := waitActive(t, ns, "besluiten", r1)
+	if got := aliasTarget(t, ns, "besluiten"); got != c1 {
+		t.Fatalf("alias points at %q, want %q", got, c1)
+	}
+	if idx.Status.Chunks != 6 || idx.Status.Revisions[0].TokensPerSecond != 300 {
+		t.Errorf("status chunks=%d tokens/s=%d, want 6 and 300", idx.Status.Chunks, idx.Status.Revisions[0].TokensPerSecond)
+	}
+	job1 := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", r1))
+	if *job1.Spec.Completions != 1 || job1.Spec.Template.Spec.Containers[0].Args[0] != "embed" {
+		t.Errorf("build Job: completions %d args %v", *job1.Spec.Completions, job1.Spec.Template.Spec.Containers[0].Args)
+	}
+
+	setStrategySize(t, ns, 128)
+	r2, c2 := buildRevision(t, ns, "besluiten")
+	if r2 == r1 {
+		t.Fatalf("strategy change kept revision %s", r1)
+	}
+	waitActive(t, ns, "besluiten", r2)
+	if got := aliasTarget(t, ns, "besluiten"); got != c2 {
+		t.Fatalf("alias points at %q, want %q", got, c2)
+	}
+
+	// Revert: the kept revision takes the alias back without a new Job.
+	setStrategySize(t, ns, 64)
+	idx = waitActive(t, ns, "besluiten", r1)
+	if got := aliasTarget(t, ns, "besluiten"); got != c1 {
+		t.Fatalf("after revert alias points at %q, want %q", got, c1)
+	}
+	var jobs batchv1.JobList
+	if err := env.Client.List(context.Background(), &jobs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 2 {
+		t.Errorf("revert created a Job: %d Jobs in the namespace, want 2", len(jobs.Items))
+	}
+	again := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", r1))
+	if again.UID != job1.UID {
+		t.Errorf("revision %s was rebuilt (Job UID changed)", r1)
+	}
+	if len(idx.Status.Revisions) != 2 {
+		t.Errorf("revisions kept: %d, want 2", len(idx.Status.Revisions))
+	}
+}
+
+func TestRevisionHistoryLimitDeletesOldCollections(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, func(ix *ragopsv1alpha1.Index) { ix.Spec.Rollout.RevisionHistoryLimit = 1 })
+	r1, c1 := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+	setStrategySize(t, ns, 100)
+	r2, _ := buildRevision(t, ns, "besluiten")
+	idx := waitActive(t, ns, "besluiten", r2)
+	eventually(t, 20*time.Second, "old collection deleted", func() (bool, error) {
+		_, err := directStore(t).Collection(context.Background(), c1)
+		return err != nil, nil
+	})
+	idx = getIndex(t, ns, "besluiten")
+	if len(idx.Status.Revisions) != 1 || idx.Status.Revisions[0].Name != r2 {
+		t.Errorf("revisions %+v, want only %s", idx.Status.Revisions, r2)
+	}
+}
+
+func TestGatedRolloutMovesAliasOnlyForPassingCandidate(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
+		ix.Spec.Rollout = ragopsv1alpha1.RolloutSpec{Policy: ragopsv1alpha1.RolloutEvaluationGated, RevisionHistoryLimit: 3,
+			Gate: &ragopsv1alpha1.RolloutGate{MinRecall: ptr.To(0.5), Evaluation: ragopsv1alpha1.EvaluationParameters{
+				Mode: ragopsv1alpha1.ModeBM25, K: []int32{10},
+				Dataset: ragopsv1alpha1.DatasetSource{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "queries"}, Split: "test"},
+			}}}
+	})
+	ctx := context.Background()
+	// The first revision has nothing to regress from and goes live.
+	r1, c1 := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+
+	gate := func(rev string, recall float64) {
+		t.Helper()
+		name := "besluiten-gate-" + rev
+		var ev ragopsv1alpha1.Evaluation
+		eventually(t, 30*time.Second, "gating Evaluation "+name, func() (bool, error) {
+			return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ev) == nil, nil
+		})
+		if ev.Spec.Revision != rev || metav1.GetControllerOf(&ev) == nil {
+			t.Fatalf("gate Evaluation revision %q owner %v", ev.Spec.Revision, metav1.GetControllerOf(&ev))
+		}
+		var jobs batchv1.JobList
+		eventually(t, 30*time.Second, "evaluation Job", func() (bool, error) {
+			err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelOwner: name})
+			return err == nil && len(jobs.Items) == 1, err
+		})
+		var p plan.Evaluate
+		if err := json.Unmarshal([]byte(planOf(t, ns, jobs.Items[0].Name)), &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Revision != rev || p.Mode != ragopsv1alpha1.ModeBM25 || p.K[0] != 10 {
+			t.Fatalf("evaluation plan %+v", p)
+		}
+		res, _ := json.Marshal(plan.EvaluateResult{Queries: 50, Metrics: []plan.MetricsAtK{{K: 10, Recall: recall, NDCG: recall - 0.1, MRR: recall - 0.2}}})
+		finishJob(t, &jobs.Items[0], 0, string(res))
+	}
+
+	setStrategySize(t, ns, 96)
+	r2, _ := buildRevision(t, ns, "besluiten")
+	gate(r2, 0.30000000000000004)
+	eventually(t, 30*time.Second, "candidate rejected", func() (bool, error) {
+		idx := getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionStalled)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == controllers.ReasonGateFailed && strings.Contains(c.Message, "below minRecall 0.5000"), nil
+	})
+	if got := aliasTarget(t, ns, "besluiten"); got != c1 {
+		t.Fatalf("a failing candidate got the alias: %q, want %q", got, c1)
+	}
+	if idx := getIndex(t, ns, "besluiten"); idx.Status.ActiveRevision != r1 {
+		t.Fatalf("active revision %s, want %s", idx.Status.ActiveRevision, r1)
+	}
+
+	setStrategySize(t, ns, 80)
+	r3, c3 := buildRevision(t, ns, "besluiten")
+	gate(r3, 0.8612000000000001)
+	waitActive(t, ns, "besluiten", r3)
+	if got := aliasTarget(t, ns, "besluiten"); got != c3 {
+		t.Fatalf("a passing candidate did not get the alias: %q, want %q", got, c3)
+	}
+	var ev ragopsv1alpha1.Evaluation
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten-gate-" + r3}, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Status.RecallAt10 == nil || *ev.Status.RecallAt10 != 0.8612 || ev.Status.Queries != 50 {
+		t.Errorf("gate evaluation status recall %v queries %d, want 0.8612 and 50", ev.Status.RecallAt10, ev.Status.Queries)
+	}
+	// The printer column shows the rounded figure, as kubectl would print it.
+	table := serverTable(t, ns, "evaluations")
+	if !strings.Contains(table, `"0.8612"`) && !strings.Contains(table, `0.8612,`) {
+		t.Errorf("server-side table does not show 0.8612: %s", table)
+	}
+	if strings.Contains(table, "0.8612000000000001") {
+		t.Errorf("server-side table shows the unrounded float: %s", table)
+	}
+}
+
+// serverTable returns the API server's Table rendering of a ragops resource list (what
+// kubectl get prints).
+func serverTable(t *testing.T, ns, resource string) string {
+	t.Helper()
+	rc, err := restClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := rc.Get().AbsPath("/apis/ragops.dev/v1alpha1/namespaces", ns, resource).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+func TestDeletionWithWeaviateDownIsBlockedThenCompletes(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	r1, c1 := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+	ctx := context.Background()
+
+	weaviateDown.Store(true)
+	defer weaviateDown.Store(false)
+	idx := getIndex(t, ns, "besluiten")
+	if err := env.Client.Delete(ctx, idx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "DeletionBlocked", func() (bool, error) {
+		idx := getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionDeletionBlocked)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "retrying"), nil
+	})
+	if got := aliasTarget(t, ns, "besluiten"); got != c1 {
+		t.Fatalf("alias changed while Weaviate was down: %q", got)
+	}
+	weaviateDown.Store(false)
+	eventually(t, 60*time.Second, "Index gone", func() (bool, error) {
+		var ix ragopsv1alpha1.Index
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &ix)
+		return client.IgnoreNotFound(err) == nil && err != nil, nil
+	})
+	if got := aliasTarget(t, ns, "besluiten"); got != "" {
+		t.Errorf("alias still points at %q after deletion", got)
+	}
+	if _, err := directStore(t).Collection(ctx, c1); err == nil {
+		t.Errorf("collection %s still exists after deletion", c1)
+	}
+}
+
+func TestSkipCleanupAnnotationLeavesWeaviateAlone(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	r1, c1 := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+	ctx := context.Background()
+	idx := getIndex(t, ns, "besluiten")
+	idx.Annotations = map[string]string{controllers.AnnotationSkipCleanup: "true"}
+	if err := env.Client.Update(ctx, idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, idx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "Index gone", func() (bool, error) {
+		var ix ragopsv1alpha1.Index
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &ix)
+		return err != nil, nil
+	})
+	if _, err := directStore(t).Collection(ctx, c1); err != nil {
+		t.Errorf("collection %s was deleted despite %s: %v", c1, controllers.AnnotationSkipCleanup, err)
+	}
+}
+
+func TestFailedBuildIsStalledWithThePodMessage(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "revision", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		return idx.Status.Revision != "", nil
+	})
+	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", idx.Status.Revision))
+	finishJob(t, job, 1, `{"error":"weaviate: collection Rag_x: dimension mismatch: expected 384, got 768"}`)
+	eventually(t, 30*time.Second, "Stalled BuildFailed", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionStalled)
+		return c != nil && c.Reason == controllers.ReasonBuildFailed && strings.Contains(c.Message, "expected 384, got 768"), nil
+	})
+	if r := condition(idx, ragopsv1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionFalse {
+		t.Errorf("Ready = %+v, want False", r)
+	}
+}
+
+func TestHostileSpecsGiveConditionsNamingTheProblem(t *testing.T) {
+	ctx := context.Background()
+	t.Run("missing corpus", func(t *testing.T) {
+		ns := newNamespace(t)
+		fixture(t, ns, func(ix *ragopsv1alpha1.Index) { ix.Spec.CorpusRef.Name = "nope" })
+		eventually(t, 20*time.Second, "CorpusNotFound", func() (bool, error) {
+			c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionStalled)
+			return c != nil && c.Reason == controllers.ReasonCorpusNotFound && strings.Contains(c.Message, `Corpus "nope" not found`), nil
+		})
+	})
+	t.Run("secret without the key", func(t *testing.T) {
+		ns := newNamespace(t)
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wv"}, Data: map[string][]byte{"token": []byte("x")}}
+		if err := env.Client.Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+		fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
+			ix.Spec.Weaviate.APIKeySecretRef = &ragopsv1alpha1.SecretKeySelector{Name: "wv", Key: "api-key"}
+		})
+		eventually(t, 20*time.Second, "SecretKeyMissing", func() (bool, error) {
+			c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionStalled)
+			return c != nil && c.Reason == controllers.ReasonSecretKeyMissing && strings.Contains(c.Message, `Secret "wv" has no key "api-key"`), nil
+		})
+		// Adding the key heals it: the Secret watch re-reconciles the Index.
+		sec.Data["api-key"] = []byte("k")
+		if err := env.Client.Update(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "build started", func() (bool, error) {
+			idx := getIndex(t, ns, "besluiten")
+			return len(idx.Status.Revisions) == 1 && condition(idx, ragopsv1alpha1.ConditionStalled) == nil, nil
+		})
+	})
+	t.Run("strategy deleted while in use", func(t *testing.T) {
+		ns := newNamespace(t)
+		fixture(t, ns, nil)
+		r1, _ := buildRevision(t, ns, "besluiten")
+		waitActive(t, ns, "besluiten", r1)
+		var cs ragopsv1alpha1.ChunkingStrategy
+		eventually(t, 20*time.Second, "strategy lists its Index", func() (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed"}, &cs)
+			return err == nil && len(cs.Status.Indexes) == 1 && cs.Status.Indexes[0] == "besluiten", err
+		})
+		if err := env.Client.Delete(ctx, &cs); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, "StrategyNotFound", func() (bool, error) {
+			c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionStalled)
+			return c != nil && c.Reason == controllers.ReasonStrategyNotFound && strings.Contains(c.Message, `ChunkingStrategy "fixed" not found`), nil
+		})
+	})
+	t.Run("regex that Go rejects", func(t *testing.T) {
+		ns := newNamespace(t)
+		cs := &ragopsv1alpha1.ChunkingStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heads"},
+			Spec: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyHeading, Size: 256,
+				Heading: &ragopsv1alpha1.HeadingOptions{Patterns: []ragopsv1alpha1.HeadingPattern{{Pattern: `^(?<name>Beslispunt)\1`, Level: 1}}}}}
+		if err := env.Client.Create(ctx, cs); err != nil {
+			t.Skipf("the API server already rejects it: %v", err)
+		}
+		eventually(t, 20*time.Second, "InvalidStrategy", func() (bool, error) {
+			var got ragopsv1alpha1.ChunkingStrategy
+			_ = env.Client.Get(ctx, client.ObjectKeyFromObject(cs), &got)
+			c := condition(&got, ragopsv1alpha1.ConditionStalled)
+			return c != nil && c.Reason == controllers.ReasonInvalidStrategy && strings.Contains(c.Message, "spec.heading.patterns[0].pattern"), nil
+		})
+	})
+}
+
+func TestSteadyStateWritesNoStatus(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	r1, _ := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+	time.Sleep(2 * time.Second) // let the last transitions settle
+
+	ctx := context.Background()
+	w, err := watchClient().Watch(ctx, &ragopsv1alpha1.IndexList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	cw, err := watchClient().Watch(ctx, &ragopsv1alpha1.CorpusList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Stop()
+	// Nudge reconciles without changing anything: the periodic requeues and an annotation
+	// touch on the strategy must not write status.
+	deadline := time.After(30 * time.Second)
+	updates := 0
+	for {
+		select {
+		case e := <-w.ResultChan():
+			if e.Type == watch.Modified {
+				updates++
+			}
+		case e := <-cw.ResultChan():
+			if e.Type == watch.Modified {
+				updates++
+			}
+		case <-deadline:
+			if updates != 0 {
+				t.Fatalf("%d status writes during 30 s of steady state, want 0", updates)
+			}
+			return
+		}
+	}
+}

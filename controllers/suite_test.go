@@ -1,0 +1,354 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/cmd"
+	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/testenv"
+	"github.com/ragops/ragops/vectorstore"
+	"github.com/ragops/ragops/vectorstore/weaviatetest"
+)
+
+var (
+	env *testenv.Env
+	k8s client.Client
+	wv  *weaviatetest.Server
+	// weaviateDown makes every store the controllers open point at a closed port.
+	weaviateDown atomic.Bool
+)
+
+const dims = 8
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	bin, err := weaviatetest.BinaryPath()
+	if err != nil {
+		fmt.Println(err)
+		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+			return 1
+		}
+		fmt.Println("SKIP: controller tests need Weaviate")
+		return 0
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if wv, err = weaviatetest.Launch(ctx, weaviatetest.Options{Binary: bin}); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer func() { _ = wv.Stop() }()
+
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.Level(zapLevel()))))
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: cmd.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	opts := controllers.Options{
+		WorkerImage:      "ragops:test",
+		ProgressInterval: time.Second,
+		FinalizerTimeout: 10 * time.Minute,
+		NewStore:         testStore,
+	}
+	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Println("manager:", err)
+		}
+	}()
+	k8s = mgr.GetClient()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		fmt.Println("cache did not sync")
+		return 1
+	}
+	return m.Run()
+}
+
+func zapLevel() int8 {
+	if os.Getenv("RAGOPS_TEST_VERBOSE") != "" {
+		return -2
+	}
+	return 1 // errors only
+}
+
+// testStore opens a real vectorstore.Store; while weaviateDown is set it points at a closed
+// port, so the controllers see a real connection failure.
+func testStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (controllers.Store, error) {
+	cfg, err := controllers.StoreConfig(spec, apiKey)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 5 * time.Second
+	cfg.Retry = wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 2}
+	if weaviateDown.Load() {
+		cfg.HTTPHost, cfg.GRPCHost = "127.0.0.1:1", "127.0.0.1:1"
+	}
+	return vectorstore.New(cfg)
+}
+
+func directStore(t *testing.T) *vectorstore.Store {
+	t.Helper()
+	s, err := vectorstore.New(vectorstore.Config{HTTPHost: wv.HTTPAddr, GRPCHost: wv.GRPCAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// eventually polls cond every 100 ms until it returns true or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "t-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// fixture creates a ConfigMap corpus of three documents, a Fixed strategy and an Index.
+func fixture(t *testing.T, ns string, mutate func(*ragopsv1alpha1.Index)) *ragopsv1alpha1.Index {
+	t.Helper()
+	ctx := context.Background()
+	docs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "docs"}, Data: map[string]string{
+		"a.md": "# Beslispunt\nDe raad besluit het voorstel aan te nemen.",
+		"b.md": "# Motivering\nHet voorstel past binnen de begroting.",
+		"c.md": "# Stemverhouding\n21 voor, 8 tegen.",
+	}}
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.CorpusSpec{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "docs"}}}
+	strategy := &ragopsv1alpha1.ChunkingStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fixed"},
+		Spec: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitCharacters, Size: 64}}
+	idx := &ragopsv1alpha1.Index{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.IndexSpec{
+			CorpusRef:   ragopsv1alpha1.LocalObjectReference{Name: "besluiten"},
+			StrategyRef: ragopsv1alpha1.LocalObjectReference{Name: "fixed"},
+			Model:       ragopsv1alpha1.ModelSpec{Name: "all-minilm-l6-v2", ImagePath: "/models/all-minilm-l6-v2"},
+			Weaviate:    ragopsv1alpha1.WeaviateSpec{URL: "http://" + wv.HTTPAddr, GRPCAddress: wv.GRPCAddr},
+		}}
+	if mutate != nil {
+		mutate(idx)
+	}
+	for _, o := range []client.Object{docs, corpus, strategy, idx} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatalf("create %T: %v", o, err)
+		}
+	}
+	return idx
+}
+
+func getIndex(t *testing.T, ns, name string) *ragopsv1alpha1.Index {
+	t.Helper()
+	var idx ragopsv1alpha1.Index
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &idx); err != nil {
+		t.Fatal(err)
+	}
+	return &idx
+}
+
+func condition(obj interface{ GetConditions() *[]metav1.Condition }, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(*obj.GetConditions(), typ)
+}
+
+// waitJob waits for a Job to exist.
+func waitJob(t *testing.T, ns, name string) *batchv1.Job {
+	t.Helper()
+	var job batchv1.Job
+	eventually(t, 30*time.Second, "Job "+name, func() (bool, error) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &job)
+		return err == nil, err
+	})
+	return &job
+}
+
+// finishJob plays the kubelet and the Job controller: it creates one pod per completion
+// index with the given termination message and exit code, then marks the Job Complete or
+// Failed the way the Job controller does.
+func finishJob(t *testing.T, job *batchv1.Job, exitCode int32, messages ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for i, msg := range messages {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
+				Labels:      map[string]string{"batch.kubernetes.io/job-name": job.Name},
+				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
+			Spec: *job.Spec.Template.Spec.DeepCopy(),
+		}
+		if err := env.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		phase := corev1.PodSucceeded
+		if exitCode != 0 {
+			phase = corev1.PodFailed
+		}
+		pod.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: job.Spec.Template.Spec.Containers[0].Name, Image: "ragops:test",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Message: msg, Reason: "Completed"}},
+		}}}
+		if err := env.Client.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := metav1.Now()
+	start := metav1.NewTime(now.Add(-time.Second))
+	n := int32(len(messages))
+	if exitCode == 0 {
+		job.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: n, Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "CompletionsReached"},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "CompletionsReached"},
+		}}
+		if job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion {
+			job.Status.CompletedIndexes = fmt.Sprintf("0-%d", n-1)
+			if n == 1 {
+				job.Status.CompletedIndexes = "0"
+			}
+		}
+	} else {
+		job.Status = batchv1.JobStatus{StartTime: &start, Failed: n, Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"},
+		}}
+	}
+	if err := env.Client.Status().Update(ctx, job); err != nil {
+		t.Fatalf("update Job status: %v", err)
+	}
+}
+
+// buildRevision waits for the build Job of the Index's current revision, writes chunks into
+// its collection in the real Weaviate (what the embedder pods do), and completes the Job.
+func buildRevision(t *testing.T, ns, name string) (rev, collection string) {
+	t.Helper()
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "a building revision", func() (bool, error) {
+		idx = getIndex(t, ns, name)
+		for _, r := range idx.Status.Revisions {
+			if r.Name == idx.Status.Revision && r.Phase == ragopsv1alpha1.RevisionBuilding {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	rev = idx.Status.Revision
+	collection, err := vectorstore.CollectionName(ns, name, rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := waitJob(t, ns, fmt.Sprintf("%s-%s-build", name, rev))
+	var p plan.Build
+	if err := json.Unmarshal([]byte(planOf(t, ns, job.Name)), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Collection != collection || p.Revision != rev {
+		t.Fatalf("plan names collection %s revision %s, want %s %s", p.Collection, p.Revision, collection, rev)
+	}
+	ctx := context.Background()
+	s := directStore(t)
+	if err := s.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: collection, Revision: rev, Dimensions: dims}); err != nil {
+		t.Fatal(err)
+	}
+	var chunks []vectorstore.Chunk
+	for d, doc := range []string{"a.md", "b.md", "c.md"} {
+		for o := 0; o < 2; o++ {
+			v := make([]float32, dims)
+			v[(d+o)%dims] = 1
+			chunks = append(chunks, vectorstore.Chunk{DocID: doc, Ordinal: o, Start: o * 10, End: o*10 + 10, Text: doc, Vector: v})
+		}
+	}
+	if err := s.Upsert(ctx, collection, chunks); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := json.Marshal(plan.BuildResult{Shard: 0, Documents: 3, Chunks: int64(len(chunks)), Tokens: 600, Seconds: 2})
+	finishJob(t, job, 0, string(res))
+	return rev, collection
+}
+
+func planOf(t *testing.T, ns, name string) string {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data[plan.File]
+}
+
+func aliasTarget(t *testing.T, ns, name string) string {
+	t.Helper()
+	alias, _ := vectorstore.AliasName(ns, name)
+	target, found, err := directStore(t).GetAlias(context.Background(), alias)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !found {
+		return ""
+	}
+	return target
+}
+
+func waitActive(t *testing.T, ns, name, rev string) *ragopsv1alpha1.Index {
+	t.Helper()
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "active revision "+rev, func() (bool, error) {
+		idx = getIndex(t, ns, name)
+		c := condition(idx, ragopsv1alpha1.ConditionReady)
+		return idx.Status.ActiveRevision == rev && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == idx.Generation, nil
+	})
+	return idx
+}
+
+func setStrategySize(t *testing.T, ns string, size int32) {
+	t.Helper()
+	var cs ragopsv1alpha1.ChunkingStrategy
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "fixed"}, &cs); err != nil {
+		t.Fatal(err)
+	}
+	cs.Spec.Size = size
+	if err := env.Client.Update(context.Background(), &cs); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,312 @@
+// Package corpus reads a Corpus source inside a worker pod: it materialises the source as a
+// folder (a mounted PVC or ConfigMap as it is; an HTTP archive downloaded, checked against
+// its SHA-256 and unpacked), selects files by include/exclude globs, and yields documents
+// through the format readers (package reader), one per file or one per line of a BEIR
+// corpus.jsonl. Documents that cannot be read are reported with a reason, never dropped
+// silently.
+package corpus
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/reader/beir"
+)
+
+// Document is one document of a corpus.
+type Document struct {
+	// ID is the path relative to the source root, or the "_id" of a BEIR record.
+	ID string
+	// Hash is the first 16 hex digits of SHA-256 over the document's raw bytes.
+	Hash string
+	// Size is the raw size in bytes.
+	Size int64
+	// Doc is the extracted text with its outline and pages; unset for listings.
+	Doc reader.Document
+}
+
+// Skipped is a document left out, with its reason (reader.SkipReason values, or TooLarge,
+// Unreadable).
+type Skipped struct {
+	ID     string
+	Reason string
+	Err    error
+}
+
+// DocumentReader turns raw bytes into a Document (a reader.Mux, or formats.Readers).
+type DocumentReader interface {
+	Read(ctx context.Context, data []byte) (reader.Document, error)
+}
+
+// Source is an opened corpus source.
+type Source struct {
+	spec  plan.Source
+	root  string
+	files []string // selected, sorted, relative to root
+	read  DocumentReader
+	sizes map[string]int64
+}
+
+// Open materialises src under workDir (used only for fetched sources) and lists its
+// selected files. read extracts non-BEIR files; it may be nil for BEIR corpora.
+//
+// Errors: no source set, an unreadable folder, a failed download, a checksum mismatch, a bad
+// glob, or S3 and Git sources (not readable by this build's workers yet).
+func Open(ctx context.Context, src plan.Source, workDir string, read DocumentReader) (*Source, error) {
+	s := &Source{spec: src, read: read, sizes: map[string]int64{}}
+	switch {
+	case src.Dir != "":
+		s.root = src.Dir
+	case src.HTTP != nil:
+		dir, err := fetchHTTP(ctx, *src.HTTP, filepath.Join(workDir, "http"))
+		if err != nil {
+			return nil, err
+		}
+		s.root = dir
+	case src.S3 != nil:
+		return nil, fmt.Errorf("source s3://%s: S3 sources are not readable by this worker build", src.S3.Bucket)
+	case src.Git != nil:
+		return nil, fmt.Errorf("source %s: Git sources are not readable by this worker build", src.Git.URL)
+	default:
+		return nil, errors.New("plan source: none of dir, http, s3, git is set")
+	}
+	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("list %s: %w", p, err)
+		}
+		rel, _ := filepath.Rel(s.root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), "..") && rel != "." { // ConfigMap volume internals (..data, ..2026_...)
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), "..") {
+			return nil
+		}
+		ok, err := Selected(rel, src.Include, src.Exclude)
+		if err != nil || !ok {
+			return err
+		}
+		info, err := os.Stat(p) // follows ConfigMap symlinks
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", rel, err)
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		s.files = append(s.files, rel)
+		s.sizes[rel] = info.Size()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(s.files)
+	return s, nil
+}
+
+// Root is the folder the source was materialised in.
+func (s *Source) Root() string { return s.root }
+
+// isBEIR reports whether a file holds BEIR corpus records (one JSON document per line).
+func (s *Source) isBEIR(rel string) bool {
+	return s.spec.Format == ragopsv1alpha1.FormatBEIR ||
+		(s.spec.Format == ragopsv1alpha1.FormatAuto || s.spec.Format == "") && strings.HasSuffix(rel, ".jsonl")
+}
+
+// Shard reports whether a document ID belongs to shard index of n (FNV-1a of the ID mod n).
+func Shard(id string, index, n int) bool {
+	if n <= 1 {
+		return true
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32()%uint32(n)) == index
+}
+
+// Walk calls visit for every document in order (files by path, BEIR records by line) and
+// skip for every document left out. With list set it does not extract text (Doc is unset)
+// and visits every document whatever its format. keep filters documents by ID before they
+// are read; nil keeps all.
+func (s *Source) Walk(ctx context.Context, list bool, keep func(id string) bool, visit func(Document) error, skip func(Skipped)) error {
+	for _, rel := range s.files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		full := filepath.Join(s.root, filepath.FromSlash(rel))
+		if s.isBEIR(rel) {
+			if err := s.walkBEIR(ctx, full, rel, list, keep, visit, skip); err != nil {
+				return err
+			}
+			continue
+		}
+		if keep != nil && !keep(rel) {
+			continue
+		}
+		if max := s.spec.MaxDocumentBytes; max > 0 && s.sizes[rel] > max {
+			skip(Skipped{ID: rel, Reason: string(reader.TooLarge), Err: fmt.Errorf("%d bytes, limit %d", s.sizes[rel], max)})
+			continue
+		}
+		data, err := os.ReadFile(full)
+		if err != nil {
+			skip(Skipped{ID: rel, Reason: "Unreadable", Err: err})
+			continue
+		}
+		d := Document{ID: rel, Hash: hashOf(data), Size: int64(len(data))}
+		if !list {
+			if s.read == nil {
+				return fmt.Errorf("document %s: no document reader configured", rel)
+			}
+			doc, err := s.read.Read(ctx, data)
+			if err != nil {
+				reason := "Unreadable"
+				if r, ok := reader.ReasonOf(err); ok {
+					reason = string(r)
+				}
+				skip(Skipped{ID: rel, Reason: reason, Err: err})
+				continue
+			}
+			d.Doc = doc
+		}
+		if err := visit(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep func(string) bool, visit func(Document) error, skip func(Skipped)) error {
+	f, err := os.Open(full)
+	if err != nil {
+		skip(Skipped{ID: rel, Reason: "Unreadable", Err: err})
+		return nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), beir.MaxLineBytes)
+	line := 0
+	for sc.Scan() {
+		line++
+		raw := sc.Bytes()
+		if len(strings.TrimSpace(string(raw))) == 0 {
+			continue
+		}
+		id, doc, _, err := beir.ParseLine(raw)
+		if err != nil {
+			reason := "Corrupt"
+			if r, ok := reader.ReasonOf(err); ok {
+				reason = string(r)
+			}
+			skip(Skipped{ID: fmt.Sprintf("%s:%d", rel, line), Reason: reason, Err: err})
+			continue
+		}
+		if keep != nil && !keep(id) {
+			continue
+		}
+		if max := s.spec.MaxDocumentBytes; max > 0 && int64(len(raw)) > max {
+			skip(Skipped{ID: id, Reason: string(reader.TooLarge), Err: fmt.Errorf("%d bytes, limit %d", len(raw), max)})
+			continue
+		}
+		d := Document{ID: id, Hash: hashOf(raw), Size: int64(len(raw))}
+		if !list {
+			d.Doc = doc
+		}
+		if err := visit(d); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s line %d: %w", rel, line+1, err)
+	}
+	return nil
+}
+
+func hashOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Revision returns a content revision of a document listing: the first 12 hex digits of
+// SHA-256 over the sorted (ID, hash) pairs.
+func Revision(docs []Document) string {
+	sorted := make([]Document, len(docs))
+	copy(sorted, docs)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+	h := sha256.New()
+	for _, d := range sorted {
+		fmt.Fprintf(h, "%s\x00%s\n", d.ID, d.Hash)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// Selected applies include and exclude globs (path.Match, with "**/" for any leading
+// folders and "/**" for anything below a folder).
+func Selected(p string, include, exclude []string) (bool, error) {
+	match := func(patterns []string) (bool, error) {
+		for _, pat := range patterns {
+			ok, err := globMatch(pat, p)
+			if err != nil {
+				return false, fmt.Errorf("glob %q: %w", pat, err)
+			}
+			if ok {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	if len(include) > 0 {
+		if ok, err := match(include); err != nil || !ok {
+			return false, err
+		}
+	}
+	ex, err := match(exclude)
+	return !ex, err
+}
+
+func globMatch(pattern, p string) (bool, error) {
+	if rest, ok := strings.CutPrefix(pattern, "**/"); ok {
+		if m, err := globMatch(rest, p); m || err != nil {
+			return m, err
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] == '/' {
+				if m, err := globMatch(rest, p[i+1:]); m || err != nil {
+					return m, err
+				}
+			}
+		}
+		return false, nil
+	}
+	if prefix, ok := strings.CutSuffix(pattern, "/**"); ok {
+		for i := 0; i < len(p); i++ {
+			if p[i] == '/' {
+				if m, err := path.Match(prefix, p[:i]); m || err != nil {
+					return m, err
+				}
+			}
+		}
+		return false, nil
+	}
+	return path.Match(pattern, p)
+}
+
+
