@@ -321,7 +321,7 @@ func TestLocalCluster(t *testing.T) {
 	follow := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "follow"}, Spec: corev1.PodSpec{
 		RestartPolicy: corev1.RestartPolicyOnFailure,
 		Containers: []corev1.Container{{Name: "main", Image: "busybox",
-			Command: []string{"sh", "-c", "for i in 1 2 3; do echo line-$i; sleep 0.3; done; test -f /host/follow-retried || { touch /host/follow-retried; exit 1; }"},
+			Command:      []string{"sh", "-c", "for i in 1 2 3; do echo line-$i; sleep 0.3; done; test -f /host/follow-retried || { touch /host/follow-retried; exit 1; }"},
 			VolumeMounts: []corev1.VolumeMount{{Name: "host", MountPath: "/host"}}}},
 		Volumes: []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostDir}}}},
 	}}
