@@ -209,8 +209,16 @@ func (p *Provider) RunInContainer(ctx context.Context, namespace, podName, conta
 	if err := sandbox.ReadJSON(filepath.Join(r.ctrDir(containerName), fmt.Sprintf("spec-%d.json", attempt)), &spec); err != nil {
 		return err
 	}
-	children, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", h.PID, h.PID))
-	if err != nil || len(bytes.Fields(children)) == 0 {
+	// The shim is a Go program: any of its threads may have forked the program.
+	var children []byte
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", h.PID))
+	for _, task := range tasks {
+		if b, err := os.ReadFile(task); err == nil {
+			children = append(children, b...)
+			children = append(children, ' ')
+		}
+	}
+	if len(bytes.Fields(children)) == 0 {
 		return errdefs.InvalidInputf("container %q has no running program", containerName)
 	}
 	root := fmt.Sprintf("/proc/%s/root", bytes.Fields(children)[0])
