@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/formats"
+	"github.com/ragops/ragops/reader/pdf"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -88,7 +90,9 @@ type lazyReaders struct {
 }
 
 func (l *lazyReaders) Read(ctx context.Context, data []byte) (reader.Document, error) {
-	l.once.Do(func() { l.r, l.err = formats.New(ctx, formats.Options{MaxBytes: l.max}) })
+	l.once.Do(func() {
+		l.r, l.err = formats.New(ctx, formats.Options{MaxBytes: l.max, PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "pdfium-cache")}})
+	})
 	if l.err != nil {
 		return reader.Document{}, l.err
 	}
@@ -222,7 +226,7 @@ func Embed(ctx context.Context, log *slog.Logger, p plan.Build, o EmbedOptions) 
 			res.Unchanged++
 			return nil
 		}
-		chunks, err := chunker.Chunk(ctx, d.Doc.Text)
+		chunks, err := chunkDocument(ctx, chunker, d.Doc)
 		if err != nil {
 			res.Skipped["ChunkingFailed"]++
 			log.Warn("document skipped", "document", d.ID, "reason", "ChunkingFailed", "error", err)
@@ -266,6 +270,21 @@ func Embed(ctx context.Context, log *slog.Logger, p plan.Build, o EmbedOptions) 
 	}
 	prog.tick(done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted)
 	return res, nil
+}
+
+// chunkDocument chunks a document. The Heading strategy takes the outline the reader found in
+// formats whose structure is not Markdown syntax (PDF, DOCX, ODT, HTML, BEIR titles); Markdown
+// and plain text are parsed by the chunker itself (ATX, Setext, numbered and pattern headings).
+func chunkDocument(ctx context.Context, c chunkers.Chunker, doc reader.Document) ([]chunkers.Chunk, error) {
+	h, ok := c.(*chunkers.HeadingChunker)
+	if !ok || len(doc.Outline) == 0 || doc.MediaType == reader.MediaTypeMarkdown || doc.MediaType == reader.MediaTypeText {
+		return c.Chunk(ctx, doc.Text)
+	}
+	outline := make([]chunkers.OutlineEntry, len(doc.Outline))
+	for i, o := range doc.Outline {
+		outline[i] = chunkers.OutlineEntry{Level: o.Level, Title: o.Title, Span: chunkers.Span{Start: o.Start, End: doc.TitleEnd(i)}}
+	}
+	return h.ChunkOutline(ctx, doc.Text, outline)
 }
 
 // loadModel loads the embedding model.
