@@ -195,7 +195,9 @@ func TestSearchModes(t *testing.T) {
 		t.Fatalf("nearVector scores %v, %v: want ~1 then lower", h.Score, hits[1].Score)
 	}
 
-	q := target.Text
+	// The chunk's first 10 words. (Weaviate 1.37.6 ranks BM25 oddly for queries of about 15 or
+	// more words on this data: the chunk's full 48-word text does not find the chunk.)
+	q := strings.Join(strings.Fields(target.Text)[:10], " ")
 	hits, err = s.Search(ctx, name, Query{Mode: ModeBM25, Text: q, Limit: 3})
 	if err != nil {
 		t.Fatal(err)

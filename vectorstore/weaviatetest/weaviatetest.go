@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -162,24 +163,26 @@ func Launch(ctx context.Context, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	ports, err := freePorts(6)
+	// gossip, data (= gossip+1), raft, raft RPC (= raft+1), gRPC, HTTP.
+	ports, err := freePortBlock(6)
 	if err != nil {
 		return nil, err
 	}
+	gossip, dataPort, raft, raftRPC, grpcPort, httpPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
 	data, err := os.MkdirTemp("", "ragops-weaviate-")
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
-		HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
-		GRPCAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
+		HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
+		GRPCAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)),
 		DataDir:  data,
 		done:     make(chan struct{}),
 		tail:     &tailBuffer{max: 64 << 10},
 	}
-	env := append(os.Environ(), Env(data, ports[1], ports[2], ports[3], ports[4], ports[5])...)
+	env := append(os.Environ(), Env(data, grpcPort, gossip, dataPort, raft, raftRPC)...)
 	env = append(env, opts.ExtraEnv...)
-	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--scheme", "http")
+	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(httpPort), "--scheme", "http")
 	cmd.Env = env
 	var out io.Writer = s.tail
 	if opts.Log != nil {
@@ -206,7 +209,7 @@ func Launch(ctx context.Context, opts Options) (*Server, error) {
 }
 
 // Env returns the server environment for a single local node with the given data folder and
-// ports (FACTS.md: anonymous access, no vectorizer, autoschema off, fast raft timeouts, no pprof,
+// ports (keep dataPort = gossipPort+1 and raftRPCPort = raftPort+1, Weaviate's conventions) (FACTS.md: anonymous access, no vectorizer, autoschema off, fast raft timeouts, no pprof,
 // no telemetry). The HTTP port is passed as a flag, not here.
 func Env(dataDir string, grpcPort, gossipPort, dataPort, raftPort, raftRPCPort int) []string {
 	return []string{
@@ -300,25 +303,37 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
-// freePorts returns n distinct TCP ports that were free on all interfaces (gRPC and the
-// cluster data port bind all interfaces whatever is configured).
-func freePorts(n int) ([]int, error) {
-	ls := make([]net.Listener, 0, n)
-	defer func() {
+// freePortBlock returns n consecutive TCP ports that were free on all interfaces (gRPC and the
+// cluster data port bind all interfaces whatever is configured). Consecutive, because Weaviate
+// derives some peer addresses by convention (data port = gossip port + 1, raft internal RPC
+// port = raft port + 1): with unrelated ports a single node's raft join dials the wrong port
+// and startup stalls for a minute.
+func freePortBlock(n int) ([]int, error) {
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	for attempt := 0; attempt < 200; attempt++ {
+		base := 20000 + r.IntN(40000-n)
+		ls := make([]net.Listener, 0, n)
+		ok := true
+		for p := base; p < base+n; p++ {
+			l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, l)
+		}
 		for _, l := range ls {
 			l.Close()
 		}
-	}()
-	ports := make([]int, 0, n)
-	for len(ports) < n {
-		l, err := net.Listen("tcp", ":0")
-		if err != nil {
-			return nil, fmt.Errorf("pick free port: %w", err)
+		if ok {
+			ports := make([]int, n)
+			for i := range ports {
+				ports[i] = base + i
+			}
+			return ports, nil
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports, nil
+	return nil, fmt.Errorf("no block of %d free TCP ports found in 20000-60000", n)
 }
 
 // tailBuffer keeps the last max bytes written to it.
