@@ -23,15 +23,18 @@ running() { [[ -f "$state/pid" ]] && kill -0 "$(cat "$state/pid")" 2>/dev/null; 
 # port_free PORT: nothing listens on PORT (any interface).
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# pick_ports N: N distinct free ports from the unprivileged dynamic range.
+# pick_ports N: a block of N consecutive free ports. Consecutive because Weaviate derives peer
+# addresses by convention (data = gossip + 1, raft internal RPC = raft + 1); with unrelated ports
+# the single node's raft join dials the wrong port and startup stalls for a minute.
 pick_ports() {
-	local n=$1 p picked=()
-	while ((${#picked[@]} < n)); do
-		p=$((20000 + RANDOM % 30000))
-		[[ " ${picked[*]} " == *" $p "* ]] && continue
-		port_free "$p" && picked+=("$p")
+	local n=$1 base i ok
+	for _ in $(seq 1 200); do
+		base=$((20000 + RANDOM % 30000)) ok=1
+		for ((i = 0; i < n; i++)); do port_free $((base + i)) || { ok=0; break; }; done
+		if ((ok)); then seq -s ' ' "$base" $((base + n - 1)); return; fi
 	done
-	echo "${picked[@]}"
+	echo "no block of $n free ports found" >&2
+	return 1
 }
 
 start() {
@@ -47,8 +50,8 @@ start() {
 	mkdir -p "$state"
 	rm -rf "$state/data"
 	mkdir -p "$state/data"
-	local http grpc gossip data raft raftrpc
-	read -r http grpc gossip data raft raftrpc < <(pick_ports 6)
+	local gossip data raft raftrpc grpc http
+	read -r gossip data raft raftrpc grpc http < <(pick_ports 6)
 	# Environment as in ../shared/FACTS.md (and vectorstore/weaviatetest.Env).
 	env PERSISTENCE_DATA_PATH="$state/data" \
 		DEFAULT_VECTORIZER_MODULE=none \
