@@ -1,0 +1,193 @@
+// Package metrics defines the ragops Prometheus metrics and registers them on
+// controller-runtime's registry (sigs.k8s.io/controller-runtime/pkg/metrics.Registry), so
+// the manager's metrics endpoint (--metrics-bind-address, path /metrics) serves them next to
+// controller-runtime's defaults (controller_runtime_reconcile_total, workqueue_*, rest_client_*,
+// Go and process collectors).
+//
+// The controllers call a small API: ObserveBuild when a revision's build Job completes,
+// ObserveEmbedded for incremental corpus syncs, ObserveBuildFailure when a build fails,
+// SetActiveRevision when the alias moves, ObserveEvaluation when an Evaluation's figures
+// land in status, and the Forget* functions when an Index, a revision or an Evaluation goes
+// away (so deleted objects leave no stale series). Every function is safe for concurrent use.
+//
+// Series (all labelled by namespace plus the object's name):
+//
+//	ragops_index_documents_embedded_total{namespace,index}                counter
+//	ragops_index_chunks_embedded_total{namespace,index}                   counter
+//	ragops_index_tokens_embedded_total{namespace,index}                   counter
+//	ragops_index_builds_total{namespace,index,result}                     counter (result: succeeded|failed)
+//	ragops_index_build_duration_seconds{namespace,index}                  histogram
+//	ragops_index_build_tokens_per_second{namespace,index,revision}        gauge
+//	ragops_index_active_revision_info{namespace,index,revision}           gauge, always 1
+//	ragops_evaluation_recall{namespace,evaluation,index,mode,k}           gauge, recall@k in [0,1]
+//	ragops_evaluation_ndcg{namespace,evaluation,index,mode,k}             gauge, nDCG@k in [0,1]
+//	ragops_evaluation_mrr{namespace,evaluation,index,mode,k}              gauge, MRR@k in [0,1]
+//	ragops_evaluation_last_completion_timestamp_seconds{namespace,evaluation,index} gauge, Unix s
+//
+// Metric and label names follow the Prometheus naming conventions
+// (https://prometheus.io/docs/practices/naming/): base units (seconds), _total for counters,
+// _info for an info-style gauge whose labels carry the value.
+package metrics
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Namespace is the prefix of every ragops metric name.
+const Namespace = "ragops"
+
+// Result label values of ragops_index_builds_total.
+const (
+	ResultSucceeded = "succeeded"
+	ResultFailed    = "failed"
+)
+
+// BuildDurationBuckets are the upper bounds, in seconds, of the build duration histogram:
+// 10 s to about 10.6 h, each 2.5 times the previous (a three-document ConfigMap corpus
+// takes seconds, a 92k-document archive on CPU takes hours).
+var BuildDurationBuckets = prometheus.ExponentialBuckets(10, 2.5, 10)
+
+var (
+	documentsEmbedded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "documents_embedded_total",
+		Help: "Documents chunked, embedded and written to Weaviate by build and sync Jobs.",
+	}, []string{"namespace", "index"})
+	chunksEmbedded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "chunks_embedded_total",
+		Help: "Chunks embedded and written to Weaviate by build and sync Jobs.",
+	}, []string{"namespace", "index"})
+	tokensEmbedded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "tokens_embedded_total",
+		Help: "Model tokens run through the embedding model by build and sync Jobs.",
+	}, []string{"namespace", "index"})
+	builds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "builds_total",
+		Help: "Revision builds that finished, by result (succeeded or failed).",
+	}, []string{"namespace", "index", "result"})
+	buildDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "build_duration_seconds",
+		Help:    "Wall time of successful revision builds (the slowest shard), in seconds.",
+		Buckets: BuildDurationBuckets,
+	}, []string{"namespace", "index"})
+	tokensPerSecond = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "build_tokens_per_second",
+		Help: "Embedding throughput of a revision's build: tokens divided by the slowest shard's seconds.",
+	}, []string{"namespace", "index", "revision"})
+	activeRevision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "active_revision_info",
+		Help: "The revision the Index's Weaviate alias points at (value always 1).",
+	}, []string{"namespace", "index", "revision"})
+	recall = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "evaluation", Name: "recall",
+		Help: "Last recall@k of an Evaluation (fraction of relevant documents in the top k, mean over queries).",
+	}, []string{"namespace", "evaluation", "index", "mode", "k"})
+	ndcg = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "evaluation", Name: "ndcg",
+		Help: "Last nDCG@k of an Evaluation (Järvelin and Kekäläinen 2002, mean over queries).",
+	}, []string{"namespace", "evaluation", "index", "mode", "k"})
+	mrr = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "evaluation", Name: "mrr",
+		Help: "Last MRR@k of an Evaluation (reciprocal rank of the first relevant document, mean over queries).",
+	}, []string{"namespace", "evaluation", "index", "mode", "k"})
+	evaluationCompleted = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "evaluation", Name: "last_completion_timestamp_seconds",
+		Help: "Unix time at which an Evaluation's figures were last recorded.",
+	}, []string{"namespace", "evaluation", "index"})
+)
+
+// Collectors returns every ragops collector (for registering on another registry in tests
+// or tools; the package already registers them on controller-runtime's registry).
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration,
+		tokensPerSecond, activeRevision, recall, ndcg, mrr, evaluationCompleted}
+}
+
+func init() {
+	crmetrics.Registry.MustRegister(Collectors()...)
+}
+
+// ObserveEmbedded adds the documents, chunks and tokens a Job embedded (a full build or an
+// incremental corpus sync) to the Index's counters. Negative counts are ignored (a counter
+// never decreases).
+func ObserveEmbedded(namespace, index string, documents, chunks, tokens int64) {
+	add(documentsEmbedded.WithLabelValues(namespace, index), documents)
+	add(chunksEmbedded.WithLabelValues(namespace, index), chunks)
+	add(tokensEmbedded.WithLabelValues(namespace, index), tokens)
+}
+
+func add(c prometheus.Counter, n int64) {
+	if n > 0 {
+		c.Add(float64(n))
+	}
+}
+
+// ObserveBuild records a successful revision build: it adds documents, chunks and tokens to
+// the counters (as ObserveEmbedded), counts a succeeded build, observes seconds (the wall
+// time of the slowest shard) in the duration histogram and sets the revision's tokens per
+// second to tokens/seconds. A non-positive seconds skips the histogram and the throughput.
+func ObserveBuild(namespace, index, revision string, documents, chunks, tokens int64, seconds float64) {
+	ObserveEmbedded(namespace, index, documents, chunks, tokens)
+	builds.WithLabelValues(namespace, index, ResultSucceeded).Inc()
+	if seconds > 0 {
+		buildDuration.WithLabelValues(namespace, index).Observe(seconds)
+		tokensPerSecond.WithLabelValues(namespace, index, revision).Set(float64(max(tokens, 0)) / seconds)
+	}
+}
+
+// ObserveBuildFailure counts a failed revision build or corpus sync of an Index.
+func ObserveBuildFailure(namespace, index string) {
+	builds.WithLabelValues(namespace, index, ResultFailed).Inc()
+}
+
+// SetActiveRevision records that the Index's alias points at revision: the info series of
+// any other revision of this Index is removed, so exactly one series per Index has value 1.
+// An empty revision only removes them.
+func SetActiveRevision(namespace, index, revision string) {
+	activeRevision.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "index": index})
+	if revision != "" {
+		activeRevision.WithLabelValues(namespace, index, revision).Set(1)
+	}
+}
+
+// ObserveEvaluation records an Evaluation's figures at cut-off k for retrieval mode (dense,
+// bm25 or hybrid) against index, and stamps the completion time. Call it once per k the
+// Evaluation measured; values are fractions in [0,1] as in the Evaluation's status.
+func ObserveEvaluation(namespace, name, index, mode string, k int, recallAtK, ndcgAtK, mrrAtK float64) {
+	ks := strconv.Itoa(k)
+	recall.WithLabelValues(namespace, name, index, mode, ks).Set(recallAtK)
+	ndcg.WithLabelValues(namespace, name, index, mode, ks).Set(ndcgAtK)
+	mrr.WithLabelValues(namespace, name, index, mode, ks).Set(mrrAtK)
+	evaluationCompleted.WithLabelValues(namespace, name, index).Set(float64(time.Now().UnixNano()) / 1e9)
+}
+
+// ForgetRevision removes the series of one revision of an Index (call it when the revision
+// is pruned).
+func ForgetRevision(namespace, index, revision string) {
+	l := prometheus.Labels{"namespace": namespace, "index": index, "revision": revision}
+	tokensPerSecond.DeletePartialMatch(l)
+	activeRevision.DeletePartialMatch(l)
+}
+
+// ForgetIndex removes every series of an Index (call it when the Index is deleted).
+func ForgetIndex(namespace, index string) {
+	l := prometheus.Labels{"namespace": namespace, "index": index}
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration, tokensPerSecond, activeRevision} {
+		v.DeletePartialMatch(l)
+	}
+}
+
+// ForgetEvaluation removes every series of an Evaluation (call it when it is deleted, or when
+// a new run starts and the old figures no longer apply).
+func ForgetEvaluation(namespace, name string) {
+	l := prometheus.Labels{"namespace": namespace, "evaluation": name}
+	recall.DeletePartialMatch(l)
+	ndcg.DeletePartialMatch(l)
+	mrr.DeletePartialMatch(l)
+	evaluationCompleted.DeletePartialMatch(l)
+}

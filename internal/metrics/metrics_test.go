@@ -1,0 +1,180 @@
+package metrics_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ragops/ragops/internal/metrics"
+)
+
+// series returns the gathered series of one metric family whose labels include match.
+func series(t *testing.T, name string, match map[string]string) []*dto.Metric {
+	t.Helper()
+	mfs, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*dto.Metric
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range match {
+				if labels[k] != v {
+					continue next
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func one(t *testing.T, name string, match map[string]string) *dto.Metric {
+	t.Helper()
+	s := series(t, name, match)
+	if len(s) != 1 {
+		t.Fatalf("%s%v: %d series, want 1", name, match, len(s))
+	}
+	return s[0]
+}
+
+func TestObserveBuildCountsAndThroughput(t *testing.T) {
+	l := map[string]string{"namespace": "ns-build", "index": "besluiten"}
+	metrics.ObserveBuild("ns-build", "besluiten", "r1", 3, 6, 600, 2)
+	metrics.ObserveEmbedded("ns-build", "besluiten", 1, 2, -5) // a sync; negative tokens ignored
+	if v := one(t, "ragops_index_documents_embedded_total", l).GetCounter().GetValue(); v != 4 {
+		t.Errorf("documents embedded %v, want 4", v)
+	}
+	if v := one(t, "ragops_index_chunks_embedded_total", l).GetCounter().GetValue(); v != 8 {
+		t.Errorf("chunks embedded %v, want 8", v)
+	}
+	if v := one(t, "ragops_index_tokens_embedded_total", l).GetCounter().GetValue(); v != 600 {
+		t.Errorf("tokens embedded %v, want 600", v)
+	}
+	if v := one(t, "ragops_index_build_tokens_per_second", map[string]string{"index": "besluiten", "revision": "r1"}).GetGauge().GetValue(); v != 300 {
+		t.Errorf("tokens/s %v, want 300", v)
+	}
+	h := one(t, "ragops_index_build_duration_seconds", l).GetHistogram()
+	if h.GetSampleCount() != 1 || h.GetSampleSum() != 2 {
+		t.Errorf("duration histogram count %d sum %v, want 1 and 2", h.GetSampleCount(), h.GetSampleSum())
+	}
+	metrics.ObserveBuildFailure("ns-build", "besluiten")
+	if v := one(t, "ragops_index_builds_total", map[string]string{"index": "besluiten", "result": "failed"}).GetCounter().GetValue(); v != 1 {
+		t.Errorf("failed builds %v, want 1", v)
+	}
+	if v := one(t, "ragops_index_builds_total", map[string]string{"index": "besluiten", "result": "succeeded"}).GetCounter().GetValue(); v != 1 {
+		t.Errorf("succeeded builds %v, want 1", v)
+	}
+	// Zero seconds (a result without timing) must not divide by zero.
+	metrics.ObserveBuild("ns-build", "besluiten", "r2", 1, 1, 10, 0)
+	if s := series(t, "ragops_index_build_tokens_per_second", map[string]string{"revision": "r2"}); len(s) != 0 {
+		t.Errorf("tokens/s recorded for a build without seconds: %v", s)
+	}
+}
+
+func TestSetActiveRevisionKeepsOneSeriesPerIndex(t *testing.T) {
+	metrics.SetActiveRevision("ns-alias", "a", "r1")
+	metrics.SetActiveRevision("ns-alias", "b", "r9")
+	metrics.SetActiveRevision("ns-alias", "a", "r2")
+	s := series(t, "ragops_index_active_revision_info", map[string]string{"namespace": "ns-alias", "index": "a"})
+	if len(s) != 1 {
+		t.Fatalf("%d active revision series for index a, want 1", len(s))
+	}
+	for _, l := range s[0].GetLabel() {
+		if l.GetName() == "revision" && l.GetValue() != "r2" {
+			t.Errorf("active revision %q, want r2", l.GetValue())
+		}
+	}
+	if len(series(t, "ragops_index_active_revision_info", map[string]string{"namespace": "ns-alias", "index": "b", "revision": "r9"})) != 1 {
+		t.Error("moving index a's alias removed index b's series")
+	}
+	metrics.SetActiveRevision("ns-alias", "a", "")
+	if n := len(series(t, "ragops_index_active_revision_info", map[string]string{"namespace": "ns-alias", "index": "a"})); n != 0 {
+		t.Errorf("empty revision left %d series", n)
+	}
+}
+
+func TestObserveEvaluationPerKAndForget(t *testing.T) {
+	metrics.ObserveEvaluation("ns-eval", "gate", "besluiten", "hybrid", 10, 0.8612, 0.7, 0.65)
+	metrics.ObserveEvaluation("ns-eval", "gate", "besluiten", "hybrid", 100, 0.95, 0.72, 0.66)
+	if v := one(t, "ragops_evaluation_recall", map[string]string{"evaluation": "gate", "k": "10", "mode": "hybrid"}).GetGauge().GetValue(); v != 0.8612 {
+		t.Errorf("recall@10 %v, want 0.8612", v)
+	}
+	if v := one(t, "ragops_evaluation_ndcg", map[string]string{"evaluation": "gate", "k": "100"}).GetGauge().GetValue(); v != 0.72 {
+		t.Errorf("nDCG@100 %v, want 0.72", v)
+	}
+	if v := one(t, "ragops_evaluation_mrr", map[string]string{"evaluation": "gate", "k": "10"}).GetGauge().GetValue(); v != 0.65 {
+		t.Errorf("MRR@10 %v, want 0.65", v)
+	}
+	if v := one(t, "ragops_evaluation_last_completion_timestamp_seconds", map[string]string{"evaluation": "gate"}).GetGauge().GetValue(); v < 1.7e9 {
+		t.Errorf("completion timestamp %v is not a current Unix time", v)
+	}
+	metrics.ForgetEvaluation("ns-eval", "gate")
+	for _, n := range []string{"ragops_evaluation_recall", "ragops_evaluation_ndcg", "ragops_evaluation_mrr", "ragops_evaluation_last_completion_timestamp_seconds"} {
+		if s := series(t, n, map[string]string{"namespace": "ns-eval"}); len(s) != 0 {
+			t.Errorf("%s: %d series left after ForgetEvaluation", n, len(s))
+		}
+	}
+}
+
+func TestForgetIndexAndRevision(t *testing.T) {
+	metrics.ObserveBuild("ns-forget", "x", "r1", 1, 1, 100, 1)
+	metrics.ObserveBuild("ns-forget", "x", "r2", 1, 1, 100, 1)
+	metrics.ObserveBuild("ns-forget", "y", "r1", 1, 1, 100, 1)
+	metrics.SetActiveRevision("ns-forget", "x", "r2")
+	metrics.ForgetRevision("ns-forget", "x", "r1")
+	if n := len(series(t, "ragops_index_build_tokens_per_second", map[string]string{"namespace": "ns-forget", "index": "x"})); n != 1 {
+		t.Errorf("after ForgetRevision r1: %d tokens/s series for x, want 1 (r2)", n)
+	}
+	metrics.ForgetIndex("ns-forget", "x")
+	for _, n := range []string{"ragops_index_documents_embedded_total", "ragops_index_chunks_embedded_total", "ragops_index_tokens_embedded_total",
+		"ragops_index_builds_total", "ragops_index_build_duration_seconds", "ragops_index_build_tokens_per_second", "ragops_index_active_revision_info"} {
+		if s := series(t, n, map[string]string{"namespace": "ns-forget", "index": "x"}); len(s) != 0 {
+			t.Errorf("%s: %d series of x left after ForgetIndex", n, len(s))
+		}
+	}
+	if len(series(t, "ragops_index_documents_embedded_total", map[string]string{"namespace": "ns-forget", "index": "y"})) != 1 {
+		t.Error("ForgetIndex(x) removed index y's series")
+	}
+}
+
+// TestNamesPassPromlint runs Prometheus's own metric linter over the ragops families.
+func TestNamesPassPromlint(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range metrics.Collectors() {
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metrics.ObserveBuild("ns-lint", "i", "r", 1, 1, 1, 1)
+	metrics.SetActiveRevision("ns-lint", "i", "r")
+	metrics.ObserveEvaluation("ns-lint", "e", "i", "dense", 10, 0.5, 0.5, 0.5)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), metrics.Namespace+"_") {
+			t.Errorf("metric %s lacks the %s_ prefix", mf.GetName(), metrics.Namespace)
+		}
+	}
+	if len(mfs) != len(metrics.Collectors()) {
+		t.Errorf("%d families gathered, want %d", len(mfs), len(metrics.Collectors()))
+	}
+}
