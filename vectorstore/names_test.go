@@ -138,3 +138,17 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Setenv(EnvHTTPHost, "127.0.0.1:1")
+	t.Setenv(EnvGRPCHost, "")
+	if _, err := ConfigFromEnv(); err == nil || !strings.Contains(err.Error(), EnvGRPCHost) {
+		t.Fatalf("missing gRPC host: got %v, want an error naming %s", err, EnvGRPCHost)
+	}
+	t.Setenv(EnvGRPCHost, "127.0.0.1:2")
+	t.Setenv(EnvAPIKey, "k")
+	cfg, err := ConfigFromEnv()
+	if err != nil || cfg.HTTPHost != "127.0.0.1:1" || cfg.GRPCHost != "127.0.0.1:2" || cfg.APIKey != "k" {
+		t.Fatalf("ConfigFromEnv = %+v, %v", cfg, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,27 @@ type Config struct {
 	// Retry is the backoff for retryable failures (see [IsRetryable]); Steps is the number of
 	// attempts. Default: 6 attempts, 250 ms doubling to at most 8 s, 10% jitter.
 	Retry wait.Backoff
+}
+
+// Environment variables read by [ConfigFromEnv]; hack/weaviate.sh env prints the first two.
+const (
+	EnvHTTPHost = "RAGOPS_WEAVIATE_HTTP_HOST"
+	EnvGRPCHost = "RAGOPS_WEAVIATE_GRPC_HOST"
+	EnvAPIKey   = "RAGOPS_WEAVIATE_API_KEY"
+)
+
+// ConfigFromEnv returns a Config with HTTPHost, GRPCHost and APIKey from RAGOPS_WEAVIATE_HTTP_HOST,
+// RAGOPS_WEAVIATE_GRPC_HOST and RAGOPS_WEAVIATE_API_KEY (optional), other fields zero (defaults).
+//
+// Errors: a required variable is unset, naming it.
+func ConfigFromEnv() (Config, error) {
+	cfg := Config{HTTPHost: os.Getenv(EnvHTTPHost), GRPCHost: os.Getenv(EnvGRPCHost), APIKey: os.Getenv(EnvAPIKey)}
+	for name, v := range map[string]string{EnvHTTPHost: cfg.HTTPHost, EnvGRPCHost: cfg.GRPCHost} {
+		if v == "" {
+			return Config{}, fmt.Errorf("vectorstore: %s is not set (want host:port; hack/weaviate.sh env prints it for a local server)", name)
+		}
+	}
+	return cfg, nil
 }
 
 // DefaultRetry is the backoff used when Config.Retry is zero.

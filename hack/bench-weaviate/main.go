@@ -52,16 +52,17 @@ func main() {
 	script := flag.String("script", "hack/bench-weaviate/import.py", "the Python import script")
 	maxObjects := flag.Int("objects", 10000, "number of chunk objects to import per run")
 	rounds := flag.Int("rounds", 2, "rounds per index type; client order alternates (Go,Py,Py,Go,...)")
+	warmup := flag.Bool("warmup", true, "one untimed import per index type before the measured rounds (the first import into a fresh server runs slower, whichever client makes it)")
 	batchSize := flag.Int("batch-size", 256, "objects per batch request (both clients)")
 	concurrency := flag.Int("concurrency", 2, "batch requests in flight (both clients)")
 	flag.Parse()
-	if err := run(*corpus, *python, *script, *maxObjects, *rounds, *batchSize, *concurrency); err != nil {
+	if err := run(*corpus, *python, *script, *maxObjects, *rounds, *batchSize, *concurrency, *warmup); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-weaviate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(corpus, python, script string, maxObjects, rounds, batchSize, concurrency int) error {
+func run(corpus, python, script string, maxObjects, rounds, batchSize, concurrency int, warmup bool) error {
 	chunks, err := loadChunks(corpus, maxObjects)
 	if err != nil {
 		return err
@@ -90,6 +91,18 @@ func run(corpus, python, script string, maxObjects, rounds, batchSize, concurren
 	fmt.Fprintf(os.Stderr, "%d objects of %d dims from %s; weaviate pid %d\n", len(chunks), dims, corpus, srv.PID())
 	var results []result
 	for _, index := range []vectorstore.VectorIndex{{Type: vectorstore.IndexFlat}, {Type: vectorstore.IndexHNSW}} {
+		if warmup {
+			name, _ := vectorstore.CollectionName("bench", "warmup-"+index.Type, "w")
+			if err := store.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: name, Revision: "w", Dimensions: dims, Index: index}); err != nil {
+				return err
+			}
+			if err := store.Upsert(ctx, name, chunks[:min(len(chunks), 2000)]); err != nil {
+				return err
+			}
+			if err := store.DeleteCollection(ctx, name); err != nil {
+				return err
+			}
+		}
 		for r := 0; r < rounds; r++ {
 			order := []string{"go", "python"}
 			if r%2 == 1 {
