@@ -20,5 +20,6 @@ The same binary runs the operator (manager) and its Job workers (embed, evaluate
 	root.AddCommand(newEmbedCommand())
 	root.AddCommand(newEvaluateCommand())
 	root.AddCommand(newFetchCommand())
+	root.AddCommand(newReportCommand())
 	return root
 }

@@ -1,0 +1,195 @@
+// Package e2e runs ragops end to end on the local cluster (hack/demo.sh with a 500-document
+// SciFact subset): manifests applied -> embedder and evaluation Jobs run as local processes
+// -> chunks in a real Weaviate -> recall in Evaluation status; then a strategy change builds a
+// new revision and moves the alias, and deleting an Index deletes its collections.
+//
+// It needs root (the local node) and everything hack/demo.sh builds; with RAGOPS_REQUIRE_ALL=1
+// a missing prerequisite fails the test instead of skipping it.
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/cmd"
+	"github.com/ragops/ragops/internal/testenv"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+const ns = "ragops-demo"
+
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+func TestEndToEndOnSciFactSubset(t *testing.T) {
+	if os.Getuid() != 0 {
+		skipOrFail(t, "the local node needs root")
+	}
+	root := testenv.ModuleRoot()
+	state := filepath.Join(root, ".cache", "e2e")
+	env := append(os.Environ(),
+		"RAGOPS_DEMO_DOCS=500",
+		"RAGOPS_DEMO_SAMPLES="+filepath.Join(root, "test", "e2e", "testdata", "samples"),
+		"RAGOPS_DEMO_DIR="+state,
+		"RAGOPS_DEMO_TIMEOUT=1800",
+		"LOCALCLUSTER_DIR="+filepath.Join(state, "cluster"),
+	)
+	demo := func(args ...string) {
+		t.Helper()
+		c := exec.Command(filepath.Join(root, "hack", "demo.sh"), args...)
+		c.Env, c.Dir = env, root
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("hack/demo.sh %v: %v\n%s", args, err, tail(string(out), 6000))
+		}
+		t.Logf("hack/demo.sh %v:\n%s", args, tail(string(out), 3000))
+	}
+	t.Cleanup(func() { demo("down") })
+	start := time.Now()
+	demo("up")
+	t.Logf("apply -> every Evaluation Ready: %s", time.Since(start).Round(time.Second))
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "cluster", "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: cmd.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := vectorstore.New(vectorstore.Config{HTTPHost: "127.0.0.1:18080", GRPCHost: "127.0.0.1:18051"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	// Recall landed in status, computed by real pods on real data.
+	var evals ragopsv1alpha1.EvaluationList
+	if err := k8s.List(ctx, &evals, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evals.Items {
+		if ev.Status.RecallAt10 == nil || ev.Status.Queries == 0 {
+			t.Fatalf("%s: no recall in status: %+v", ev.Name, ev.Status)
+		}
+		t.Logf("%s: recall@10 %.4f nDCG@10 %.4f over %d queries", ev.Name, *ev.Status.RecallAt10, *ev.Status.NDCGAt10, ev.Status.Queries)
+		// On 500 documents every method finds most judged abstracts.
+		if *ev.Status.RecallAt10 < 0.5 {
+			t.Errorf("%s: recall@10 %.4f is implausibly low", ev.Name, *ev.Status.RecallAt10)
+		}
+	}
+
+	// Chunks are in Weaviate, as many as the status says.
+	idx := getIndex(t, k8s, "recursive")
+	r1 := idx.Status.ActiveRevision
+	alias, _ := vectorstore.AliasName(ns, "recursive")
+	c1 := findRev(idx, r1).Collection
+	if n, err := store.Count(ctx, alias); err != nil || int64(n) != idx.Status.Chunks || n == 0 {
+		t.Fatalf("alias %s holds %d chunks (err %v), status says %d", alias, n, err, idx.Status.Chunks)
+	}
+	if docs := findRev(idx, r1).Documents; docs != 500 {
+		t.Errorf("revision %s embedded %d documents, want 500", r1, docs)
+	}
+
+	// A strategy change builds a new revision and moves the alias.
+	var cs ragopsv1alpha1.ChunkingStrategy
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "recursive"}, &cs); err != nil {
+		t.Fatal(err)
+	}
+	cs.Spec.Size = 96
+	if err := k8s.Update(ctx, &cs); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Minute)
+	for {
+		idx = getIndex(t, k8s, "recursive")
+		if idx.Status.ActiveRevision != r1 && idx.Status.ActiveRevision != "" {
+			break
+		}
+		if c := meta(idx, ragopsv1alpha1.ConditionStalled); c != nil {
+			t.Fatalf("Index stalled: %s", c.Message)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the alias did not move off %s: %+v", r1, idx.Status)
+		}
+		time.Sleep(5 * time.Second)
+	}
+	r2 := idx.Status.ActiveRevision
+	target, _, err := store.GetAlias(ctx, alias)
+	if err != nil || target != findRev(idx, r2).Collection {
+		t.Fatalf("alias points at %q (err %v), want %s", target, err, findRev(idx, r2).Collection)
+	}
+
+	// Deleting the Index deletes its alias and collections.
+	if err := k8s.Delete(ctx, idx); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(2 * time.Minute)
+	for {
+		var ix ragopsv1alpha1.Index
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "recursive"}, &ix); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Index not deleted: %+v", ix.Status.Conditions)
+		}
+		time.Sleep(time.Second)
+	}
+	for _, c := range []string{c1, findRev(idx, r2).Collection} {
+		if _, err := store.Collection(ctx, c); err == nil {
+			t.Errorf("collection %s survived the Index's deletion", c)
+		}
+	}
+	if _, found, _ := store.GetAlias(ctx, alias); found {
+		t.Errorf("alias %s survived the Index's deletion", alias)
+	}
+}
+
+func getIndex(t *testing.T, c client.Client, name string) *ragopsv1alpha1.Index {
+	t.Helper()
+	var idx ragopsv1alpha1.Index
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &idx); err != nil {
+		t.Fatal(err)
+	}
+	return &idx
+}
+
+func findRev(idx *ragopsv1alpha1.Index, name string) ragopsv1alpha1.RevisionStatus {
+	for _, r := range idx.Status.Revisions {
+		if r.Name == name {
+			return r
+		}
+	}
+	return ragopsv1alpha1.RevisionStatus{}
+}
+
+func meta(idx *ragopsv1alpha1.Index, typ string) *metav1.Condition {
+	for i, c := range idx.Status.Conditions {
+		if c.Type == typ && c.Status == metav1.ConditionTrue {
+			return &idx.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
