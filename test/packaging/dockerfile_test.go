@@ -176,9 +176,9 @@ func pinned(ref string) (bool, string) {
 
 func TestPinnedRejectsFloatingReferences(t *testing.T) {
 	for ref, want := range map[string]bool{
-		"golang:1.26.8-bookworm":                        true,
-		"nvidia/cuda:12.9.1-cudnn-runtime-ubuntu24.04":  true,
-		"python:3.12.12-slim-bookworm":                  true,
+		"golang:1.26.8-bookworm":                                 true,
+		"nvidia/cuda:12.9.1-cudnn-runtime-ubuntu24.04":           true,
+		"python:3.12.12-slim-bookworm":                           true,
 		"gcr.io/distroless/cc@sha256:" + strings.Repeat("a", 64): true,
 		"golang":                      false,
 		"golang:latest":               false,
@@ -395,8 +395,8 @@ func TestDockerignoreKeepsBuildInputs(t *testing.T) {
 	files := []string{"go.mod", "go.sum", "main.go"}
 	for dec.More() {
 		var p struct {
-			Dir                                        string
-			Module                                     *struct{ Path string }
+			Dir                                           string
+			Module                                        *struct{ Path string }
 			GoFiles, CgoFiles, CFiles, HFiles, EmbedFiles []string
 		}
 		if err := dec.Decode(&p); err != nil {
