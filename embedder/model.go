@@ -172,7 +172,7 @@ func Load(dir string, opts Options) (*Model, error) {
 	if opts.Device == CUDA {
 		if err := appendCUDA(so, opts.CUDADeviceID); err != nil {
 			if !opts.AllowCPUFallback {
-				return nil, fmt.Errorf("embedder: device cuda was asked for but the CUDA execution provider could not be added (%v); use a CUDA build of ONNX Runtime (hack/provision-onnxruntime.sh cuda) with matching CUDA/cuDNN libraries on the library path, or allow CPU fallback", err)
+				return nil, fmt.Errorf("embedder: device cuda was asked for but the CUDA execution provider could not be added (%v); use a CUDA build of ONNX Runtime (hack/provision-onnxruntime.sh cuda: onnxruntime-gpu 1.31.1, CUDA 13) with the CUDA 13 and cuDNN 9 libraries on the library path, or allow CPU fallback", err)
 			}
 			m.provider = fmt.Sprintf("cpu (CUDA fallback: %v)", err)
 		} else {

@@ -5,9 +5,11 @@
 #
 # cpu  (default): libonnxruntime.so.1 from the npm package onnxruntime-node@1.24.3
 #                 (fetched with `npm pack`, no install scripts run).
-# cuda:           the PyPI wheel onnxruntime-gpu==1.24.4 (CPython 3.12, manylinux x86-64);
-#                 its onnxruntime/capi/ folder holds libonnxruntime.so.1.24.4 and the CUDA
-#                 execution provider (libonnxruntime_providers_cuda.so, built for CUDA 12 + cuDNN 9).
+# cuda:           the PyPI wheel onnxruntime-gpu==1.31.1 (CPython 3.12, manylinux x86-64);
+#                 its onnxruntime/capi/ folder holds libonnxruntime.so.1.31.1 and the CUDA
+#                 execution provider (libonnxruntime_providers_cuda.so, 284 MB), built for
+#                 CUDA 13 + cuDNN 9 (the 1.24.x wheels are CUDA 12 builds). The CUDA libraries
+#                 themselves (cuBLAS, cuDNN, ...) must be on the GPU machine's library path.
 #
 # Downloads are checked against pinned SHA-256 sums and cached under
 # .cache/onnxruntime/<flavour>-<version>/. The last line printed is the library path; export it:
@@ -23,9 +25,9 @@ CPU_VERSION=1.24.3
 CPU_TGZ_SHA256=aa1bb5fa261ea68de05dd53efbba210cd7adf2d2850f4c3a201054c74cc78040
 CPU_LIB_SHA256=92ba8e44d31b80a34f5e805076a044122c3be1fffe0d88ed790de7267b0b2682
 
-GPU_VERSION=1.24.4
-GPU_WHEEL=onnxruntime_gpu-1.24.4-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
-GPU_WHEEL_SHA256=eb0e38f0c1ef3b76ae0081c8e51eed20dd8925aa916f0fc6f9b8b17d05610e99
+GPU_VERSION=1.31.1
+GPU_WHEEL=onnxruntime_gpu-1.31.1-cp312-cp312-manylinux_2_28_x86_64.whl
+GPU_WHEEL_SHA256=05d548956197b9d01f59b625de740e0d6be3593f874e241a12dc0362650ecdf7
 
 check() { # file sha256
 	local got
@@ -68,11 +70,10 @@ cuda)
 	mkdir -p "$dir"
 	if [[ ! -f "$dir/$GPU_WHEEL" ]]; then
 		"$py" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
-			--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
-			-d "$dir" "onnxruntime-gpu==$GPU_VERSION"
+			--implementation cp --platform manylinux_2_28_x86_64 -d "$dir" "onnxruntime-gpu==$GPU_VERSION"
 	fi
 	check "$dir/$GPU_WHEEL" "$GPU_WHEEL_SHA256"
-	(cd "$dir" && unzip -q -o "$GPU_WHEEL" 'onnxruntime/capi/*.so*')
+	(cd "$dir" && unzip -q -o "$GPU_WHEEL" 'onnxruntime/capi/libonnxruntime*')
 	echo "$lib"
 	;;
 *)
