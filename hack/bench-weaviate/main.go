@@ -1,7 +1,8 @@
 // Command bench-weaviate measures Weaviate import speed of ragops' vectorstore (Go, gRPC batches)
 // against the official Python client (weaviate-client 4.24.1, batch.fixed_size) in one run on one
 // throwaway server: the same SciFact chunk objects (384-dimensional), the same collection
-// schema, flat and HNSW vector indexes, alternating order (ABBA) to cancel drift. It reports
+// schema, flat and HNSW vector indexes, alternating order (ABBA, each index type led by the other
+// client) to cancel drift, each run started on an idle server after an untimed warm-up import. It reports
 // objects/s, wall seconds, server CPU seconds (from /proc/<pid>/stat) and client CPU seconds.
 //
 // Vectors are deterministic pseudo-random unit vectors seeded by each chunk's text (no model
@@ -90,13 +91,13 @@ func run(corpus, python, script string, maxObjects, rounds, batchSize, concurren
 
 	fmt.Fprintf(os.Stderr, "%d objects of %d dims from %s; weaviate pid %d\n", len(chunks), dims, corpus, srv.PID())
 	var results []result
-	for _, index := range []vectorstore.VectorIndex{{Type: vectorstore.IndexFlat}, {Type: vectorstore.IndexHNSW}} {
+	for ii, index := range []vectorstore.VectorIndex{{Type: vectorstore.IndexFlat}, {Type: vectorstore.IndexHNSW}} {
 		if warmup {
 			name, _ := vectorstore.CollectionName("bench", "warmup-"+index.Type, "w")
 			if err := store.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: name, Revision: "w", Dimensions: dims, Index: index}); err != nil {
 				return err
 			}
-			if err := store.Upsert(ctx, name, chunks[:min(len(chunks), 2000)]); err != nil {
+			if err := store.Upsert(ctx, name, chunks); err != nil {
 				return err
 			}
 			if err := store.DeleteCollection(ctx, name); err != nil {
@@ -105,7 +106,7 @@ func run(corpus, python, script string, maxObjects, rounds, batchSize, concurren
 		}
 		for r := 0; r < rounds; r++ {
 			order := []string{"go", "python"}
-			if r%2 == 1 {
+			if (ii+r)%2 == 1 {
 				order = []string{"python", "go"}
 			}
 			for _, client := range order {
@@ -116,6 +117,9 @@ func run(corpus, python, script string, maxObjects, rounds, batchSize, concurren
 					return err
 				}
 				res := result{client: client, index: index.Type, objects: len(chunks)}
+				if err := waitQuiet(srv); err != nil {
+					return err
+				}
 				cpu0, err := srv.CPUSeconds()
 				if err != nil {
 					return err
@@ -182,6 +186,29 @@ func run(corpus, python, script string, maxObjects, rounds, batchSize, concurren
 	return nil
 }
 
+// waitQuiet waits until the server has been idle (under 5% of a core for a second) so that
+// background work left by the previous run (HNSW commit-log condensing, LSM compaction, dropping
+// deleted collections) is not charged to the next one; at most 60 s.
+func waitQuiet(srv *weaviatetest.Server) error {
+	prev, err := srv.CPUSeconds()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 60; i++ {
+		time.Sleep(time.Second)
+		cur, err := srv.CPUSeconds()
+		if err != nil {
+			return err
+		}
+		if cur-prev < 0.05 {
+			return nil
+		}
+		prev = cur
+	}
+	fmt.Fprintln(os.Stderr, "server still busy after 60 s; measuring anyway")
+	return nil
+}
+
 func rusageSeconds(r syscall.Rusage) float64 {
 	return float64(r.Utime.Sec+r.Stime.Sec) + float64(r.Utime.Usec+r.Stime.Usec)/1e6
 }
@@ -216,7 +243,7 @@ func printTable(results []result, n, batchSize, concurrency int) {
 				float64(n*rounds)/s.seconds, s.seconds/float64(rounds), s.server/float64(rounds), s.client/float64(rounds), ratio)
 		}
 	}
-	fmt.Printf("\n%d objects x %d dims per run, %d run(s) per client and index (ABBA order), batch %d, %d requests in flight.\n",
+	fmt.Printf("\n%d objects x %d dims per run, %d run(s) per client and index (ABBA order, each index type led by the other client), each run on an idle server, batch %d, %d requests in flight.\n",
 		n, dims, rounds, batchSize, concurrency)
 }
 
