@@ -5,9 +5,9 @@
 // Go and process collectors).
 //
 // The controllers call a small API: ObserveBuild when a revision's build Job completes,
-// ObserveEmbedded for incremental corpus syncs, ObserveBuildFailure when a build fails,
-// SetActiveRevision when the alias moves, ObserveEvaluation when an Evaluation's figures
-// land in status, and the Forget* functions when an Index, a revision or an Evaluation goes
+// ObserveEmbedded for incremental corpus syncs, ObserveBuildFailure when a build or sync Job
+// fails, SetActiveRevision when the alias moves, ObserveEvaluation and SetEvaluationCompleted
+// when an Evaluation's figures land in status, and the Forget* functions when an Index, a revision or an Evaluation goes
 // away (so deleted objects leave no stale series). Every function is safe for concurrent use.
 //
 // Series (all labelled by namespace plus the object's name):
@@ -31,6 +31,7 @@ package metrics
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -129,7 +130,13 @@ func add(c prometheus.Counter, n int64) {
 // the counters (as ObserveEmbedded), counts a succeeded build, observes seconds (the wall
 // time of the slowest shard) in the duration histogram and sets the revision's tokens per
 // second to tokens/seconds. A non-positive seconds skips the histogram and the throughput.
+// A revision is recorded once: calling it again for the same namespace, index and revision
+// (a reconcile retried after a status conflict) changes nothing until ForgetRevision or
+// ForgetIndex.
 func ObserveBuild(namespace, index, revision string, documents, chunks, tokens int64, seconds float64) {
+	if !seen.first(namespace, index, "revision/"+revision) {
+		return
+	}
 	ObserveEmbedded(namespace, index, documents, chunks, tokens)
 	builds.WithLabelValues(namespace, index, ResultSucceeded).Inc()
 	if seconds > 0 {
@@ -138,9 +145,47 @@ func ObserveBuild(namespace, index, revision string, documents, chunks, tokens i
 	}
 }
 
-// ObserveBuildFailure counts a failed revision build or corpus sync of an Index.
-func ObserveBuildFailure(namespace, index string) {
+// ObserveBuildFailure counts a failed build or corpus sync Job of an Index, once per Job
+// name (repeated calls for the same Job change nothing until ForgetIndex).
+func ObserveBuildFailure(namespace, index, job string) {
+	if !seen.first(namespace, index, "job/"+job) {
+		return
+	}
 	builds.WithLabelValues(namespace, index, ResultFailed).Inc()
+}
+
+// recorded remembers which builds and failed Jobs were counted, per Index.
+type recorded struct {
+	mu   sync.Mutex
+	keys map[[2]string]map[string]bool
+}
+
+var seen = &recorded{keys: map[[2]string]map[string]bool{}}
+
+// first reports whether key is new for the Index, and records it.
+func (r *recorded) first(namespace, index, key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := [2]string{namespace, index}
+	if r.keys[k] == nil {
+		r.keys[k] = map[string]bool{}
+	}
+	if r.keys[k][key] {
+		return false
+	}
+	r.keys[k][key] = true
+	return true
+}
+
+func (r *recorded) forget(namespace, index, key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := [2]string{namespace, index}
+	if key == "" {
+		delete(r.keys, k)
+		return
+	}
+	delete(r.keys[k], key)
 }
 
 // SetActiveRevision records that the Index's alias points at revision: the info series of
@@ -153,15 +198,24 @@ func SetActiveRevision(namespace, index, revision string) {
 	}
 }
 
-// ObserveEvaluation records an Evaluation's figures at cut-off k for retrieval mode (dense,
-// bm25 or hybrid) against index, and stamps the completion time. Call it once per k the
-// Evaluation measured; values are fractions in [0,1] as in the Evaluation's status.
+// ObserveEvaluation records an Evaluation's figures at cut-off k for retrieval mode (the
+// spec's mode: Dense, BM25 or Hybrid) against index. Call it once per k the Evaluation
+// measured; values are fractions in [0,1] as in the Evaluation's status. Setting the same
+// figures again (after a manager restart) is harmless.
 func ObserveEvaluation(namespace, name, index, mode string, k int, recallAtK, ndcgAtK, mrrAtK float64) {
 	ks := strconv.Itoa(k)
 	recall.WithLabelValues(namespace, name, index, mode, ks).Set(recallAtK)
 	ndcg.WithLabelValues(namespace, name, index, mode, ks).Set(ndcgAtK)
 	mrr.WithLabelValues(namespace, name, index, mode, ks).Set(mrrAtK)
-	evaluationCompleted.WithLabelValues(namespace, name, index).Set(float64(time.Now().UnixNano()) / 1e9)
+}
+
+// SetEvaluationCompleted records when an Evaluation's figures were produced (its
+// status.completionTime); a zero time is ignored.
+func SetEvaluationCompleted(namespace, name, index string, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	evaluationCompleted.WithLabelValues(namespace, name, index).Set(float64(at.UnixNano()) / 1e9)
 }
 
 // ForgetRevision removes the series of one revision of an Index (call it when the revision
@@ -170,6 +224,7 @@ func ForgetRevision(namespace, index, revision string) {
 	l := prometheus.Labels{"namespace": namespace, "index": index, "revision": revision}
 	tokensPerSecond.DeletePartialMatch(l)
 	activeRevision.DeletePartialMatch(l)
+	seen.forget(namespace, index, "revision/"+revision)
 }
 
 // ForgetIndex removes every series of an Index (call it when the Index is deleted).
@@ -180,6 +235,7 @@ func ForgetIndex(namespace, index string) {
 	}{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration, tokensPerSecond, activeRevision} {
 		v.DeletePartialMatch(l)
 	}
+	seen.forget(namespace, index, "")
 }
 
 // ForgetEvaluation removes every series of an Evaluation (call it when it is deleted, or when

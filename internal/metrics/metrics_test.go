@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -70,12 +71,18 @@ func TestObserveBuildCountsAndThroughput(t *testing.T) {
 	if h.GetSampleCount() != 1 || h.GetSampleSum() != 2 {
 		t.Errorf("duration histogram count %d sum %v, want 1 and 2", h.GetSampleCount(), h.GetSampleSum())
 	}
-	metrics.ObserveBuildFailure("ns-build", "besluiten")
+	metrics.ObserveBuildFailure("ns-build", "besluiten", "besluiten-r9-build")
+	metrics.ObserveBuildFailure("ns-build", "besluiten", "besluiten-r9-build") // the same Job again
 	if v := one(t, "ragops_index_builds_total", map[string]string{"index": "besluiten", "result": "failed"}).GetCounter().GetValue(); v != 1 {
 		t.Errorf("failed builds %v, want 1", v)
 	}
 	if v := one(t, "ragops_index_builds_total", map[string]string{"index": "besluiten", "result": "succeeded"}).GetCounter().GetValue(); v != 1 {
 		t.Errorf("succeeded builds %v, want 1", v)
+	}
+	// A retried reconcile observing the same revision again changes nothing.
+	metrics.ObserveBuild("ns-build", "besluiten", "r1", 3, 6, 600, 2)
+	if v := one(t, "ragops_index_documents_embedded_total", l).GetCounter().GetValue(); v != 4 {
+		t.Errorf("documents embedded %v after a repeated ObserveBuild, want still 4", v)
 	}
 	// Zero seconds (a result without timing) must not divide by zero.
 	metrics.ObserveBuild("ns-build", "besluiten", "r2", 1, 1, 10, 0)
@@ -109,6 +116,7 @@ func TestSetActiveRevisionKeepsOneSeriesPerIndex(t *testing.T) {
 func TestObserveEvaluationPerKAndForget(t *testing.T) {
 	metrics.ObserveEvaluation("ns-eval", "gate", "besluiten", "hybrid", 10, 0.8612, 0.7, 0.65)
 	metrics.ObserveEvaluation("ns-eval", "gate", "besluiten", "hybrid", 100, 0.95, 0.72, 0.66)
+	metrics.SetEvaluationCompleted("ns-eval", "gate", "besluiten", time.Unix(1_790_000_000, 5e8))
 	if v := one(t, "ragops_evaluation_recall", map[string]string{"evaluation": "gate", "k": "10", "mode": "hybrid"}).GetGauge().GetValue(); v != 0.8612 {
 		t.Errorf("recall@10 %v, want 0.8612", v)
 	}
@@ -118,8 +126,8 @@ func TestObserveEvaluationPerKAndForget(t *testing.T) {
 	if v := one(t, "ragops_evaluation_mrr", map[string]string{"evaluation": "gate", "k": "10"}).GetGauge().GetValue(); v != 0.65 {
 		t.Errorf("MRR@10 %v, want 0.65", v)
 	}
-	if v := one(t, "ragops_evaluation_last_completion_timestamp_seconds", map[string]string{"evaluation": "gate"}).GetGauge().GetValue(); v < 1.7e9 {
-		t.Errorf("completion timestamp %v is not a current Unix time", v)
+	if v := one(t, "ragops_evaluation_last_completion_timestamp_seconds", map[string]string{"evaluation": "gate"}).GetGauge().GetValue(); v != 1_790_000_000.5 {
+		t.Errorf("completion timestamp %v, want 1790000000.5", v)
 	}
 	metrics.ForgetEvaluation("ns-eval", "gate")
 	for _, n := range []string{"ragops_evaluation_recall", "ragops_evaluation_ndcg", "ragops_evaluation_mrr", "ragops_evaluation_last_completion_timestamp_seconds"} {
@@ -137,6 +145,10 @@ func TestForgetIndexAndRevision(t *testing.T) {
 	metrics.ForgetRevision("ns-forget", "x", "r1")
 	if n := len(series(t, "ragops_index_build_tokens_per_second", map[string]string{"namespace": "ns-forget", "index": "x"})); n != 1 {
 		t.Errorf("after ForgetRevision r1: %d tokens/s series for x, want 1 (r2)", n)
+	}
+	metrics.ObserveBuild("ns-forget", "x", "r1", 1, 1, 100, 1) // forgotten, so counted anew
+	if v := one(t, "ragops_index_builds_total", map[string]string{"namespace": "ns-forget", "index": "x", "result": "succeeded"}).GetCounter().GetValue(); v != 3 {
+		t.Errorf("succeeded builds of x %v, want 3 (r1, r2, r1 again after ForgetRevision)", v)
 	}
 	metrics.ForgetIndex("ns-forget", "x")
 	for _, n := range []string{"ragops_index_documents_embedded_total", "ragops_index_chunks_embedded_total", "ragops_index_tokens_embedded_total",
@@ -161,6 +173,7 @@ func TestNamesPassPromlint(t *testing.T) {
 	metrics.ObserveBuild("ns-lint", "i", "r", 1, 1, 1, 1)
 	metrics.SetActiveRevision("ns-lint", "i", "r")
 	metrics.ObserveEvaluation("ns-lint", "e", "i", "dense", 10, 0.5, 0.5, 0.5)
+	metrics.SetEvaluationCompleted("ns-lint", "e", "i", time.Now())
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
