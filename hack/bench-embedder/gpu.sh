@@ -22,10 +22,12 @@
 # `onnxruntime` package, which the image lists, is a CPU build). The wheel's CUDA provider
 # library is 284 MB, more than one call may carry, so (b) takes several calls, back to back
 # within the machine's 30 s warm window (ignored files a call leaves there are kept):
-#      hack/bench-embedder/gpu.sh stage     # here: .cache/gpu-stage/part-00 ... (xz, 50 MB each)
-#      run(command="true", carry=[".cache/gpu-bench", ".cache/gpu-stage/part-00"])
-#      run(command="true", carry=[".cache/gpu-stage/part-01"])         # ... one per part
-#      run(command="bash hack/bench-embedder/gpu.sh run", carry=[".cache/gpu-stage/part-NN"], timeout_s=600)
+#      hack/bench-embedder/gpu.sh stage     # here: .cache/gpu-stage/part-00 .. part-03 (xz, 55 MiB each)
+#      run(command="true", carry=[".cache/gpu-stage/part-00"])
+#      run(command="true", carry=[".cache/gpu-stage/part-01"])
+#      run(command="true", carry=[".cache/gpu-stage/part-02"])
+#      run(command="bash hack/bench-embedder/gpu.sh run", carry=[".cache/gpu-bench", ".cache/gpu-stage/part-03"], timeout_s=600)
+# (each call: at most 55 MiB of parts + the ~6 MiB working tree, under the 64 MiB limit).
 # The CUDA libraries (cuBLAS, cuDNN, cuFFT, cuRAND, CUDA runtime) come from the image's
 # nvidia-* Python packages (site-packages/nvidia/*/lib), put on LD_LIBRARY_PATH.
 set -euo pipefail
@@ -57,9 +59,9 @@ stage_parts() {
 	mkdir -p "$stage"
 	tar -cf - -C "$capi/../.." onnxruntime/capi/libonnxruntime.so.$ORT_GPU_VERSION \
 		onnxruntime/capi/libonnxruntime_providers_shared.so onnxruntime/capi/libonnxruntime_providers_cuda.so |
-		xz -6 -T2 | split -b 50m -d - "$stage/part-"
+		xz -6 -T2 | split -b 55m -d - "$stage/part-"
 	ls -la "$stage"
-	echo "carry part-00 with .cache/gpu-bench, then each further part in its own run, back to back; the last runs gpu.sh run"
+	echo "carry each part in its own run, back to back; the last one together with .cache/gpu-bench runs 'gpu.sh run'"
 }
 
 run_gpu() {
