@@ -61,7 +61,9 @@ func (m *Model) EmbedChunks(ctx context.Context, text string, chunks []chunkers.
 
 // EmbedDocuments embeds the chunks of several documents, batching their sequences together
 // (sorted by length, under the token budget) for throughput. The result is indexed
-// [document][chunk][Dimension].
+// [document][chunk][Dimension]. In late mode the token states of all the call's documents
+// are held until pooling (about 1.5 KiB per encoded token for a 384-wide model), so pass
+// documents in groups of bounded size.
 func (m *Model) EmbedDocuments(ctx context.Context, docs []Document, mode Mode) ([][][]float32, error) {
 	for d, doc := range docs {
 		for _, c := range doc.Chunks {
@@ -155,7 +157,7 @@ func (m *Model) embedTexts(ctx context.Context, texts []string, prefix []int64) 
 		if m.cfg.Pooling == PoolCLS {
 			copy(v, states[:d])
 		} else {
-			meanInto(v, states, d, 0, len(states)/d, nil)
+			meanInto(v, states, d, 0, len(states)/d)
 		}
 		out[i] = m.finish(v)
 	})
@@ -235,9 +237,9 @@ func (m *Model) finish(v []float32) []float32 {
 	return v
 }
 
-// meanInto writes into v the mean of the rows [from, to) of states (rows of width d) plus
-// the extra rows given, accumulating in float64.
-func meanInto(v []float32, states []float32, d, from, to int, extra [][]float32) {
+// meanInto writes into v the mean of the rows [from, to) of states (rows of width d),
+// accumulating in float64.
+func meanInto(v []float32, states []float32, d, from, to int) {
 	acc := make([]float64, d)
 	for r := from; r < to; r++ {
 		row := states[r*d : (r+1)*d]
@@ -245,12 +247,7 @@ func meanInto(v []float32, states []float32, d, from, to int, extra [][]float32)
 			acc[j] += float64(x)
 		}
 	}
-	for _, row := range extra {
-		for j, x := range row {
-			acc[j] += float64(x)
-		}
-	}
-	n := float64(to - from + len(extra))
+	n := float64(to - from)
 	for j := range v {
 		v[j] = float32(acc[j] / n)
 	}

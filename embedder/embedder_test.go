@@ -340,7 +340,7 @@ func TestLongLateChunking(t *testing.T) {
 	}
 	d := small.Dimension()
 	want := make([]float32, d)
-	meanInto(want, st[0], d, 1+a-wins[w][0], 1+b-wins[w][0], nil)
+	meanInto(want, st[0], d, 1+a-wins[w][0], 1+b-wins[w][0])
 	if c := cosine(got[0], want); c < 0.9999 {
 		t.Errorf("tokens [%d,%d) from window %v: cosine %.6f with the window's own states", a, b, wins[w], c)
 	}

@@ -72,6 +72,9 @@ func (m *Model) embedLate(ctx context.Context, docs []Document) ([][][]float32, 
 		first   int // index of the document's first window in seqs
 	}, len(docs))
 	for di, doc := range docs {
+		if len(doc.Chunks) == 0 {
+			continue // nothing to pool: skip the encoder pass
+		}
 		e := m.tok.Encode(doc.Text, false)
 		content := append(append(make([]int64, 0, len(m.docPre)+len(e.IDs)), m.docPre...), e.IDs...)
 		wins := planWindows(len(content), size, overlap)
@@ -87,6 +90,10 @@ func (m *Model) embedLate(ctx context.Context, docs []Document) ([][][]float32, 
 
 	out := make([][][]float32, len(docs))
 	for di, doc := range docs {
+		if len(doc.Chunks) == 0 {
+			out[di] = [][]float32{}
+			continue
+		}
 		e := encs[di]
 		n := len(e.content)
 		wins := e.wins

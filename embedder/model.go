@@ -241,7 +241,8 @@ func (m *Model) checkIO(path string, ins, outs []onnx.InputOutputInfo) ([]string
 	return nil, fmt.Errorf("embedder: %s has no output %q (ragops.json tokenStatesOutput)", path, m.cfg.TokenStatesOutput)
 }
 
-// Close releases the ONNX Runtime session.
+// Close releases the ONNX Runtime session. It must not run concurrently with embedding
+// calls; later calls return an error.
 func (m *Model) Close() error {
 	if m.sess == nil {
 		return nil
