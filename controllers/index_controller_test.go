@@ -312,21 +312,6 @@ func TestHostileSpecsGiveConditionsNamingTheProblem(t *testing.T) {
 			return c != nil && c.Reason == controllers.ReasonStrategyNotFound && strings.Contains(c.Message, `ChunkingStrategy "fixed" not found`), nil
 		})
 	})
-	t.Run("regex that Go rejects", func(t *testing.T) {
-		ns := newNamespace(t)
-		cs := &ragopsv1alpha1.ChunkingStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heads"},
-			Spec: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyHeading, Size: 256,
-				Heading: &ragopsv1alpha1.HeadingOptions{Patterns: []ragopsv1alpha1.HeadingPattern{{Pattern: `^(?<name>Beslispunt)\1`, Level: 1}}}}}
-		if err := env.Client.Create(ctx, cs); err != nil {
-			t.Skipf("the API server already rejects it: %v", err)
-		}
-		eventually(t, 20*time.Second, "InvalidStrategy", func() (bool, error) {
-			var got ragopsv1alpha1.ChunkingStrategy
-			_ = env.Client.Get(ctx, client.ObjectKeyFromObject(cs), &got)
-			c := condition(&got, ragopsv1alpha1.ConditionStalled)
-			return c != nil && c.Reason == controllers.ReasonInvalidStrategy && strings.Contains(c.Message, "spec.heading.patterns[0].pattern"), nil
-		})
-	})
 }
 
 func TestSteadyStateWritesNoStatus(t *testing.T) {

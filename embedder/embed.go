@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/embedder/tokenize"
@@ -123,18 +122,10 @@ func checkChunk(text string, c chunkers.Chunk) error {
 	return nil
 }
 
-// chunkText is the text a naive embedding sees: the span, or a multi-span chunk's spans
+// chunkText is the text a naive embedding sees: chunkers.Chunk.Text, i.e. a continued
+// table's repeated header rows (Prefix) before the span, or a multi-span chunk's spans
 // joined by newlines.
-func chunkText(text string, c chunkers.Chunk) string {
-	if len(c.Spans) == 0 {
-		return text[c.Start:c.End]
-	}
-	parts := make([]string, len(c.Spans))
-	for i, s := range c.Spans {
-		parts[i] = text[s.Start:s.End]
-	}
-	return strings.Join(parts, "\n")
-}
+func chunkText(text string, c chunkers.Chunk) string { return c.Text(text) }
 
 // embedTexts encodes each text as [CLS] prefix text [SEP] (cut to the model's positions,
 // counted in Stats.Truncated) and pools it per Config.Pooling.

@@ -19,6 +19,10 @@ import (
 // EnvLibrary is the environment variable that names the ONNX Runtime shared library.
 const EnvLibrary = "RAGOPS_ONNXRUNTIME_LIB"
 
+// DefaultLibrary is where the ragops image (and the local demo's image folder) keeps the
+// library; it is used when neither a path nor $RAGOPS_ONNXRUNTIME_LIB is given.
+const DefaultLibrary = "/usr/local/lib/onnxruntime/libonnxruntime.so"
+
 // MinVersion is the oldest ONNX Runtime release onnxruntime_go v1.27.0 works with.
 const MinVersion = "1.24"
 
@@ -32,7 +36,7 @@ var (
 )
 
 // Init loads the ONNX Runtime library at path, or at $RAGOPS_ONNXRUNTIME_LIB when path is
-// empty, and initialises the process-wide environment. Calling it again with the same path
+// empty, or at DefaultLibrary when that exists, and initialises the process-wide environment. Calling it again with the same path
 // (or an empty one) is a no-op; a different path is an error, since one process holds one
 // runtime. A missing file, a library that fails to load, or a version older than MinVersion
 // gives one error that says how to get the right library.
@@ -41,6 +45,11 @@ func Init(path string) error {
 	defer mu.Unlock()
 	if path == "" {
 		path = os.Getenv(EnvLibrary)
+	}
+	if path == "" {
+		if _, err := os.Stat(DefaultLibrary); err == nil {
+			path = DefaultLibrary
+		}
 	}
 	if loadedOK {
 		if path != "" && path != loaded {
