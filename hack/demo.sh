@@ -85,8 +85,8 @@ wc -l "$data/scifact/corpus.jsonl" "$data/scifact/qrels/test.tsv"
 step "local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the local process node"
 hack/localcluster/up.sh --image-map "ragops:latest=$rootfs" --image-entrypoint "ragops:latest=/usr/local/bin/ragops" --advertise-gpus 1 >/dev/null
 
-step "Weaviate v1.37.6 on 127.0.0.1:18080 (gRPC 18051)"
-RAGOPS_WEAVIATE_STATE=$weaviate_state RAGOPS_WEAVIATE_HTTP_PORT=18080 RAGOPS_WEAVIATE_GRPC_PORT=18051 hack/weaviate.sh start >/dev/null
+step "Weaviate v1.37.6 on 127.0.0.1:18080 (gRPC 18079)"
+RAGOPS_WEAVIATE_STATE=$weaviate_state RAGOPS_WEAVIATE_PORT_BASE=18075 hack/weaviate.sh start >/dev/null
 
 step "CRDs and the operator (ragops manager, log in $state/manager.log)"
 kc apply --server-side -f config/crd/bases >/dev/null

@@ -10,6 +10,8 @@
 #
 # State (pid, env, log, data) lives in $RAGOPS_WEAVIATE_STATE (default .cache/weaviate-run).
 # RAGOPS_WEAVIATE_BIN overrides the binary (default bin/weaviate-server).
+# RAGOPS_WEAVIATE_PORT_BASE=B uses the fixed ports B..B+5 (gossip, data, raft, raft RPC, gRPC,
+# HTTP) instead of a free block; the demo uses 18075, so HTTP is 18080 and gRPC 18079.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,7 +53,14 @@ start() {
 	rm -rf "$state/data"
 	mkdir -p "$state/data"
 	local gossip data raft raftrpc grpc http
-	read -r gossip data raft raftrpc grpc http < <(pick_ports 6)
+	if [[ -n "${RAGOPS_WEAVIATE_PORT_BASE:-}" ]]; then
+		# Fixed ports (the demo's manifests name them): base .. base+5.
+		local b=$RAGOPS_WEAVIATE_PORT_BASE
+		for ((i = 0; i < 6; i++)); do port_free $((b + i)) || { echo "port $((b + i)) is in use (RAGOPS_WEAVIATE_PORT_BASE=$b)" >&2; exit 1; }; done
+		read -r gossip data raft raftrpc grpc http < <(seq -s ' ' "$b" $((b + 5)))
+	else
+		read -r gossip data raft raftrpc grpc http < <(pick_ports 6)
+	fi
 	# Environment as in ../shared/FACTS.md (and vectorstore/weaviatetest.Env).
 	env PERSISTENCE_DATA_PATH="$state/data" \
 		DEFAULT_VECTORIZER_MODULE=none \

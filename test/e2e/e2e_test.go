@@ -71,7 +71,7 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := vectorstore.New(vectorstore.Config{HTTPHost: "127.0.0.1:18080", GRPCHost: "127.0.0.1:18051"})
+	store, err := vectorstore.New(vectorstore.Config{HTTPHost: "127.0.0.1:18080", GRPCHost: "127.0.0.1:18079"})
 	if err != nil {
 		t.Fatal(err)
 	}
