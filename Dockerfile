@@ -12,7 +12,7 @@
 # through cgo, so the binary links glibc and the runtime stage is glibc-based), and the
 # binary loads the library from the path RAGOPS_ONNXRUNTIME_LIB names below.
 
-ARG ORT_VERSION=1.24.4
+ARG ORT_VERSION=1.31.1
 
 # ---- build: the ragops binary (cgo on: github.com/yalue/onnxruntime_go uses cgo + dlopen)
 FROM golang:1.26.8-bookworm AS build
@@ -26,13 +26,14 @@ RUN CGO_ENABLED=1 GOOS=linux GOARCH=amd64 go build -trimpath \
       -o /out/ragops .
 
 # ---- onnxruntime: libonnxruntime and its CUDA execution provider from the PyPI
-# onnxruntime-gpu wheel (built for CUDA 12 and cuDNN 9), checked against a pinned SHA-256.
+# onnxruntime-gpu wheel (built for CUDA 13 and cuDNN 9), checked against a pinned SHA-256
+# (the same version and checksum as hack/provision-onnxruntime.sh cuda).
 FROM python:3.12.12-slim-bookworm AS onnxruntime
 ARG ORT_VERSION
-ARG ORT_WHEEL=onnxruntime_gpu-1.24.4-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
-ARG ORT_WHEEL_SHA256=eb0e38f0c1ef3b76ae0081c8e51eed20dd8925aa916f0fc6f9b8b17d05610e99
+ARG ORT_WHEEL=onnxruntime_gpu-1.31.1-cp312-cp312-manylinux_2_28_x86_64.whl
+ARG ORT_WHEEL_SHA256=05d548956197b9d01f59b625de740e0d6be3593f874e241a12dc0362650ecdf7
 RUN pip download --no-cache-dir --quiet --no-deps --only-binary=:all: --python-version 3.12 \
-      --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+      --implementation cp --platform manylinux_2_28_x86_64 \
       -d /wheel "onnxruntime-gpu==${ORT_VERSION}" \
  && echo "${ORT_WHEEL_SHA256}  /wheel/${ORT_WHEEL}" | sha256sum -c - \
  && python -m zipfile -e "/wheel/${ORT_WHEEL}" /x \
@@ -41,13 +42,13 @@ RUN pip download --no-cache-dir --quiet --no-deps --only-binary=:all: --python-v
        /x/onnxruntime/capi/libonnxruntime_providers_shared.so \
        /x/onnxruntime/capi/libonnxruntime_providers_cuda.so /out/
 
-# ---- runtime: glibc (Ubuntu 24.04) with the CUDA 12 runtime and cuDNN 9 that the CUDA
+# ---- runtime: glibc (Ubuntu 24.04) with the CUDA 13 runtime and cuDNN 9 that the CUDA
 # execution provider links against. Runs as 65532 with a read-only root file system; the
 # only writes go to /tmp (an emptyDir in the pods).
-FROM nvidia/cuda:12.9.1-cudnn-runtime-ubuntu24.04
+FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu24.04
 COPY --from=onnxruntime /out/ /opt/onnxruntime/lib/
 COPY --from=build /out/ragops /usr/local/bin/ragops
-ENV RAGOPS_ONNXRUNTIME_LIB=/opt/onnxruntime/lib/libonnxruntime.so.1.24.4 \
+ENV RAGOPS_ONNXRUNTIME_LIB=/opt/onnxruntime/lib/libonnxruntime.so.1.31.1 \
     TMPDIR=/tmp \
     HOME=/tmp
 USER 65532:65532
