@@ -10,7 +10,9 @@
 # test/packaging checks this file without Docker: every base pinned, the ONNX Runtime version
 # and checksum equal hack/provision-onnxruntime.sh's, cgo on (onnxruntime_go calls dlopen
 # through cgo, so the binary links glibc and the runtime stage is glibc-based), and the
-# binary loads the library from the path RAGOPS_ONNXRUNTIME_LIB names below.
+# binary loads the library from the path RAGOPS_ONNXRUNTIME_LIB names below, which is also
+# embedder/ort.DefaultLibrary (used when the variable is unset). The CUDA provider libraries
+# sit beside it: ONNX Runtime loads them from its own folder.
 
 ARG ORT_VERSION=1.31.1
 
@@ -38,17 +40,17 @@ RUN pip download --no-cache-dir --quiet --no-deps --only-binary=:all: --python-v
  && echo "${ORT_WHEEL_SHA256}  /wheel/${ORT_WHEEL}" | sha256sum -c - \
  && python -m zipfile -e "/wheel/${ORT_WHEEL}" /x \
  && mkdir -p /out \
- && cp "/x/onnxruntime/capi/libonnxruntime.so.${ORT_VERSION}" \
-       /x/onnxruntime/capi/libonnxruntime_providers_shared.so \
+ && cp "/x/onnxruntime/capi/libonnxruntime.so.${ORT_VERSION}" /out/libonnxruntime.so \
+ && cp /x/onnxruntime/capi/libonnxruntime_providers_shared.so \
        /x/onnxruntime/capi/libonnxruntime_providers_cuda.so /out/
 
 # ---- runtime: glibc (Ubuntu 24.04) with the CUDA 13 runtime and cuDNN 9 that the CUDA
 # execution provider links against. Runs as 65532 with a read-only root file system; the
 # only writes go to /tmp (an emptyDir in the pods).
 FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu24.04
-COPY --from=onnxruntime /out/ /opt/onnxruntime/lib/
+COPY --from=onnxruntime /out/ /usr/local/lib/onnxruntime/
 COPY --from=build /out/ragops /usr/local/bin/ragops
-ENV RAGOPS_ONNXRUNTIME_LIB=/opt/onnxruntime/lib/libonnxruntime.so.1.31.1 \
+ENV RAGOPS_ONNXRUNTIME_LIB=/usr/local/lib/onnxruntime/libonnxruntime.so \
     TMPDIR=/tmp \
     HOME=/tmp
 USER 65532:65532
