@@ -146,10 +146,8 @@ func Embed(ctx context.Context, log *slog.Logger, p plan.Build, o EmbedOptions) 
 	if err != nil {
 		return res, err
 	}
-	vi := p.VectorIndex
 	if err := store.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: p.Collection, Revision: p.Revision, Dimensions: model.Dimension(),
-		Index: vectorstore.VectorIndex{Type: string(vi.Type), Distance: vi.Distance, EfConstruction: int(vi.EfConstruction), MaxConnections: int(vi.MaxConnections), Ef: int(vi.Ef)},
-	}); err != nil {
+		Index: vectorIndex(p.VectorIndex)}); err != nil {
 		return res, err
 	}
 
@@ -285,6 +283,16 @@ func chunkDocument(ctx context.Context, c chunkers.Chunker, doc reader.Document)
 		outline[i] = chunkers.OutlineEntry{Level: o.Level, Title: o.Title, Span: chunkers.Span{Start: o.Start, End: doc.TitleEnd(i)}}
 	}
 	return h.ChunkOutline(ctx, doc.Text, outline)
+}
+
+// vectorIndex maps the Index's vector index settings to the store's; the HNSW parameters
+// (defaulted in the CRD) apply to hnsw only.
+func vectorIndex(vi ragopsv1alpha1.VectorIndexSpec) vectorstore.VectorIndex {
+	out := vectorstore.VectorIndex{Type: string(vi.Type), Distance: vi.Distance}
+	if vi.Type != "flat" {
+		out.EfConstruction, out.MaxConnections, out.Ef = int(vi.EfConstruction), int(vi.MaxConnections), int(vi.Ef)
+	}
+	return out
 }
 
 // loadModel loads the embedding model.

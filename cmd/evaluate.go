@@ -66,7 +66,15 @@ func Evaluate(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Evaluate
 	var res plan.EvaluateResult
 	cfg := evaluator.Config{
 		Split: p.Split, Cutoffs: p.K, MaxQueries: p.MaxQueries, OutDir: o.OutDir,
-		Alpha: p.Alpha, Fusion: evaluator.Fusion(p.Fusion),
+		Alpha: p.Alpha,
+	}
+	switch p.Fusion {
+	case ragopsv1alpha1.FusionRanked:
+		cfg.Fusion = evaluator.RankedFusion
+	case ragopsv1alpha1.FusionRelativeScore, "":
+		cfg.Fusion = evaluator.RelativeScoreFusion
+	default:
+		return res, fmt.Errorf("plan fusion %q: want RankedFusion or RelativeScoreFusion", p.Fusion)
 	}
 	switch p.Mode {
 	case ragopsv1alpha1.ModeDense:

@@ -30,6 +30,7 @@ func Scheme() *runtime.Scheme {
 func newManagerCommand() *cobra.Command {
 	var (
 		metricsAddr, probeAddr, workerImage string
+		leaderElectionNS                    string
 		leaderElect                         bool
 		progress, finalizerTimeout          time.Duration
 		zapOpts                             = zap.Options{}
@@ -45,11 +46,12 @@ func newManagerCommand() *cobra.Command {
 				return fmt.Errorf("kubeconfig: %w", err)
 			}
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-				Scheme:                 Scheme(),
-				Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-				HealthProbeBindAddress: probeAddr,
-				LeaderElection:         leaderElect,
-				LeaderElectionID:       "ragops-manager.ragops.dev",
+				Scheme:                  Scheme(),
+				Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+				HealthProbeBindAddress:  probeAddr,
+				LeaderElection:          leaderElect,
+				LeaderElectionID:        "ragops-manager.ragops.dev",
+				LeaderElectionNamespace: leaderElectionNS,
 			})
 			if err != nil {
 				return err
@@ -73,6 +75,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint (0 disables it)")
 	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica reconciles")
+	f.StringVar(&leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's own namespace; needed outside a cluster)")
 	f.StringVar(&workerImage, "worker-image", envOr("RAGOPS_WORKER_IMAGE", "ghcr.io/ragops/ragops:latest"), "image of the scan, embed and evaluate Jobs (env RAGOPS_WORKER_IMAGE)")
 	f.DurationVar(&progress, "progress-interval", 10*time.Second, "how often a running build's progress is refreshed (at most 30s)")
 	f.DurationVar(&finalizerTimeout, "finalizer-timeout", 15*time.Minute, "how long deletion waits for Weaviate before leaving collections behind")

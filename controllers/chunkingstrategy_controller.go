@@ -35,7 +35,7 @@ type ChunkingStrategyReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=chunkingstrategies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=ragops.dev,resources=chunkingstrategies/status,verbs=get;patch
+// +kubebuilder:rbac:groups=ragops.dev,resources=chunkingstrategies/status,verbs=patch
 
 // Reconcile validates one ChunkingStrategy.
 func (r *ChunkingStrategyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {

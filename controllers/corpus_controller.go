@@ -55,7 +55,7 @@ type CorpusReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=corpora,verbs=get;list;watch
-// +kubebuilder:rbac:groups=ragops.dev,resources=corpora/status,verbs=get;patch
+// +kubebuilder:rbac:groups=ragops.dev,resources=corpora/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch

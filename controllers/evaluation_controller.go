@@ -24,6 +24,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
 )
 
@@ -50,15 +51,19 @@ type EvaluationReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=ragops.dev,resources=evaluations/status,verbs=get;patch
+// +kubebuilder:rbac:groups=ragops.dev,resources=evaluations/status,verbs=patch
 
 // Reconcile drives one Evaluation.
 func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var ev ragopsv1alpha1.Evaluation
 	if err := r.Get(ctx, req.NamespacedName, &ev); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetEvaluation(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ev.DeletionTimestamp.IsZero() {
+		metrics.ForgetEvaluation(ev.Namespace, ev.Name)
 		return ctrl.Result{}, nil
 	}
 	patcher := newStatusPatcher(&ev)
@@ -108,6 +113,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil // keeps the figures of the revision it measured
 	}
 	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) {
+		observeEvaluation(&ev, idx.Name) // restores the series after a manager restart
 		return ctrl.Result{}, nil
 	}
 
@@ -153,7 +159,19 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		ev.Status.CompletionTime = ptr.To(metav1.Now())
 	}
 	conditions.MarkReady(&ev, ReasonEvaluated, fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, fmtMetric(ev.Status.RecallAt10), result.Queries))
+	observeEvaluation(&ev, idx.Name)
 	return ctrl.Result{}, nil
+}
+
+// observeEvaluation publishes an Evaluation's figures (status.metrics, one series per k) on
+// the manager's metrics endpoint.
+func observeEvaluation(ev *ragopsv1alpha1.Evaluation, index string) {
+	for _, m := range ev.Status.Metrics {
+		metrics.ObserveEvaluation(ev.Namespace, ev.Name, index, string(ev.Spec.Mode), int(m.K), m.Recall, m.NDCG, m.MRR)
+	}
+	if ev.Status.CompletionTime != nil {
+		metrics.SetEvaluationCompleted(ev.Namespace, ev.Name, index, ev.Status.CompletionTime.Time)
+	}
 }
 
 // Round rounds a metric to 4 decimals, so `kubectl get` prints 0.8612 rather than the

@@ -27,6 +27,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -59,8 +60,8 @@ type IndexReconciler struct {
 	Options Options
 }
 
-// +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=ragops.dev,resources=indexes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=ragops.dev,resources=indexes/status,verbs=patch
 // +kubebuilder:rbac:groups=ragops.dev,resources=indexes/finalizers,verbs=update
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations,verbs=get;list;watch;create;delete
 
@@ -239,6 +240,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 		rev.Phase, rev.Message = ragopsv1alpha1.RevisionFailed, truncate(msg, 1024)
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
+		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
 		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("revision %s: Job %s failed: %s", rev.Name, job.Name, rev.Message))
 		return ctrl.Result{}, true, nil
 	}
@@ -247,6 +249,11 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 		return ctrl.Result{}, true, err
 	}
 	applyBuildResults(rev, results, job)
+	var seconds float64
+	for _, br := range results {
+		seconds = max(seconds, br.Seconds)
+	}
+	metrics.ObserveBuild(idx.Namespace, idx.Name, rev.Name, rev.Documents, rev.Chunks, rev.Tokens, seconds)
 	rev.Phase = ragopsv1alpha1.RevisionReady
 	idx.Status.Build, idx.Status.Progress = nil, ""
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
@@ -373,6 +380,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 			}
 		}
 		idx.Status.Chunks = rev.Chunks
+		metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
 		return ctrl.Result{}, false, nil
 	}
 	if rev.Phase == ragopsv1alpha1.RevisionRejected {
@@ -405,6 +413,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	rev.Message = ""
 	idx.Status.ActiveRevision = rev.Name
 	idx.Status.Chunks = rev.Chunks
+	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
 	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
 	return ctrl.Result{}, false, nil
@@ -510,6 +519,7 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		if len(failed) > 0 {
 			msg = errorOf(failed[len(failed)-1])
 		}
+		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
 		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("corpus sync Job %s failed: %s", job.Name, truncate(msg, 1024)))
 		return ctrl.Result{}, true, nil
 	}
@@ -517,11 +527,14 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	if err != nil {
 		return ctrl.Result{}, true, err
 	}
-	var changed, deleted int64
+	var changed, deleted, chunks, tokens int64
 	for _, br := range results {
 		changed += br.Documents
 		deleted += br.Deleted
+		chunks += br.Chunks
+		tokens += br.Tokens
 	}
+	metrics.ObserveEmbedded(idx.Namespace, idx.Name, changed, chunks, tokens)
 	if n, err := st.store.Count(ctx, rev.Collection); err == nil {
 		rev.Chunks = int64(n)
 	}
@@ -573,6 +586,7 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (c
 		}
 		_ = deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev.Name))
 		_ = client.IgnoreNotFound(r.Delete(ctx, &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: gateEvaluationName(idx, rev.Name)}}))
+		metrics.ForgetRevision(idx.Namespace, idx.Name, rev.Name)
 		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionPruned", "Prune", "revision %s and collection %s deleted (revisionHistoryLimit %d)", rev.Name, rev.Collection, limit)
 	}
 	idx.Status.Revisions = keep
@@ -604,6 +618,7 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 				r.Options.FinalizerTimeout, idx.Status.Alias, strings.Join(leftovers, ","), err)
 		}
 	}
+	metrics.ForgetIndex(idx.Namespace, idx.Name)
 	base := idx.DeepCopy()
 	controllerutil.RemoveFinalizer(idx, Finalizer)
 	return ctrl.Result{}, r.Patch(ctx, idx, client.MergeFrom(base))

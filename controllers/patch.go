@@ -36,7 +36,7 @@ func (p *statusPatcher) patch(ctx context.Context, c client.Client, rec events.E
 		return nil
 	}
 	emitTransitions(rec, obj, *p.before.GetConditions(), *obj.GetConditions())
-	return c.Status().Patch(ctx, obj, client.MergeFromWithOptions(p.before, client.MergeFromWithOptimisticLock{}))
+	return c.Status().Patch(ctx, obj, client.MergeFrom(p.before))
 }
 
 // statusOf returns the value of obj's Status field.
