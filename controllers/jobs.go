@@ -29,6 +29,10 @@ const (
 	managedBy      = "ragops"
 
 	jobOwnerKey = ".metadata.controller"
+
+	// defaultBackoffLimit is the retries of a worker Job whose template sets none (the CRD's
+	// default when a template is given), rather than Kubernetes's 6 with minutes of back-off.
+	defaultBackoffLimit int32 = 2
 )
 
 // jobOwnerIndexer indexes Jobs by "<Kind>/<name>" of their controlling owner.
@@ -133,12 +137,16 @@ func (w *workload) job() *batchv1.Job {
 		{Name: "tmp", MountPath: "/tmp"},
 	}, w.mounts...)
 	shards := max(w.shards, 1)
+	backoff := t.BackoffLimit
+	if backoff == nil {
+		backoff = ptr.To(defaultBackoffLimit)
+	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.owner.GetNamespace(), Name: w.name, Labels: w.labels()},
 		Spec: batchv1.JobSpec{
 			Completions:           ptr.To(shards),
 			Parallelism:           ptr.To(shards),
-			BackoffLimit:          t.BackoffLimit,
+			BackoffLimit:          backoff,
 			ActiveDeadlineSeconds: t.ActiveDeadlineSeconds,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: w.labels()},
