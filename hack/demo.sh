@@ -10,6 +10,10 @@
 #                          them): a quick run; default all 5,183
 #   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo)
 #   RAGOPS_DEMO_TIMEOUT=S  give up after S seconds of waiting (default 10800)
+#   RAGOPS_DEMO_WEAVIATE_PORT_BASE=B  Weaviate on ports B..B+5, HTTP B+5 (default 18075: the
+#                          samples name 127.0.0.1:18080 and gRPC 18079)
+#   RAGOPS_DEMO_MANAGER_PORT=P  operator metrics on P, probes on P+1 (default 18090)
+#   LOCALCLUSTER_DIR and LOCALCLUSTER_*_PORT as hack/localcluster/up.sh documents
 #
 # A cold first run builds etcd, kube-apiserver & co. and Weaviate from source (about 15-20
 # minutes on 2 cores), exports the model and then embeds SciFact five times on the CPU.
@@ -24,6 +28,8 @@ timeout=${RAGOPS_DEMO_TIMEOUT:-10800}
 export LOCALCLUSTER_DIR=${LOCALCLUSTER_DIR:-$root/.cache/localcluster}
 kubeconfig=$LOCALCLUSTER_DIR/kubeconfig
 weaviate_state=$state/weaviate
+wbase=${RAGOPS_DEMO_WEAVIATE_PORT_BASE:-18075}
+mport=${RAGOPS_DEMO_MANAGER_PORT:-18090}
 kc() { "$root/bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
 n=0
@@ -85,8 +91,8 @@ wc -l "$data/scifact/corpus.jsonl" "$data/scifact/qrels/test.tsv"
 step "local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the local process node"
 hack/localcluster/up.sh --image-map "ragops:latest=$rootfs" --image-entrypoint "ragops:latest=/usr/local/bin/ragops" --advertise-gpus 1 >/dev/null
 
-step "Weaviate v1.37.6 on 127.0.0.1:18080 (gRPC 18079)"
-RAGOPS_WEAVIATE_STATE=$weaviate_state RAGOPS_WEAVIATE_PORT_BASE=18075 hack/weaviate.sh start >/dev/null
+step "Weaviate v1.37.6 on 127.0.0.1:$((wbase + 5)) (gRPC $((wbase + 4)))"
+RAGOPS_WEAVIATE_STATE=$weaviate_state RAGOPS_WEAVIATE_PORT_BASE=$wbase hack/weaviate.sh start >/dev/null
 
 step "CRDs and the operator (ragops manager, log in $state/manager.log)"
 kc apply --server-side -f config/crd/bases >/dev/null
@@ -96,14 +102,14 @@ if [[ -f "$state/manager.pid" ]] && kill -0 "$(cat "$state/manager.pid")" 2>/dev
 	sleep 1
 fi
 KUBECONFIG=$kubeconfig setsid bin/ragops manager --worker-image ragops:latest \
-	--metrics-bind-address 127.0.0.1:18090 --health-probe-bind-address 127.0.0.1:18091 \
+	--metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$((mport + 1))" \
 	--progress-interval 10s >"$state/manager.log" 2>&1 </dev/null &
 echo $! >"$state/manager.pid"
 for _ in $(seq 1 60); do
-	curl -fsS -o /dev/null http://127.0.0.1:18091/readyz 2>/dev/null && break
+	curl -fsS -o /dev/null "http://127.0.0.1:$((mport + 1))/readyz" 2>/dev/null && break
 	sleep 0.5
 done
-curl -fsS -o /dev/null http://127.0.0.1:18091/readyz || die "the operator did not become ready; see $state/manager.log"
+curl -fsS -o /dev/null "http://127.0.0.1:$((mport + 1))/readyz" || die "the operator did not become ready; see $state/manager.log"
 
 step "apply $samples"
 kc create namespace "$ns" --dry-run=client -o yaml | kc apply -f - >/dev/null
@@ -153,6 +159,6 @@ The cluster stays up. Use it with:
   bin/kubectl get rag -n $ns                 # all four kinds
   bin/kubectl get evaluations -n $ns -o wide
   bin/kubectl logs -n $ns job/<index>-<revision>-build
-Weaviate: http://127.0.0.1:18080   operator log: $state/manager.log   metrics: http://127.0.0.1:18090/metrics
+Weaviate: http://127.0.0.1:$((wbase + 5))   operator log: $state/manager.log   metrics: http://127.0.0.1:$mport/metrics
 Stop everything with: hack/demo.sh down
 EOF

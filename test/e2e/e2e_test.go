@@ -47,6 +47,12 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 		"RAGOPS_DEMO_DIR="+state,
 		"RAGOPS_DEMO_TIMEOUT=1800",
 		"LOCALCLUSTER_DIR="+filepath.Join(state, "cluster"),
+		// Ports apart from `make demo`'s, so both can run on one machine.
+		"RAGOPS_DEMO_WEAVIATE_PORT_BASE=28075",
+		"RAGOPS_DEMO_MANAGER_PORT=28090",
+		"LOCALCLUSTER_APISERVER_PORT=26443",
+		"LOCALCLUSTER_ETCD_PORT=23890",
+		"LOCALCLUSTER_KUBELET_PORT=20250",
 	)
 	demo := func(args ...string) {
 		t.Helper()
@@ -71,7 +77,7 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := vectorstore.New(vectorstore.Config{HTTPHost: "127.0.0.1:18080", GRPCHost: "127.0.0.1:18079"})
+	store, err := vectorstore.New(vectorstore.Config{HTTPHost: "127.0.0.1:28080", GRPCHost: "127.0.0.1:28079"})
 	if err != nil {
 		t.Fatal(err)
 	}
