@@ -183,14 +183,14 @@ func untar(r io.Reader, dir string) error {
 	}
 }
 
-// within joins an archive entry name to dir, refusing names that escape it.
+// within joins an archive entry name to dir, refusing absolute names and names that climb
+// out of it ("../").
 func within(dir, name string) (string, error) {
-	clean := filepath.Clean("/" + filepath.FromSlash(name))
-	dst := filepath.Join(dir, clean)
-	if !strings.HasPrefix(dst, filepath.Clean(dir)+string(filepath.Separator)) {
+	clean := filepath.Clean(filepath.FromSlash(name))
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
 		return "", fmt.Errorf("archive entry %q escapes the destination", name)
 	}
-	return dst, nil
+	return filepath.Join(dir, clean), nil
 }
 
 func writeFile(dst string, r io.Reader) error {

@@ -1,0 +1,193 @@
+package corpus
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/reader/markup"
+)
+
+func TestSelectedGlobs(t *testing.T) {
+	cases := []struct {
+		path             string
+		include, exclude []string
+		want             bool
+	}{
+		{"a/b/c.pdf", []string{"**/*.pdf"}, nil, true},
+		{"c.pdf", []string{"**/*.pdf"}, nil, true},
+		{"a/b/c.docx", []string{"**/*.pdf"}, nil, false},
+		{"concept/x.pdf", []string{"**/*.pdf"}, []string{"concept/**"}, false},
+		{"final/x.pdf", []string{"**/*.pdf"}, []string{"concept/**"}, true},
+		{"corpus.jsonl", nil, nil, true},
+	}
+	for _, c := range cases {
+		got, err := Selected(c.path, c.include, c.exclude)
+		if err != nil || got != c.want {
+			t.Errorf("Selected(%q, %v, %v) = %v, %v; want %v", c.path, c.include, c.exclude, got, err, c.want)
+		}
+	}
+	if _, err := Selected("x", []string{"[a-"}, nil); err == nil || !strings.Contains(err.Error(), `"[a-"`) {
+		t.Errorf("bad glob: err %v, want one naming the pattern", err)
+	}
+}
+
+func TestWalkBEIRCountsBadLinesAndShards(t *testing.T) {
+	dir := t.TempDir()
+	lines := []string{
+		`{"_id":"d1","title":"Aspirin","text":"Aspirin lowers the risk of stroke."}`,
+		`{"_id":"d2","title":"","text":"Statins lower cholesterol."}`,
+		`not json`,
+		`{"_id":"d3","title":"No text"}`,
+		`{"_id":"d4","text":"Vitamin D and bone density."}`,
+	}
+	if err := os.WriteFile(filepath.Join(dir, "corpus.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), plan.Source{Dir: dir, Format: ragopsv1alpha1.FormatBEIR}, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	skipped := map[string]int{}
+	err = s.Walk(context.Background(), false, nil, func(d Document) error {
+		ids = append(ids, d.ID)
+		if d.Hash == "" || d.Doc.Text == "" {
+			t.Errorf("%s: empty hash or text", d.ID)
+		}
+		return nil
+	}, func(sk Skipped) { skipped[sk.Reason]++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ids, ",") != "d1,d2,d4" {
+		t.Errorf("documents %v, want d1,d2,d4", ids)
+	}
+	if skipped["Corrupt"] != 2 {
+		t.Errorf("skipped %v, want 2 Corrupt (bad JSON, missing text)", skipped)
+	}
+	// Shards partition the documents.
+	seen := map[string]int{}
+	for shard := 0; shard < 3; shard++ {
+		_ = s.Walk(context.Background(), true, func(id string) bool { return Shard(id, shard, 3) }, func(d Document) error {
+			seen[d.ID]++
+			return nil
+		}, func(Skipped) {})
+	}
+	if len(seen) != 3 || seen["d1"] != 1 || seen["d2"] != 1 || seen["d4"] != 1 {
+		t.Errorf("shards cover %v, want each document once", seen)
+	}
+}
+
+func TestWalkFilesSkipsWithReasonsAndRevisionTracksContent(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		p := filepath.Join(dir, name)
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("besluiten/2024-01.md", "# Beslispunt\nDe raad besluit.\n")
+	write("besluiten/leeg.md", "   \n")
+	write("besluiten/groot.md", strings.Repeat("woord ", 100))
+	write("concept/ontwerp.md", "# Ontwerp\n")
+	src := plan.Source{Dir: dir, Include: []string{"**/*.md"}, Exclude: []string{"concept/**"}, MaxDocumentBytes: 200}
+	mux := reader.NewMux(0, markup.Text{}, markup.Markdown{})
+	walk := func() (string, map[string]int) {
+		s, err := Open(context.Background(), src, t.TempDir(), mux)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []Document
+		skipped := map[string]int{}
+		if err := s.Walk(context.Background(), false, nil, func(d Document) error { docs = append(docs, d); return nil },
+			func(sk Skipped) { skipped[sk.Reason]++ }); err != nil {
+			t.Fatal(err)
+		}
+		if len(docs) != 1 || docs[0].ID != "besluiten/2024-01.md" || len(docs[0].Doc.Outline) != 1 {
+			t.Fatalf("documents %+v", docs)
+		}
+		return Revision(docs), skipped
+	}
+	rev1, skipped := walk()
+	if skipped[string(reader.TooLarge)] != 1 || skipped[string(reader.Empty)] != 1 {
+		t.Errorf("skipped %v, want one TooLarge and one Empty", skipped)
+	}
+	if again, _ := walk(); again != rev1 {
+		t.Errorf("revision changed without a change: %s -> %s", rev1, again)
+	}
+	write("besluiten/2024-01.md", "# Beslispunt\nDe raad besluit anders.\n")
+	if rev2, _ := walk(); rev2 == rev1 {
+		t.Errorf("revision %s did not change with the content", rev1)
+	}
+}
+
+func tarGz(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(body))
+	}
+	_ = tw.Close()
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+func TestFetchChecksArchiveAndRefusesEscapes(t *testing.T) {
+	good := tarGz(t, map[string]string{"docs/a.md": "# A\ntext\n", "docs/b.md": "# B\n"})
+	evil := tarGz(t, map[string]string{"../../etc/evil": "x"})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Path {
+		case "/good.tar.gz":
+			_, _ = w.Write(good)
+		case "/evil.tar.gz":
+			_, _ = w.Write(evil)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	sum := sha256.Sum256(good)
+	hdr := http.Header{"Authorization": {"Bearer s3cret"}}
+	ctx := context.Background()
+
+	dir := t.TempDir()
+	if _, err := Fetch(ctx, srv.URL+"/good.tar.gz", hex.EncodeToString(sum[:]), hdr, dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "docs", "a.md")); err != nil || string(b) != "# A\ntext\n" {
+		t.Fatalf("unpacked a.md = %q, %v", b, err)
+	}
+	_, err := Fetch(ctx, srv.URL+"/good.tar.gz", strings.Repeat("0", 64), hdr, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "sha256") || !strings.Contains(err.Error(), hex.EncodeToString(sum[:])) {
+		t.Errorf("checksum mismatch: err %v, want one naming both digests", err)
+	}
+	if _, err := Fetch(ctx, srv.URL+"/good.tar.gz", "", nil, t.TempDir()); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("without the header: err %v, want HTTP 401", err)
+	}
+	if _, err := Fetch(ctx, srv.URL+"/evil.tar.gz", "", hdr, t.TempDir()); err == nil || !strings.Contains(err.Error(), "escapes") {
+		t.Errorf("path traversal: err %v, want a refusal", err)
+	}
+}
