@@ -308,5 +308,3 @@ func globMatch(pattern, p string) (bool, error) {
 	}
 	return path.Match(pattern, p)
 }
-
-
