@@ -39,5 +39,13 @@ lint: ## gofmt, go vet, and a check that generated files are up to date.
 	hack/verify-generated.sh
 
 .PHONY: demo
-demo: ## Run the main job end to end on a local cluster.
-	hack/demo.sh
+demo: ## Run the main job end to end on a local cluster (SciFact, five strategies).
+	hack/demo.sh up
+
+.PHONY: demo-qmsum
+demo-qmsum: ## The same on QMSum meetings (long documents: late chunking and headings matter).
+	RAGOPS_DEMO_DATASET=qmsum RAGOPS_DEMO_DIR=$(CURDIR)/.cache/demo-qmsum hack/demo.sh up
+
+.PHONY: demo-down
+demo-down: ## Stop the demo's cluster, Weaviate and operator.
+	hack/demo.sh down

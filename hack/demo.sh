@@ -6,8 +6,10 @@
 #   hack/demo.sh down     stop the operator, Weaviate and the cluster
 #
 # Environment:
-#   RAGOPS_DEMO_DOCS=N     index only the first N SciFact documents (and the queries judged on
-#                          them): a quick run; default all 5,183
+#   RAGOPS_DEMO_DATASET=D  scifact (default; config/samples/demo) or qmsum (config/samples/demo-qmsum,
+#                          `make demo-qmsum`), unpacked from hack/demo/D.tar.gz
+#   RAGOPS_DEMO_DOCS=N     index only the first N documents (and the judgements on them): a
+#                          quick run; default all (SciFact 5,183, QMSum 232)
 #   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo)
 #   RAGOPS_DEMO_TIMEOUT=S  give up after S seconds of waiting (default 10800)
 #   RAGOPS_DEMO_WEAVIATE_PORT_BASE=B  Weaviate on ports B..B+5, HTTP B+5 (default 18075: the
@@ -22,8 +24,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 state=${RAGOPS_DEMO_DIR:-$root/.cache/demo}
-ns=ragops-demo
-samples=${RAGOPS_DEMO_SAMPLES:-$root/config/samples/demo}
+dataset=${RAGOPS_DEMO_DATASET:-scifact}
+case "$dataset" in
+scifact) ns=ragops-demo split=test default_samples=$root/config/samples/demo ;;
+qmsum) ns=ragops-demo-qmsum split=val default_samples=$root/config/samples/demo-qmsum ;;
+*) echo "RAGOPS_DEMO_DATASET=$dataset: want scifact or qmsum" >&2; exit 2 ;;
+esac
+samples=${RAGOPS_DEMO_SAMPLES:-$default_samples}
 timeout=${RAGOPS_DEMO_TIMEOUT:-10800}
 export LOCALCLUSTER_DIR=${LOCALCLUSTER_DIR:-$root/.cache/localcluster}
 kubeconfig=$LOCALCLUSTER_DIR/kubeconfig
@@ -69,24 +76,24 @@ rm -rf "$rootfs/models/all-minilm-l6-v2"
 cp -r "$model" "$rootfs/models/all-minilm-l6-v2"
 du -sh "$rootfs" | sed 's/^/image folder /'
 
-step "SciFact (BEIR, CC BY-NC 2.0; hack/demo/scifact.tar.gz, see its SOURCE.md)"
+step "$dataset (BEIR layout; hack/demo/$dataset.tar.gz, source and licence in its SOURCE.md)"
 data=$state/data
 rm -rf "$data" && mkdir -p "$data"
-tar -xzf hack/demo/scifact.tar.gz -C "$data"
+tar -xzf "hack/demo/$dataset.tar.gz" -C "$data"
 if [[ -n "${RAGOPS_DEMO_DOCS:-}" ]]; then
-	python3 - "$data/scifact" "$RAGOPS_DEMO_DOCS" <<'PY'
+	python3 - "$data/$dataset" "$RAGOPS_DEMO_DOCS" "$split" <<'PY'
 import json, sys, os
-root, n = sys.argv[1], int(sys.argv[2])
+root, n, split = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 lines = open(os.path.join(root, "corpus.jsonl"), encoding="utf-8").read().splitlines()[:n]
 ids = {json.loads(l)["_id"] for l in lines}
 open(os.path.join(root, "corpus.jsonl"), "w", encoding="utf-8").write("\n".join(lines) + "\n")
-rows = open(os.path.join(root, "qrels", "test.tsv")).read().splitlines()
+rows = open(os.path.join(root, "qrels", split + ".tsv")).read().splitlines()
 kept = [rows[0]] + [r for r in rows[1:] if r.split("\t")[1] in ids]
-open(os.path.join(root, "qrels", "test.tsv"), "w").write("\n".join(kept) + "\n")
+open(os.path.join(root, "qrels", split + ".tsv"), "w").write("\n".join(kept) + "\n")
 print(f"subset: {len(lines)} documents, {len(kept)-1} judgements")
 PY
 fi
-wc -l "$data/scifact/corpus.jsonl" "$data/scifact/qrels/test.tsv"
+wc -l "$data/$dataset/corpus.jsonl" "$data/$dataset/qrels/$split.tsv"
 
 step "local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the local process node"
 hack/localcluster/up.sh --image-map "ragops:latest=$rootfs" --image-entrypoint "ragops:latest=/usr/local/bin/ragops" --advertise-gpus 1 >/dev/null
@@ -117,7 +124,7 @@ kc apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: PersistentVolume
 metadata:
-  name: ragops-demo-scifact
+  name: $ns-$dataset
 spec:
   capacity:
     storage: 100Mi
@@ -125,7 +132,7 @@ spec:
   storageClassName: ragops-demo
   persistentVolumeReclaimPolicy: Retain
   hostPath:
-    path: $data/scifact
+    path: $data/$dataset
     type: Directory
 EOF
 kc apply -f "$samples"
