@@ -1,6 +1,8 @@
 // Package corpus reads a Corpus source inside a worker pod: it materialises the source as a
 // folder (a mounted PVC or ConfigMap as it is; an HTTP archive downloaded, checked against
-// its SHA-256 and unpacked), selects files by include/exclude globs, and yields documents
+// its SHA-256 and unpacked; the selected objects of an S3 bucket under a prefix downloaded,
+// with $RAGOPS_S3_ACCESS_KEY/$RAGOPS_S3_SECRET_KEY; a Git ref cloned, with
+// $RAGOPS_GIT_USERNAME/$RAGOPS_GIT_PASSWORD), selects files by include/exclude globs, and yields documents
 // through the format readers (package reader), one per file or one per line of a BEIR
 // corpus.jsonl. Documents that cannot be read are reported with a reason, never dropped
 // silently.
@@ -64,8 +66,11 @@ type Source struct {
 // Open materialises src under workDir (used only for fetched sources) and lists its
 // selected files. read extracts non-BEIR files; it may be nil for BEIR corpora.
 //
-// Errors: no source set, an unreadable folder, a failed download, a checksum mismatch, a bad
-// glob, or S3 and Git sources (not readable by this build's workers yet).
+// S3 objects are downloaded into workDir/s3 (see fetchS3), a Git ref is cloned into
+// workDir/git (see fetchGit); both folders are replaced on every Open.
+//
+// Errors: no source set, an unreadable folder, a failed download or clone, a checksum
+// mismatch, a bad glob, an S3 key or Git path escaping its folder, an unknown Git ref.
 func Open(ctx context.Context, src plan.Source, workDir string, read DocumentReader) (*Source, error) {
 	s := &Source{spec: src, read: read, sizes: map[string]int64{}}
 	switch {
@@ -78,9 +83,17 @@ func Open(ctx context.Context, src plan.Source, workDir string, read DocumentRea
 		}
 		s.root = dir
 	case src.S3 != nil:
-		return nil, fmt.Errorf("source s3://%s: S3 sources are not readable by this worker build", src.S3.Bucket)
+		dir, err := fetchS3(ctx, src, filepath.Join(workDir, "s3"))
+		if err != nil {
+			return nil, err
+		}
+		s.root = dir
 	case src.Git != nil:
-		return nil, fmt.Errorf("source %s: Git sources are not readable by this worker build", src.Git.URL)
+		dir, _, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
+		if err != nil {
+			return nil, err
+		}
+		s.root = dir
 	default:
 		return nil, errors.New("plan source: none of dir, http, s3, git is set")
 	}

@@ -1,0 +1,162 @@
+package corpus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ragops/ragops/internal/plan"
+)
+
+// s3Downloads is how many objects an S3 source downloads at once.
+const s3Downloads = 4
+
+// fetchS3 lists the objects of src.S3 under its prefix and downloads the selected ones into
+// dir (emptied first), each at its key relative to the prefix. It returns dir.
+//
+// Credentials come from $RAGOPS_S3_ACCESS_KEY and $RAGOPS_S3_SECRET_KEY (plan.EnvS3AccessKey,
+// plan.EnvS3SecretKey); with neither set the requests are anonymous. Objects are selected by
+// src.Include/src.Exclude before they are downloaded. An object over src.MaxDocumentBytes
+// (not a BEIR file, whose limit applies per line) is not downloaded: a sparse file of its
+// size stands in for it so that Walk reports it as TooLarge like any oversized file.
+//
+// Errors: only one of the two keys set, a bad endpoint, a refused listing or download
+// (wrong credentials, missing bucket), a key that escapes dir or collides with another, a
+// selection over MaxDownloadBytes in total.
+func fetchS3(ctx context.Context, src plan.Source, dir string) (string, error) {
+	s3 := src.S3
+	name := "s3://" + s3.Bucket + "/" + s3.Prefix
+	access, secret := os.Getenv(plan.EnvS3AccessKey), os.Getenv(plan.EnvS3SecretKey)
+	if (access == "") != (secret == "") {
+		return "", fmt.Errorf("source %s: only one of $%s and $%s is set", name, plan.EnvS3AccessKey, plan.EnvS3SecretKey)
+	}
+	client, err := minio.New(s3.Endpoint, &minio.Options{
+		Creds:  credentials.NewStaticV4(access, secret, ""),
+		Secure: !s3.Insecure,
+		Region: s3.Region,
+	})
+	if err != nil {
+		return "", fmt.Errorf("source %s: endpoint %q: %w", name, s3.Endpoint, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	probe := &Source{spec: src}
+	var (
+		todo  []download
+		dests = map[string]string{} // cleaned relative path -> key
+		total int64
+	)
+	for obj := range client.ListObjects(ctx, s3.Bucket, minio.ListObjectsOptions{Prefix: s3.Prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return "", fmt.Errorf("source %s: list objects at %s: %w", name, s3.Endpoint, obj.Err)
+		}
+		if strings.HasSuffix(obj.Key, "/") { // folder marker
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(obj.Key, s3.Prefix), "/")
+		if rel == "" { // the prefix names one object
+			rel = path.Base(obj.Key)
+		}
+		clean := path.Clean(rel)
+		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
+			return "", fmt.Errorf("source %s: object key %q escapes the prefix", name, obj.Key)
+		}
+		ok, err := Selected(clean, src.Include, src.Exclude)
+		if err != nil {
+			return "", fmt.Errorf("source %s: %w", name, err)
+		}
+		if !ok {
+			continue
+		}
+		if other, dup := dests[clean]; dup {
+			return "", fmt.Errorf("source %s: object keys %q and %q both map to %s", name, other, obj.Key, clean)
+		}
+		dests[clean] = obj.Key
+		if max := src.MaxDocumentBytes; max > 0 && obj.Size > max && !probe.isBEIR(clean) {
+			if err := placeholder(filepath.Join(dir, filepath.FromSlash(clean)), obj.Size); err != nil {
+				return "", fmt.Errorf("source %s: object %q: %w", name, obj.Key, err)
+			}
+			continue
+		}
+		total += obj.Size
+		if total > MaxDownloadBytes {
+			return "", fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
+		}
+		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean))})
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s3Downloads)
+	for _, d := range todo {
+		g.Go(func() error {
+			if err := d.run(gctx, client, s3.Bucket); err != nil {
+				return fmt.Errorf("source %s: object %q: %w", name, d.key, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// download is one object to fetch: its key, listed size in bytes and destination file.
+type download struct {
+	key  string
+	size int64
+	dst  string
+}
+
+// run writes the object to d.dst and checks that its size is the listed one.
+func (d download) run(ctx context.Context, client *minio.Client, bucket string) error {
+	r, err := client.GetObject(ctx, bucket, d.key, minio.GetObjectOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cr := &countingReader{r: r}
+	if err := writeFile(d.dst, cr); err != nil {
+		return err
+	}
+	if cr.n != d.size {
+		return fmt.Errorf("downloaded %d bytes, listed as %d", cr.n, d.size)
+	}
+	return nil
+}
+
+// placeholder creates a sparse file of size bytes at dst, standing in for an object too large
+// to download; Walk reports it TooLarge from its size and never reads it.
+func placeholder(dst string, size int64) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Truncate(size), f.Close())
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
