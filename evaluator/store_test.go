@@ -85,13 +85,44 @@ func TestStoreRetrieverSciFact(t *testing.T) {
 	}
 	ret := StoreRetriever{Store: store, Target: alias}
 
-	// Growth through Weaviate. Weaviate 1.37.6's bm25 does not always return the true top
-	// `limit` chunks: for SciFact query 1 every limit up to 500 misses the chunk that limits
-	// of 1000 and more rank first (score 4.4878 against 4.3895; the scores of a chunk agree
-	// across limits). So the top documents after growth are compared with one deep search
-	// and the disagreement is measured and logged, not asserted; see the package doc.
+	// Exact, stable BM25 through Weaviate. weaviatetest starts the server with
+	// weaviatetest.EnvExactBM25 (USE_INVERTED_SEARCHABLE=false); with Weaviate 1.37.6's default
+	// BlockMax WAND the limit-10 top 10 differed from the limit-2000 top 10 in 676-2516 of these
+	// 3,000 positions (SciFact query 1: limit <= 500 missed the chunk limit >= 1000 ranked first),
+	// varying between imports (weaviate/weaviate#8704). Equal scores may come in either order.
+	const tol = 1e-5
+	for _, bq := range ds.Queries {
+		q := Query{ID: bq.ID, Text: bq.Text, Mode: BM25}
+		first, err := ret.Search(ctx, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ret.Search(ctx, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deep, err := ret.Search(ctx, q, 2000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(first) != 10 || len(deep) < 10 {
+			t.Fatalf("query %s: %d hits at limit 10, %d at limit 2000", bq.ID, len(first), len(deep))
+		}
+		for i := range first {
+			a, b, d := first[i], again[i], deep[i]
+			if a.DocID != b.DocID || a.Ordinal != b.Ordinal || a.Score != b.Score {
+				t.Fatalf("query %s rank %d: two identical limit-10 searches gave %s/%d %.5f and %s/%d %.5f", bq.ID, i+1, a.DocID, a.Ordinal, a.Score, b.DocID, b.Ordinal, b.Score)
+			}
+			if math.Abs(a.Score-d.Score) > tol || ((a.DocID != d.DocID || a.Ordinal != d.Ordinal) && !tiedChunk(deep, i, tol)) {
+				t.Fatalf("query %s rank %d: limit 10 gives %s/%d %.5f, limit 2000 gives %s/%d %.5f", bq.ID, i+1, a.DocID, a.Ordinal, a.Score, d.DocID, d.Ordinal, d.Score)
+			}
+		}
+	}
+
+	// Growth through Weaviate: the top 10 documents after growth equal those of one deep
+	// search (best chunk per document).
 	for _, initial := range []int{4, 0} {
-		grew, diff, total := 0, 0, 0
+		grew := 0
 		for _, bq := range ds.Queries[:100] {
 			q := Query{ID: bq.ID, Text: bq.Text, Mode: BM25}
 			got, err := RetrieveDocuments(ctx, ret, q, 10, Growth{Initial: initial})
@@ -110,13 +141,14 @@ func TestStoreRetrieverSciFact(t *testing.T) {
 			}
 			want := Aggregate(deep)
 			for i, d := range got.Docs {
-				total++
-				if d.DocID != want[i].DocID {
-					diff++
+				w := want[i]
+				tied := (i > 0 && math.Abs(want[i-1].Score-w.Score) <= tol) || (i+1 < len(want) && math.Abs(want[i+1].Score-w.Score) <= tol)
+				if math.Abs(d.Score-w.Score) > tol || (d.DocID != w.DocID && !tied) {
+					t.Fatalf("query %s, growth from %d, rank %d: %s %.5f, limit-2000 search has %s %.5f", bq.ID, Growth{Initial: initial}.initial(10), i+1, d.DocID, d.Score, w.DocID, w.Score)
 				}
 			}
 		}
-		t.Logf("bm25 growth from initial limit %d: %d of 100 queries searched again; %d of %d top-10 positions differ from a limit-2000 search", Growth{Initial: initial}.initial(10), grew, diff, total)
+		t.Logf("bm25 growth from initial limit %d: %d of 100 queries searched again; top 10 documents equal a limit-2000 search", Growth{Initial: initial}.initial(10), grew)
 		if initial == 4 && grew == 0 {
 			t.Fatal("no query grew its limit")
 		}
@@ -164,4 +196,9 @@ func TestStoreRetrieverSciFact(t *testing.T) {
 	if sum.RerankTopN != 20 || sum.Metrics[metrics.Name(metrics.NDCG, 10)] <= 0 {
 		t.Fatalf("rerank through Weaviate: %+v", sum)
 	}
+}
+
+// tiedChunk reports whether hits[i] has a neighbour within tol of its score.
+func tiedChunk(hits []ChunkHit, i int, tol float64) bool {
+	return (i > 0 && math.Abs(hits[i-1].Score-hits[i].Score) <= tol) || (i+1 < len(hits) && math.Abs(hits[i+1].Score-hits[i].Score) <= tol)
 }

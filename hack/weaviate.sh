@@ -62,6 +62,9 @@ start() {
 		read -r gossip data raft raftrpc grpc http < <(pick_ports 6)
 	fi
 	# Environment as in ../shared/FACTS.md (and vectorstore/weaviatetest.Env).
+	# USE_INVERTED_SEARCHABLE=false: new collections use exact WAND BM25, not BlockMax WAND, which
+	# in 1.37.6 returns wrong BM25 top-k on freshly imported collections (weaviate/weaviate#8704;
+	# see vectorstore/weaviatetest.EnvExactBM25). Read when a collection is created.
 	env PERSISTENCE_DATA_PATH="$state/data" \
 		DEFAULT_VECTORIZER_MODULE=none \
 		AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true \
@@ -72,6 +75,7 @@ start() {
 		RAFT_PORT="$raft" RAFT_INTERNAL_RPC_PORT="$raftrpc" \
 		RAFT_BOOTSTRAP_EXPECT=1 RAFT_TIMEOUTS_MULTIPLIER=1 \
 		GRPC_PORT="$grpc" DISABLE_TELEMETRY=true GO_PROFILING_DISABLE=true LOG_LEVEL=warning \
+		USE_INVERTED_SEARCHABLE=false \
 		setsid "$bin" --host 127.0.0.1 --port "$http" --scheme http >"$state/weaviate.log" 2>&1 </dev/null &
 	echo $! >"$state/pid"
 	printf 'RAGOPS_WEAVIATE_HTTP_HOST=127.0.0.1:%s\nRAGOPS_WEAVIATE_GRPC_HOST=127.0.0.1:%s\n' "$http" "$grpc" >"$state/env"

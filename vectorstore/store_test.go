@@ -195,15 +195,26 @@ func TestSearchModes(t *testing.T) {
 		t.Fatalf("nearVector scores %v, %v: want ~1 then lower", h.Score, hits[1].Score)
 	}
 
-	// The chunk's first 10 words. (Weaviate 1.37.6 ranks BM25 oddly for queries of about 15 or
-	// more words on this data: the chunk's full 48-word text does not find the chunk.)
-	q := strings.Join(strings.Fields(target.Text)[:10], " ")
+	// The chunk's whole text (48 words) as a BM25 query. Weaviate's BlockMax WAND (the default
+	// of new collections) missed such chunks; weaviatetest starts the server with
+	// weaviatetest.EnvExactBM25, which the collection must record.
+	class, err := s.client.Schema().ClassGetter().WithClassName(name).Do(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if class.InvertedIndexConfig == nil || class.InvertedIndexConfig.UsingBlockMaxWAND {
+		t.Fatalf("collection %s uses BlockMax WAND (inexact BM25): the server lacks %s", name, weaviatetest.EnvExactBM25)
+	}
+	q := target.Text
+	if n := len(strings.Fields(q)); n < 40 {
+		t.Fatalf("target chunk has %d words, want a long query of >= 40", n)
+	}
 	hits, err = s.Search(ctx, name, Query{Mode: ModeBM25, Text: q, Limit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hits) == 0 || hits[0].DocID != target.DocID || hits[0].Score <= 0 {
-		t.Fatalf("bm25 with a chunk's own text: %+v, want document %s first", hits, target.DocID)
+	if len(hits) == 0 || hits[0].ID != ChunkID("r1", target.DocID, target.Ordinal).String() || hits[0].Score <= 0 {
+		t.Fatalf("bm25 with a chunk's own text: %+v, want chunk %s/%d first", hits, target.DocID, target.Ordinal)
 	}
 	for _, fusion := range []Fusion{FusionRanked, FusionRelativeScore} {
 		for _, alpha := range []float32{0, 0.5, 1} {
@@ -436,4 +447,51 @@ func newCollectionDims(t *testing.T, s *Store, index string, d int) string {
 		t.Fatal(err)
 	}
 	return name
+}
+
+// TestBM25LongQueriesFindTheirChunk queries every chunk of 60 SciFact documents with its own
+// text (up to 48 words) and checks that BM25 ranks that chunk first and that the top 5 do not
+// depend on the limit. Weaviate 1.37.6's BlockMax WAND failed both on fresh imports
+// (weaviate/weaviate#8704); weaviatetest.EnvExactBM25 switches new collections to exact WAND.
+func TestBM25LongQueriesFindTheirChunk(t *testing.T) {
+	s := storeFor(t, sharedServer(t), Config{})
+	ctx := context.Background()
+	name := newCollection(t, s, "bm25-long", "r1", VectorIndex{Type: IndexFlat})
+	ids, texts := scifactDocs(t, 60)
+	chunks := chunkDocs(t, ids, texts, dims)
+	if err := s.Upsert(ctx, name, chunks); err != nil {
+		t.Fatal(err)
+	}
+	long := 0
+	for _, c := range chunks {
+		if len(strings.Fields(c.Text)) >= 15 {
+			long++
+		}
+		top, err := s.Search(ctx, name, Query{Mode: ModeBM25, Text: c.Text, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := ChunkID("r1", c.DocID, c.Ordinal).String(); len(top) == 0 || top[0].ID != want {
+			t.Fatalf("bm25 with the text of chunk %s/%d (%d words): %+v, want that chunk first", c.DocID, c.Ordinal, len(strings.Fields(c.Text)), top)
+		}
+		deep, err := s.Search(ctx, name, Query{Mode: ModeBM25, Text: c.Text, Limit: len(chunks)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range top {
+			// Equal scores may come in either order; scores must agree position by position.
+			if top[i].Score != deep[i].Score || (top[i].ID != deep[i].ID && !tied(deep, i)) {
+				t.Fatalf("chunk %s/%d query, rank %d: limit 5 gives %s %.5f, limit %d gives %s %.5f",
+					c.DocID, c.Ordinal, i+1, top[i].ID, top[i].Score, len(chunks), deep[i].ID, deep[i].Score)
+			}
+		}
+	}
+	if long < len(chunks)/2 {
+		t.Fatalf("only %d of %d chunks have >= 15 words: the fixture does not test long queries", long, len(chunks))
+	}
+}
+
+// tied reports whether hits[i] has the same score as a neighbour.
+func tied(hits []Hit, i int) bool {
+	return (i > 0 && hits[i-1].Score == hits[i].Score) || (i+1 < len(hits) && hits[i+1].Score == hits[i].Score)
 }

@@ -1,5 +1,6 @@
 // Package weaviatetest starts a throwaway single-node Weaviate server for tests and benchmarks:
-// free loopback ports, a temporary data folder, readiness wait, clean shutdown.
+// free loopback ports, a temporary data folder, readiness wait, clean shutdown. The server runs
+// with [EnvExactBM25] (USE_INVERTED_SEARCHABLE=false) so that BM25 results are exact.
 //
 // The server binary is the one hack/build-tools.sh builds (Weaviate v1.37.6 from source):
 //
@@ -208,9 +209,22 @@ func Launch(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// EnvExactBM25 makes collections created by the server use the map-collection inverted index
+// and WAND (exact BM25) instead of BlockMax WAND, the default of new collections since Weaviate
+// 1.29. On freshly imported SciFact chunks Weaviate 1.37.6's BlockMax WAND returned wrong BM25
+// scores: the top 10 at limit 10 differed from the top 10 at limit 2000 in 676-2516 of 3,000
+// positions (300 queries, varying between imports), and a 48-word chunk's own text found the
+// chunk first only 120 of 251 times (upstream issue weaviate/weaviate#8704). With this setting
+// all 3,000 top-10 scores equal an independent BM25 (k1 1.2, b 0.75, en stopwords; property
+// length counted in distinct terms) and 251 of 251 chunks find themselves. It is read when a
+// collection is created (recorded as invertedIndexConfig.usingBlockMaxWAND=false); collections
+// created without it keep BlockMax WAND.
+const EnvExactBM25 = "USE_INVERTED_SEARCHABLE=false"
+
 // Env returns the server environment for a single local node with the given data folder and
-// ports (keep dataPort = gossipPort+1 and raftRPCPort = raftPort+1, Weaviate's conventions) (FACTS.md: anonymous access, no vectorizer, autoschema off, fast raft timeouts, no pprof,
-// no telemetry). The HTTP port is passed as a flag, not here.
+// ports (keep dataPort = gossipPort+1 and raftRPCPort = raftPort+1, Weaviate's conventions)
+// (FACTS.md: anonymous access, no vectorizer, autoschema off, fast raft timeouts, no pprof,
+// no telemetry; plus [EnvExactBM25]). The HTTP port is passed as a flag, not here.
 func Env(dataDir string, grpcPort, gossipPort, dataPort, raftPort, raftRPCPort int) []string {
 	return []string{
 		"PERSISTENCE_DATA_PATH=" + dataDir,
@@ -231,6 +245,7 @@ func Env(dataDir string, grpcPort, gossipPort, dataPort, raftPort, raftRPCPort i
 		"DISABLE_TELEMETRY=true",
 		"GO_PROFILING_DISABLE=true",
 		"LOG_LEVEL=warning",
+		EnvExactBM25,
 	}
 }
 
