@@ -163,7 +163,9 @@ func gitRoot(dir, p string) (string, error) {
 }
 
 // checkLinks refuses selected files under root that are symbolic links resolving outside
-// dir (Open follows links to files, so such a link would read from the worker's disk).
+// dir (Open follows links to files, so such a link would read from the worker's disk) or to
+// nothing. go-git checks out an absolute link target below the checkout, where it is
+// usually missing.
 func checkLinks(dir, root string, include, exclude []string) error {
 	realDir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -184,11 +186,21 @@ func checkLinks(dir, root string, include, exclude []string) error {
 		if ok, err := Selected(rel, include, exclude); err != nil || !ok {
 			return err
 		}
-		target, err := filepath.EvalSymlinks(p)
+		target, err := os.Readlink(p)
 		if err != nil {
 			return fmt.Errorf("symbolic link %s: %w", rel, err)
 		}
-		if !inside(realDir, target) {
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		if !inside(realDir, filepath.Clean(target)) && !inside(dir, filepath.Clean(target)) {
+			return fmt.Errorf("symbolic link %s points outside the repository", rel)
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return fmt.Errorf("symbolic link %s: its target is not in the repository: %w", rel, err)
+		}
+		if !inside(realDir, real) {
 			return fmt.Errorf("symbolic link %s points outside the repository", rel)
 		}
 		return nil

@@ -1,0 +1,353 @@
+package corpus
+
+import (
+	"context"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+// requireGit skips (or, with RAGOPS_REQUIRE_ALL=1, fails) when the git command is missing:
+// go-git's file:// transport runs git-upload-pack to serve the test repositories.
+func requireGit(t *testing.T) string {
+	t.Helper()
+	exe, err := exec.LookPath("git")
+	if err != nil {
+		msg := "git is not on PATH (install git; file:// clones run git-upload-pack)"
+		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return exe
+}
+
+// testRepo is a repository made with go-git: on branch main, commit 1 (tagged v1, annotated)
+// then commit 2; branch feature adds commit 3 on top of commit 2.
+type testRepo struct {
+	dir                       string
+	commit1, commit2, commit3 plumbing.Hash
+}
+
+func makeRepo(t *testing.T) testRepo {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	commit := func(msg string, files map[string]string, remove ...string) plumbing.Hash {
+		for name, body := range files {
+			if err := writeFile(filepath.Join(dir, filepath.FromSlash(name)), strings.NewReader(body)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := wt.Add(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, name := range remove {
+			if _, err := wt.Remove(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		when = when.Add(time.Minute)
+		h, err := wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{Name: "Test", Email: "test@example.com", When: when}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	r := testRepo{dir: dir}
+	r.commit1 = commit("first", map[string]string{
+		"README.md":      "# Repository\n",
+		"docs/a.md":      "# A\n\nVersion one.\n",
+		"docs/sub/b.txt": "Plain text, first version.\n",
+		"docs/old.md":    "Removed in the second commit.\n",
+	})
+	if _, err := repo.CreateTag("v1", r.commit1, &git.CreateTagOptions{
+		Message: "release one", Tagger: &object.Signature{Name: "Test", Email: "test@example.com", When: when},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.commit2 = commit("second", map[string]string{
+		"docs/a.md": "# A\n\nVersion two.\n",
+		"docs/c.md": "# C\n\nNew in the second commit.\n",
+	}, "docs/old.md")
+	if err := wt.Checkout(&git.CheckoutOptions{Branch: plumbing.NewBranchReferenceName("feature"), Create: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.commit3 = commit("third", map[string]string{"docs/feature.md": "# Feature\n"})
+	if err := wt.Checkout(&git.CheckoutOptions{Branch: plumbing.NewBranchReferenceName("main")}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// files lists the files under root (slash paths) with their contents.
+func files(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestGitClonesBranchTagAndCommit(t *testing.T) {
+	requireGit(t)
+	r := makeRepo(t)
+	url := "file://" + r.dir
+	cases := []struct {
+		ref    string
+		commit plumbing.Hash
+		want   map[string]string // files under docs/
+	}{
+		{"main", r.commit2, map[string]string{"a.md": "# A\n\nVersion two.\n", "c.md": "# C\n\nNew in the second commit.\n", "sub/b.txt": "Plain text, first version.\n"}},
+		{"feature", r.commit3, map[string]string{"a.md": "# A\n\nVersion two.\n", "c.md": "# C\n\nNew in the second commit.\n", "sub/b.txt": "Plain text, first version.\n", "feature.md": "# Feature\n"}},
+		{"v1", r.commit1, map[string]string{"a.md": "# A\n\nVersion one.\n", "old.md": "Removed in the second commit.\n", "sub/b.txt": "Plain text, first version.\n"}},
+		{"refs/tags/v1", r.commit1, nil},
+		{r.commit1.String(), r.commit1, map[string]string{"a.md": "# A\n\nVersion one.\n", "old.md": "Removed in the second commit.\n", "sub/b.txt": "Plain text, first version.\n"}},
+		{r.commit1.String()[:8], r.commit1, nil},
+		{r.commit3.String(), r.commit3, nil}, // only on branch feature
+	}
+	for _, c := range cases {
+		work := t.TempDir()
+		src := plan.Source{Git: &ragopsv1alpha1.GitSource{URL: url, Ref: c.ref, Path: "docs"}}
+		root, commit, err := fetchGit(context.Background(), src, filepath.Join(work, "git"))
+		if err != nil {
+			t.Errorf("ref %s: %v", c.ref, err)
+			continue
+		}
+		if commit != c.commit.String() {
+			t.Errorf("ref %s: commit %s, want %s", c.ref, commit, c.commit)
+		}
+		if root != filepath.Join(work, "git", "docs") {
+			t.Errorf("ref %s: root %s", c.ref, root)
+		}
+		if _, err := os.Stat(filepath.Join(work, "git", ".git")); !os.IsNotExist(err) {
+			t.Errorf("ref %s: .git left in the checkout (err %v)", c.ref, err)
+		}
+		if c.want == nil {
+			continue
+		}
+		got := files(t, root)
+		if len(got) != len(c.want) {
+			t.Errorf("ref %s: files %v, want %v", c.ref, got, c.want)
+		}
+		for name, body := range c.want {
+			if got[name] != body {
+				t.Errorf("ref %s: %s = %q, want %q", c.ref, name, got[name], body)
+			}
+		}
+	}
+}
+
+func TestGitOpenWalksTheCheckout(t *testing.T) {
+	requireGit(t)
+	r := makeRepo(t)
+	work := t.TempDir()
+	src := plan.Source{
+		Git:     &ragopsv1alpha1.GitSource{URL: "file://" + r.dir, Ref: "main", Path: "docs"},
+		Include: []string{"**/*.md"},
+	}
+	s, err := Open(context.Background(), src, work, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []Document
+	err = s.Walk(context.Background(), true, nil, func(d Document) error { docs = append(docs, d); return nil },
+		func(sk Skipped) { t.Errorf("skipped %+v", sk) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 2 || docs[0].ID != "a.md" || docs[1].ID != "c.md" {
+		t.Fatalf("documents %+v, want a.md and c.md", docs)
+	}
+	if docs[0].Hash != hashOf([]byte("# A\n\nVersion two.\n")) {
+		t.Errorf("a.md hash %s differs from the committed bytes", docs[0].Hash)
+	}
+	// Opening the tag gives another revision; opening main again the same one.
+	rev := Revision(docs)
+	revOf := func(ref string) string {
+		t.Helper()
+		src := src
+		src.Git = &ragopsv1alpha1.GitSource{URL: "file://" + r.dir, Ref: ref, Path: "docs"}
+		s, err := Open(context.Background(), src, work, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var docs []Document
+		if err := s.Walk(context.Background(), true, nil, func(d Document) error { docs = append(docs, d); return nil }, func(Skipped) {}); err != nil {
+			t.Fatal(err)
+		}
+		return Revision(docs)
+	}
+	if again := revOf("main"); again != rev {
+		t.Errorf("revision of main %s then %s", rev, again)
+	}
+	if tag := revOf("v1"); tag == rev {
+		t.Errorf("tag v1 has the revision of main (%s)", rev)
+	}
+}
+
+func TestGitRefusesBadRefsAndPaths(t *testing.T) {
+	requireGit(t)
+	r := makeRepo(t)
+	url := "file://" + r.dir
+	for _, c := range []struct {
+		ref, path, want string
+	}{
+		{"nope", "", `"nope"`},
+		{"deadbeef", "", `"deadbeef"`},
+		{"0123456789012345678901234567890123456789", "", `"0123456789012345678901234567890123456789"`},
+		{"main", "../outside", "escapes the repository"},
+		{"main", "docs/../../outside", "escapes the repository"},
+		{"main", "README.md", "not a folder"},
+		{"main", "missing", `"missing"`},
+	} {
+		src := plan.Source{Git: &ragopsv1alpha1.GitSource{URL: url, Ref: c.ref, Path: c.path}}
+		_, err := Open(context.Background(), src, t.TempDir(), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ref %q path %q: err %v, want one containing %s", c.ref, c.path, err, c.want)
+		}
+	}
+	_, err := Open(context.Background(), plan.Source{Git: &ragopsv1alpha1.GitSource{URL: "file://" + t.TempDir() + "/none", Ref: "main"}}, t.TempDir(), nil)
+	if err == nil || !strings.Contains(err.Error(), "/none") {
+		t.Errorf("missing repository: err %v, want one naming it", err)
+	}
+}
+
+func TestGitRefusesLinksOutOfTheRepository(t *testing.T) {
+	requireGit(t)
+	dir := t.TempDir()
+	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret.md")
+	if err := os.WriteFile(secret, []byte("outside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ok.md"), []byte("inside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{"alias.md": "ok.md", "leak.md": rel, "abs.md": secret}
+	wt, _ := repo.Worktree()
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"ok.md", "alias.md", "leak.md", "abs.md"} {
+		if _, err := wt.Add(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := wt.Commit("links", &git.CommitOptions{Author: &object.Signature{Name: "T", Email: "t@example.com", When: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	// go-git may check out an absolute target below the checkout (then it is missing).
+	for _, c := range []struct{ exclude, want string }{
+		{"abs.md", "symbolic link leak.md points outside the repository"},
+		{"leak.md", "symbolic link abs.md"},
+	} {
+		src := plan.Source{Git: &ragopsv1alpha1.GitSource{URL: "file://" + dir, Ref: "main"}, Exclude: []string{c.exclude}}
+		_, err = Open(context.Background(), src, t.TempDir(), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("err %v, want %q", err, c.want)
+		}
+	}
+	src := plan.Source{Git: &ragopsv1alpha1.GitSource{URL: "file://" + dir, Ref: "main"}}
+	// Excluding the links makes the rest readable; the link inside the repository is kept.
+	src.Exclude = []string{"leak.md", "abs.md"}
+	s, err := Open(context.Background(), src, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	if err := s.Walk(context.Background(), true, nil, func(d Document) error { ids = append(ids, d.ID); return nil }, func(Skipped) {}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ids, ",") != "alias.md,ok.md" {
+		t.Errorf("documents %v, want alias.md,ok.md", ids)
+	}
+}
+
+// TestGitHTTPBasicAuth serves the repository over smart HTTP with git http-backend (CGI)
+// behind a basic-auth check, the way an https:// source with a secretRef is read.
+func TestGitHTTPBasicAuth(t *testing.T) {
+	gitExe := requireGit(t)
+	out, err := exec.Command(gitExe, "--exec-path").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		t.Skipf("git-http-backend not installed: %v", err)
+	}
+	r := makeRepo(t)
+	cgiHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + filepath.Dir(r.dir), "GIT_HTTP_EXPORT_ALL=1"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if u, p, ok := req.BasicAuth(); !ok || u != "reader" || p != "s3cret" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		cgiHandler.ServeHTTP(w, req)
+	}))
+	defer srv.Close()
+	src := plan.Source{Git: &ragopsv1alpha1.GitSource{URL: srv.URL + "/" + filepath.Base(r.dir), Ref: "v1", Path: "docs"}}
+
+	t.Setenv(plan.EnvGitUsername, "reader")
+	t.Setenv(plan.EnvGitPassword, "wrong")
+	if _, err := Open(context.Background(), src, t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "authentication") {
+		t.Errorf("wrong password: err %v, want an authentication error", err)
+	}
+	t.Setenv(plan.EnvGitPassword, "s3cret")
+	work := t.TempDir()
+	root, commit, err := fetchGit(context.Background(), src, filepath.Join(work, "git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if commit != r.commit1.String() {
+		t.Errorf("commit %s, want %s", commit, r.commit1)
+	}
+	if got := files(t, root)["a.md"]; got != "# A\n\nVersion one.\n" {
+		t.Errorf("a.md %q, want version one", got)
+	}
+}
