@@ -3,9 +3,9 @@
 // its SHA-256 and unpacked; the selected objects of an S3 bucket under a prefix downloaded,
 // with $RAGOPS_S3_ACCESS_KEY/$RAGOPS_S3_SECRET_KEY; a Git ref cloned, with
 // $RAGOPS_GIT_USERNAME/$RAGOPS_GIT_PASSWORD), selects files by include/exclude globs, and
-// yields documents through the format readers (package reader), one per file or one per line of a BEIR
-// corpus.jsonl. Documents that cannot be read are reported with a reason, never dropped
-// silently.
+// yields documents through the format readers (package reader), one per file or one per
+// line of a BEIR corpus.jsonl. Documents that cannot be read are reported with a reason,
+// never dropped silently.
 package corpus
 
 import (
