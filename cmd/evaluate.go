@@ -106,7 +106,15 @@ func Evaluate(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Evaluate
 		cfg.Encoder = queryEncoder{model}
 	}
 	if p.Rerank != nil {
-		return res, errors.New("plan rerank: this worker build has no cross-encoder reranker (no package ships reranker weights here); remove spec.rerank")
+		rr, err := embedder.LoadCrossEncoder(p.Rerank.ModelDir, embedder.Options{
+			LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
+			IntraOpThreads: int(p.Embedder.Threads),
+		})
+		if err != nil {
+			return res, fmt.Errorf("rerank model: %w", err)
+		}
+		defer rr.Close()
+		cfg.Reranker, cfg.RerankTopN = rr, p.Rerank.TopN
 	}
 	vcfg, err := vectorstore.EndpointConfig(p.Weaviate.URL, p.Weaviate.GRPCAddress, os.Getenv(plan.EnvWeaviateAPIKey))
 	if err != nil {
@@ -116,7 +124,7 @@ func Evaluate(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Evaluate
 	if err != nil {
 		return res, err
 	}
-	cfg.Retriever = evaluator.StoreRetriever{Store: store, Target: p.Collection}
+	cfg.Retriever = evaluator.StoreRetriever{Store: store, Target: p.Collection, WithText: p.Rerank != nil}
 	log.Info("evaluating", "collection", p.Collection, "revision", p.Revision, "mode", cfg.Mode, "k", p.K)
 	sum, err := evaluator.Run(ctx, cfg)
 	if err != nil && !errors.Is(err, evaluator.ErrQueriesFailed) {
