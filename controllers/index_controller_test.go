@@ -354,3 +354,69 @@ func TestSteadyStateWritesNoStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestCorpusChangeRunsIncrementalSyncIntoActiveRevision(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	r1, _ := buildRevision(t, ns, "besluiten")
+	idx := waitActive(t, ns, "besluiten", r1)
+	before := idx.Status.Revisions[0].CorpusRevision
+	ctx := context.Background()
+
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "docs"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["b.md"] = "# Motivering\nHet voorstel is gewijzigd."
+	delete(cm.Data, "c.md")
+	if err := env.Client.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	var corpus ragopsv1alpha1.Corpus
+	eventually(t, 20*time.Second, "new corpus revision", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &corpus)
+		return err == nil && corpus.Status.Revision != before && corpus.Status.Documents == 2, err
+	})
+	var jobs batchv1.JobList
+	eventually(t, 20*time.Second, "sync Job", func() (bool, error) {
+		err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelRevision: r1})
+		for _, j := range jobs.Items {
+			if strings.Contains(j.Name, "-sync-") {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	var sync batchv1.Job
+	for _, j := range jobs.Items {
+		if strings.Contains(j.Name, "-sync-") {
+			sync = j
+		}
+	}
+	var p plan.Build
+	if err := json.Unmarshal([]byte(planOf(t, ns, sync.Name)), &p); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Incremental || p.Revision != r1 {
+		t.Fatalf("sync plan incremental=%v revision=%s, want true and %s", p.Incremental, p.Revision, r1)
+	}
+	idx = getIndex(t, ns, "besluiten")
+	if c := condition(idx, ragopsv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("the active revision stopped serving during the sync: Ready=%+v", c)
+	}
+	// What the embedder does: delete the removed document's chunks, replace the changed one.
+	s := directStore(t)
+	if _, err := s.DeleteDocument(ctx, p.Collection, "c.md"); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := json.Marshal(plan.BuildResult{Documents: 1, Deleted: 1, Unchanged: 1, Chunks: 2})
+	finishJob(t, &sync, 0, string(res))
+	eventually(t, 30*time.Second, "sync recorded", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		rev := idx.Status.Revisions[0]
+		return rev.CorpusRevision == corpus.Status.Revision && rev.Chunks == 4 && rev.Documents == 2 && condition(idx, ragopsv1alpha1.ConditionReconciling) == nil, nil
+	})
+	if idx.Status.ActiveRevision != r1 {
+		t.Errorf("a corpus sync changed the active revision to %s", idx.Status.ActiveRevision)
+	}
+}
