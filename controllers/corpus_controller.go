@@ -19,9 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/corpus"
@@ -232,13 +230,9 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 			conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s is listing the source", current.Name))
 			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
 		case jobFailed:
-			_, failed, err := podResults(ctx, r.Client, current)
+			msg, err := jobFailure(ctx, r.Client, current, failure)
 			if err != nil {
 				return ctrl.Result{}, err
-			}
-			msg := failure
-			if len(failed) > 0 {
-				msg = errorOf(failed[len(failed)-1])
 			}
 			conditions.MarkNotReady(c, ReasonSourceUnreadable, fmt.Sprintf("scan Job %s failed: %s", current.Name, msg))
 			if !due || current.CreationTimestamp.Add(interval).After(r.now()) {
@@ -362,23 +356,13 @@ func truncate(s string, n int) string {
 // SetupWithManager watches Corpora, their scan Jobs, and the ConfigMaps, Secrets and PVCs
 // they name.
 func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	bySource := func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list ragopsv1alpha1.CorpusList
-		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{corpusBySource: o.GetName()}); err != nil {
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, c := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
-		}
-		return reqs
-	}
+	bySource := enqueueReferrers(r.Client, func() client.ObjectList { return &ragopsv1alpha1.CorpusList{} }, corpusBySource)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ragopsv1alpha1.Corpus{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(bySource)).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bySource)).
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(bySource)).
+		Watches(&corev1.ConfigMap{}, bySource).
+		Watches(&corev1.Secret{}, bySource).
+		Watches(&corev1.PersistentVolumeClaim{}, bySource).
 		Named("corpus").
 		Complete(r)
 }

@@ -18,9 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
@@ -132,13 +130,9 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonEvaluating, fmt.Sprintf("Job %s evaluates revision %s", job.Name, revName))
 		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
 	case jobFailed:
-		_, failed, err := podResults(ctx, r.Client, job)
+		msg, err := jobFailure(ctx, r.Client, job, failure)
 		if err != nil {
 			return ctrl.Result{}, err
-		}
-		msg := failure
-		if len(failed) > 0 {
-			msg = errorOf(failed[len(failed)-1])
 		}
 		conditions.MarkStalled(&ev, ReasonEvaluationFailed, fmt.Sprintf("Job %s failed: %s", job.Name, truncate(msg, 1024)))
 		return ctrl.Result{}, nil
@@ -278,17 +272,7 @@ func (r *EvaluationReconciler) pruneJobs(ctx context.Context, ev *ragopsv1alpha1
 
 // SetupWithManager watches Evaluations, their Jobs, and the Indexes they measure.
 func (r *EvaluationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	byIndex := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list ragopsv1alpha1.EvaluationList
-		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{evalByIndex: o.GetName()}); err != nil {
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, e := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&e)})
-		}
-		return reqs
-	})
+	byIndex := enqueueReferrers(r.Client, func() client.ObjectList { return &ragopsv1alpha1.EvaluationList{} }, evalByIndex)
 	indexChanged := predicate.Funcs{UpdateFunc: func(e evtUpdate) bool {
 		a, b := e.ObjectOld.(*ragopsv1alpha1.Index), e.ObjectNew.(*ragopsv1alpha1.Index)
 		return a.Status.ActiveRevision != b.Status.ActiveRevision || !slices.EqualFunc(a.Status.Revisions, b.Status.Revisions,

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
@@ -229,13 +228,9 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress))
 		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
 	case jobFailed:
-		_, failed, err := podResults(ctx, r.Client, job)
+		msg, err := jobFailure(ctx, r.Client, job, failure)
 		if err != nil {
 			return ctrl.Result{}, true, err
-		}
-		msg := failure
-		if len(failed) > 0 {
-			msg = errorOf(failed[len(failed)-1])
 		}
 		rev.Phase, rev.Message = ragopsv1alpha1.RevisionFailed, truncate(msg, 1024)
 		rev.CompletionTime = ptr.To(metav1.Now())
@@ -511,13 +506,9 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		conditions.MarkReconcilingKeepReady(idx, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", st.corpus.Status.Revision, rev.Name))
 		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
 	case jobFailed:
-		_, failed, err := podResults(ctx, r.Client, job)
+		msg, err := jobFailure(ctx, r.Client, job, failure)
 		if err != nil {
 			return ctrl.Result{}, true, err
-		}
-		msg := failure
-		if len(failed) > 0 {
-			msg = errorOf(failed[len(failed)-1])
 		}
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
 		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("corpus sync Job %s failed: %s", job.Name, truncate(msg, 1024)))
@@ -666,17 +657,7 @@ func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alph
 // strategies and Secrets they reference.
 func (r *IndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	by := func(field string) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var list ragopsv1alpha1.IndexList
-			if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: o.GetName()}); err != nil {
-				return nil
-			}
-			reqs := make([]reconcile.Request, 0, len(list.Items))
-			for _, ix := range list.Items {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ix)})
-			}
-			return reqs
-		})
+		return enqueueReferrers(r.Client, func() client.ObjectList { return &ragopsv1alpha1.IndexList{} }, field)
 	}
 	statusChanged := predicate.Funcs{UpdateFunc: func(e evtUpdate) bool {
 		return !equalStatus(e.ObjectOld, e.ObjectNew) || e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()

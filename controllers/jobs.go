@@ -10,11 +10,14 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
@@ -252,6 +255,42 @@ func podResults(ctx context.Context, c client.Client, job *batchv1.Job) (succeed
 		}
 	}
 	return succeeded, failed, nil
+}
+
+// jobFailure returns why a failed Job failed: the error its last failed pod reported in its
+// termination message, else the Job's Failed condition.
+func jobFailure(ctx context.Context, c client.Client, job *batchv1.Job, condition string) (string, error) {
+	_, failed, err := podResults(ctx, c, job)
+	if err != nil {
+		return "", err
+	}
+	if len(failed) > 0 {
+		return errorOf(failed[len(failed)-1]), nil
+	}
+	return condition, nil
+}
+
+// enqueueReferrers maps an object to the objects of its namespace whose field index `field`
+// holds its name (a Corpus to the Indexes that use it, say). newList returns an empty list of
+// the referring kind.
+func enqueueReferrers(c client.Client, newList func() client.ObjectList, field string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := newList()
+		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{field: o.GetName()}); err != nil {
+			return nil
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(items))
+		for _, it := range items {
+			if obj, ok := it.(client.Object); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			}
+		}
+		return reqs
+	})
 }
 
 // errorOf extracts the "error" field of a JSON result message, or returns the message itself.
