@@ -22,6 +22,10 @@
 //
 //	go run ./hack/bench-controllers -ragops bin/ragops [-n 500] [-steady 60s] [-benchmarks BENCHMARKS.md]
 //
+// Duration: with 500 Indexes on the shared 2-core machine the wait for Ready dominates (each
+// revision needs a Weaviate collection and an alias, and Weaviate schema writes slow down as
+// collections accumulate): about 25 minutes under load. -n 100 takes a few minutes.
+//
 // Control-plane binaries come from KUBEBUILDER_ASSETS or bin/ (hack/build-tools.sh controlplane
 // etcd); weaviate-server from RAGOPS_WEAVIATE_BIN or bin/weaviate-server (hack/build-tools.sh
 // weaviate).
@@ -38,6 +42,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,7 +76,7 @@ func main() {
 	flag.StringVar(&o.benchmarks, "benchmarks", "", "Markdown file whose \"## Controllers at scale\" section is written (appended when missing)")
 	flag.IntVar(&o.players, "players", 4, "concurrent Job players (what kubelets and embedder pods would do)")
 	flag.IntVar(&o.creators, "creators", 4, "concurrent Index creators")
-	flag.DurationVar(&o.readyTimeout, "ready-timeout", 10*time.Minute, "how long to wait for every Index to be Ready")
+	flag.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Minute, "how long to wait for every Index to be Ready")
 	flag.BoolVar(&o.touch, "touch", true, "after the steady window, annotate every Index once and measure the no-op reconciles")
 	flag.BoolVar(&o.keepArtifacts, "keep", false, "keep the temporary folder (manager log)")
 	flag.Parse()
@@ -218,6 +223,7 @@ func run(o options) error {
 	logf("creating %d Indexes (%d at a time)", o.n, o.creators)
 	start := time.Now()
 	res.cpuBefore = mustSample(mgr).CPU
+	wvCPU0, _ := wv.CPUSeconds()
 	if err := createIndexes(ctx, k8s, rec, ns, o, "http://"+wv.HTTPAddr, wv.GRPCAddr); err != nil {
 		return err
 	}
@@ -236,15 +242,26 @@ func run(o options) error {
 			return fmt.Errorf("ragops manager exited (%v); log: %s", mgr.waitErr, mgr.logPath)
 		}
 		if time.Now().After(deadline) {
+			res.times = rec.snapshot()
+			if m, err := mgr.scrape(); err == nil {
+				res.steadyStartMetrics, res.steadyEndMetrics = m, m
+				res.afterBuild, res.steadySample = mustSample(mgr), mustSample(mgr)
+				res.load1 = loadAvg()
+				fmt.Println("Partial figures (not every Index turned Ready):")
+				fmt.Println(res.markdown())
+			}
 			return fmt.Errorf("%d of %d Indexes Ready after %s", rec.readyCount(), o.n, o.readyTimeout)
 		}
 		if time.Since(lastLog) > 15*time.Second {
-			logf("%d/%d Ready", rec.readyCount(), o.n)
+			logProgress(mgr, rec, o.n)
 			lastLog = time.Now()
 		}
 	}
 	res.allReady = time.Since(start)
 	res.afterBuild = mustSample(mgr)
+	if c, err := wv.CPUSeconds(); err == nil {
+		res.weaviateCPU = c - wvCPU0
+	}
 	logf("all %d Indexes Ready %s after the first create", o.n, res.allReady.Round(time.Millisecond))
 
 	// Let the queue drain, then watch a steady window.
@@ -271,6 +288,14 @@ func run(o options) error {
 	}
 	res.steady = steadyTo.Sub(steadyFrom)
 	res.steadySample = mustSample(mgr)
+	if p, err := procfs.NewProc(wv.PID()); err == nil {
+		if st, err := p.NewStatus(); err == nil {
+			res.weaviateRSS = st.VmRSS
+		}
+	}
+	if names, err := store.Client().Schema().Getter().Do(ctx); err == nil {
+		res.collections = len(names.Classes)
+	}
 	res.steadyWrites = rec.writesBetween(steadyFrom, steadyTo)
 	res.times = rec.snapshot()
 
@@ -317,6 +342,20 @@ func run(o options) error {
 		logf("wrote the \"## Controllers at scale\" section of %s", o.benchmarks)
 	}
 	return nil
+}
+
+// logProgress prints how far the run is and what the manager's index controller is doing.
+func logProgress(mgr *managerProcess, rec *recorder, n int) {
+	jobs, played := rec.jobCounts()
+	line := fmt.Sprintf("%d/%d Ready, %d build Jobs created, %d played", rec.readyCount(), n, jobs, played)
+	if m, err := mgr.scrape(); err == nil {
+		idx := map[string]string{"controller": "index"}
+		h := m.histogram("controller_runtime_reconcile_time_seconds", idx)
+		line += fmt.Sprintf("; index reconciles %.0f (mean %s), queue depth %.0f, errors %.0f, goroutines %.0f",
+			h.count(), secs(h.sum/h.count()), m.sum("workqueue_depth", map[string]string{"name": "index"}),
+			m.sum("controller_runtime_reconcile_errors_total", idx), m.sum("go_goroutines", nil))
+	}
+	logf("%s", line)
 }
 
 func mustSample(m *managerProcess) procSample {

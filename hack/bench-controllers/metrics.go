@@ -148,3 +148,16 @@ func (h histogram) quantile(q float64) float64 {
 	}
 	return lower
 }
+
+// bucketOf returns the bounds (lower, upper] of the bucket holding the q-quantile's rank;
+// upper is +Inf when the rank lies above the highest finite bound.
+func (h histogram) bucketOf(q float64) (lower, upper float64) {
+	rank := q * h.count()
+	for i, b := range h.bounds {
+		if h.counts[i] >= rank {
+			return lower, b
+		}
+		lower = b
+	}
+	return lower, math.Inf(1)
+}

@@ -24,6 +24,7 @@ type indexTimes struct {
 	created     time.Time // just before the Create call
 	firstStatus time.Time // first watch event whose status differs from the empty status
 	jobCreated  time.Time // the build Job appeared
+	playStart   time.Time // a player picked the build Job up
 	jobDone     time.Time // the player marked the build Job Complete
 	ready       time.Time // Ready=True for the current generation
 	// writesAfterReady counts status changes seen after ready.
@@ -55,6 +56,29 @@ func (r *recorder) created(name string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.indexes[name] = &indexTimes{created: at}
+}
+
+func (r *recorder) playStart(index string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.indexes[index]; t != nil && t.playStart.IsZero() {
+		t.playStart = at
+	}
+}
+
+// jobCounts returns how many build Jobs appeared and how many the players completed.
+func (r *recorder) jobCounts() (created, done int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.indexes {
+		if !t.jobCreated.IsZero() {
+			created++
+		}
+		if !t.jobDone.IsZero() {
+			done++
+		}
+	}
+	return created, done
 }
 
 func (r *recorder) jobDone(index string, at time.Time) {

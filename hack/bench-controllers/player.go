@@ -55,6 +55,7 @@ func (p *player) finish(ctx context.Context, key client.ObjectKey) error {
 		return fmt.Errorf("plan ConfigMap: %w", err)
 	}
 	var b plan.Build
+	p.rec.playStart(cm.Labels[controllers.LabelOwner], time.Now())
 	if err := json.Unmarshal([]byte(cm.Data[plan.File]), &b); err != nil {
 		return fmt.Errorf("plan ConfigMap %s key %s: %w", key, plan.File, err)
 	}

@@ -33,6 +33,9 @@ type result struct {
 	touchWall          time.Duration
 	times              []indexTimes
 	load0, load1       string
+	weaviateCPU        float64 // CPU-s from the first create to all Ready
+	weaviateRSS        uint64  // at the end of the steady window
+	collections        int
 }
 
 // percentiles returns the nearest-rank p50, p99 and max of ds (NaN when empty).
@@ -74,6 +77,23 @@ func secs(v float64) string {
 	}
 }
 
+// quant formats the q-quantile estimate of h; when the bucket holding it is coarse (upper bound
+// at least 4x the lower, as in the work queue's powers of ten) the bucket is shown too, since
+// the linear estimate inside it means little.
+func quant(h histogram, q float64) string {
+	v := h.quantile(q)
+	lo, hi := h.bucketOf(q)
+	switch {
+	case math.IsNaN(v):
+		return "n/a"
+	case math.IsInf(hi, 1):
+		return "> " + secs(lo)
+	case lo > 0 && hi/lo >= 4:
+		return fmt.Sprintf("%s (bucket %s-%s)", secs(v), secs(lo), secs(hi))
+	}
+	return secs(v)
+}
+
 func mib(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 
 func (r *result) markdown() string {
@@ -90,13 +110,14 @@ func (r *result) markdown() string {
 		countReady(r.times), r.n, secs(r.allReady.Seconds()), secs(r.createWall.Seconds())))
 	lat("create -> first status write", r.spans(func(t indexTimes) time.Time { return t.created }, func(t indexTimes) time.Time { return t.firstStatus }))
 	lat("create -> build Job created", r.spans(func(t indexTimes) time.Time { return t.created }, func(t indexTimes) time.Time { return t.jobCreated }))
+	lat("player: build Job picked up -> Complete (Weaviate collection + 6 chunks, pod, Job status)", r.spans(func(t indexTimes) time.Time { return t.playStart }, func(t indexTimes) time.Time { return t.jobDone }))
 	lat("build Job Complete -> Ready (alias set)", r.spans(func(t indexTimes) time.Time { return t.jobDone }, func(t indexTimes) time.Time { return t.ready }))
 	lat("create -> Ready (end to end, Job side played)", r.spans(func(t indexTimes) time.Time { return t.created }, func(t indexTimes) time.Time { return t.ready }))
 	h := final.histogram("controller_runtime_reconcile_time_seconds", idx)
 	row("index reconcile time (controller_runtime_reconcile_time_seconds)", fmt.Sprintf("p50 %s, p99 %s, mean %s over %.0f reconciles",
-		secs(h.quantile(0.5)), secs(h.quantile(0.99)), secs(h.sum/h.count()), h.count()))
+		quant(h, 0.5), quant(h, 0.99), secs(h.sum/h.count()), h.count()))
 	q := final.histogram("workqueue_queue_duration_seconds", map[string]string{"name": "index"})
-	row("index work queue wait (workqueue_queue_duration_seconds)", fmt.Sprintf("p50 %s, p99 %s", secs(q.quantile(0.5)), secs(q.quantile(0.99))))
+	row("index work queue wait (workqueue_queue_duration_seconds)", fmt.Sprintf("p50 %s, p99 %s", quant(q, 0.5), quant(q, 0.99)))
 	var results []string
 	for _, res := range []string{"success", "requeue", "requeue_after", "error"} {
 		results = append(results, fmt.Sprintf("%s %.0f", res, final.sum("controller_runtime_reconcile_total", map[string]string{"controller": "index", "result": res})))
@@ -133,11 +154,14 @@ func (r *result) markdown() string {
 		th := r.touchMetrics.histogram("controller_runtime_reconcile_time_seconds", idx).minus(h)
 		row(fmt.Sprintf("touch round: %d annotated Indexes, one no-op reconcile each", r.n),
 			fmt.Sprintf("done in %s; reconcile p50 %s, p99 %s over %.0f; status writes %d; errors %.0f",
-				secs(r.touchWall.Seconds()), secs(th.quantile(0.5)), secs(th.quantile(0.99)), th.count(), sum(r.touchWrites),
+				secs(r.touchWall.Seconds()), quant(th, 0.5), quant(th, 0.99), th.count(), sum(r.touchWrites),
 				r.touchMetrics.sum("controller_runtime_reconcile_errors_total", idx)-final.sum("controller_runtime_reconcile_errors_total", idx)))
 		row("after the touch round: RSS / heap in use / goroutines",
 			fmt.Sprintf("%s / %s / %.0f", mib(r.touchSample.RSS),
 				mib(uint64(r.touchMetrics.sum("go_memstats_heap_inuse_bytes", nil))), r.touchMetrics.sum("go_goroutines", nil)))
+	}
+	if r.collections > 0 {
+		row("Weaviate during the build: CPU / RSS after the steady window / collections", fmt.Sprintf("%.1f CPU-s / %s / %d", r.weaviateCPU, mib(r.weaviateRSS), r.collections))
 	}
 	row("machine load average (1/5/15 min) at start -> end", r.load0+" -> "+r.load1)
 	return b.String()

@@ -7,6 +7,8 @@
 # then runs hack/bench-controllers (flags pass through, e.g. -n 500 -steady 60s), prints one
 # Markdown table and writes it into the "## Controllers at scale" section of BENCHMARKS.md
 # (replaced when present, appended at the end otherwise). Set RAGOPS_BENCH_NO_WRITE=1 to only print.
+# Takes about 25 minutes at -n 500 on the shared 2-core machine (Weaviate schema writes for 500
+# collections and 500 aliases dominate); -n 100 takes a few minutes.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
