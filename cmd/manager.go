@@ -33,6 +33,7 @@ func newManagerCommand() *cobra.Command {
 		leaderElectionNS                    string
 		leaderElect                         bool
 		progress, finalizerTimeout          time.Duration
+		indexConcurrency                    int
 		zapOpts                             = zap.Options{}
 	)
 	c := &cobra.Command{
@@ -59,6 +60,7 @@ func newManagerCommand() *cobra.Command {
 			ctx := ctrl.SetupSignalHandler()
 			if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 				WorkerImage: workerImage, ProgressInterval: progress, FinalizerTimeout: finalizerTimeout,
+				IndexConcurrency: indexConcurrency,
 			}); err != nil {
 				return err
 			}
@@ -78,6 +80,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's own namespace; needed outside a cluster)")
 	f.StringVar(&workerImage, "worker-image", envOr("RAGOPS_WORKER_IMAGE", "ghcr.io/ragops/ragops:latest"), "image of the scan, embed and evaluate Jobs (env RAGOPS_WORKER_IMAGE)")
 	f.DurationVar(&progress, "progress-interval", 10*time.Second, "how often a running build's progress is refreshed (at most 30s)")
+	f.IntVar(&indexConcurrency, "index-concurrency", 4, "how many Indexes reconcile at once")
 	f.DurationVar(&finalizerTimeout, "finalizer-timeout", 15*time.Minute, "how long deletion waits for Weaviate before leaving collections behind")
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(gfs)

@@ -270,8 +270,13 @@ func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Cor
 	if err != nil {
 		return false, err
 	}
+	msg, found := ok["0"]
+	if !found {
+		// The pod cache can lag behind the Job's: retry with backoff.
+		return false, fmt.Errorf("scan Job %s succeeded but its pod's result is not visible yet", job.Name)
+	}
 	var res plan.ScanResult
-	if err := json.Unmarshal([]byte(ok["0"]), &res); err != nil {
+	if err := json.Unmarshal([]byte(msg), &res); err != nil {
 		conditions.MarkNotReady(c, ReasonSourceUnreadable, fmt.Sprintf("scan Job %s returned no result: %v", job.Name, err))
 		return false, nil
 	}

@@ -141,8 +141,13 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	msg, found := ok["0"]
+	if !found {
+		// The pod cache can lag behind the Job's: retry with backoff rather than stall.
+		return ctrl.Result{}, fmt.Errorf("job %s succeeded but its pod's result is not visible yet", job.Name)
+	}
 	var result plan.EvaluateResult
-	if err := json.Unmarshal([]byte(ok["0"]), &result); err != nil {
+	if err := json.Unmarshal([]byte(msg), &result); err != nil {
 		conditions.MarkStalled(&ev, ReasonEvaluationFailed, fmt.Sprintf("Job %s returned an unreadable result: %v", job.Name, err))
 		return ctrl.Result{}, nil
 	}

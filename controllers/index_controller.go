@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -259,6 +260,10 @@ func (r *IndexReconciler) shardResults(ctx context.Context, job *batchv1.Job) ([
 	ok, _, err := podResults(ctx, r.Client, job)
 	if err != nil {
 		return nil, err
+	}
+	if want := int(ptr.Deref(job.Spec.Completions, 1)); len(ok) < want {
+		// The pod cache can lag behind the Job's: retry with backoff.
+		return nil, fmt.Errorf("job %s succeeded but only %d of %d shard results are visible yet", job.Name, len(ok), want)
 	}
 	out := make([]plan.BuildResult, 0, len(ok))
 	for idx, msg := range ok {
@@ -670,6 +675,7 @@ func (r *IndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&ragopsv1alpha1.ChunkingStrategy{}, by(indexByStrategy), builder.WithPredicates(statusChanged)).
 		Watches(&corev1.Secret{}, by(indexBySecret)).
 		Named("index").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.IndexConcurrency}).
 		Complete(r)
 }
 

@@ -23,10 +23,13 @@ import (
 type Options struct {
 	// WorkerImage is the ragops image the Jobs run (scan, embed, evaluate).
 	WorkerImage string
-	// NewStore opens a vector store for an Index's Weaviate endpoint.
+	// NewStore opens a vector store for an Index's Weaviate endpoint; nil means
+	// NewWeaviateStore with one cached Store per endpoint and API key.
 	NewStore StoreFactory
 	// ProgressInterval is how often a running build's progress is refreshed (at most 30 s).
 	ProgressInterval time.Duration
+	// IndexConcurrency is how many Indexes reconcile at once (Weaviate calls can be slow).
+	IndexConcurrency int
 	// FinalizerTimeout bounds how long deletion waits for Weaviate before giving up with a
 	// Warning event that names what was left behind.
 	FinalizerTimeout time.Duration
@@ -37,7 +40,10 @@ func (o *Options) defaults() {
 		o.WorkerImage = "ghcr.io/ragops/ragops:latest"
 	}
 	if o.NewStore == nil {
-		o.NewStore = NewWeaviateStore
+		o.NewStore = cachedStores(NewWeaviateStore)
+	}
+	if o.IndexConcurrency <= 0 {
+		o.IndexConcurrency = 4
 	}
 	if o.ProgressInterval <= 0 || o.ProgressInterval > 30*time.Second {
 		o.ProgressInterval = 10 * time.Second

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/vectorstore"
@@ -43,4 +44,26 @@ func StoreConfig(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (vectorstore.C
 		return cfg, fmt.Errorf("spec.weaviate.url: %w", err)
 	}
 	return cfg, nil
+}
+
+// cachedStores wraps a StoreFactory so each (URL, gRPC address, API key) gets one Store for
+// the manager's lifetime: the Weaviate client holds a gRPC connection it cannot close, so a
+// client per reconcile would leak goroutines and memory.
+func cachedStores(next StoreFactory) StoreFactory {
+	var mu sync.Mutex
+	stores := map[[3]string]Store{}
+	return func(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (Store, error) {
+		key := [3]string{spec.URL, spec.GRPCAddress, apiKey}
+		mu.Lock()
+		defer mu.Unlock()
+		if s, ok := stores[key]; ok {
+			return s, nil
+		}
+		s, err := next(spec, apiKey)
+		if err != nil {
+			return nil, err
+		}
+		stores[key] = s
+		return s, nil
+	}
 }
