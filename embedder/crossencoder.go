@@ -242,27 +242,12 @@ func (c *CrossEncoder) runBatch(ctx context.Context, seqs, types [][]int64) ([]f
 	if c.sess == nil {
 		return nil, fmt.Errorf("embedder: cross-encoder is closed")
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, q := range seqs {
-		c.tokens.Add(int64(len(q)))
-	}
-	inputs, s, err := batchTensors(seqs, types, c.typeIDs)
+	out, _, release, err := runSession(ctx, c.sess, seqs, types, c.typeIDs, &c.tokens, "cross-encoder inference", c.cfg.ScoreOutput)
 	if err != nil {
 		return nil, err
 	}
-	defer destroyAll(inputs)
+	defer release()
 	b := len(seqs)
-	outputs := []onnx.Value{nil}
-	if err := c.sess.Run(inputs, outputs); err != nil {
-		return nil, fmt.Errorf("embedder: cross-encoder inference on a batch of %d x %d tokens: %w", b, s, err)
-	}
-	defer outputs[0].Destroy()
-	out, ok := outputs[0].(*onnx.Tensor[float32])
-	if !ok {
-		return nil, fmt.Errorf("embedder: output %q is not a float32 tensor", c.cfg.ScoreOutput)
-	}
 	if sh := out.GetShape(); len(sh) != 2 || sh[0] != int64(b) || sh[1] != 1 {
 		return nil, fmt.Errorf("embedder: output %q shape %v, want [%d 1]", c.cfg.ScoreOutput, sh, b)
 	}

@@ -332,27 +332,12 @@ func (m *Model) runBatch(ctx context.Context, seqs [][]int64) ([][]float32, erro
 	if m.sess == nil {
 		return nil, errClosed
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, q := range seqs {
-		m.tokens.Add(int64(len(q)))
-	}
-	inputs, s, err := batchTensors(seqs, nil, m.typeIDs)
+	out, s, release, err := runSession(ctx, m.sess, seqs, nil, m.typeIDs, &m.tokens, "inference", m.cfg.TokenStatesOutput)
 	if err != nil {
 		return nil, err
 	}
-	defer destroyAll(inputs)
+	defer release()
 	b := len(seqs)
-	outputs := []onnx.Value{nil}
-	if err := m.sess.Run(inputs, outputs); err != nil {
-		return nil, fmt.Errorf("embedder: inference on a batch of %d x %d tokens: %w", b, s, err)
-	}
-	defer outputs[0].Destroy()
-	out, ok := outputs[0].(*onnx.Tensor[float32])
-	if !ok {
-		return nil, fmt.Errorf("embedder: output %q is not a float32 tensor", m.cfg.TokenStatesOutput)
-	}
 	if sh := out.GetShape(); len(sh) != 3 || sh[0] != int64(b) || sh[1] != int64(s) || sh[2] != int64(m.cfg.Dimension) {
 		return nil, fmt.Errorf("embedder: output shape %v, want [%d %d %d]", sh, b, s, m.cfg.Dimension)
 	}
@@ -364,6 +349,37 @@ func (m *Model) runBatch(ctx context.Context, seqs [][]int64) ([][]float32, erro
 		copy(res[i], data[i*s*d:(i*s+len(q))*d])
 	}
 	return res, nil
+}
+
+// runSession runs sess on one batch (seqs right-padded; types may be nil), counts its tokens
+// and returns the first output as a float32 tensor with the padded length s; release destroys
+// the inputs and the output. what and output name the call and the output in errors.
+func runSession(ctx context.Context, sess *onnx.DynamicAdvancedSession, seqs, types [][]int64, typeIDs bool, tokens *atomic.Int64, what, output string) (*onnx.Tensor[float32], int, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, nil, err
+	}
+	for _, q := range seqs {
+		tokens.Add(int64(len(q)))
+	}
+	inputs, s, err := batchTensors(seqs, types, typeIDs)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	outputs := []onnx.Value{nil}
+	if err := sess.Run(inputs, outputs); err != nil {
+		destroyAll(inputs)
+		return nil, 0, nil, fmt.Errorf("embedder: %s on a batch of %d x %d tokens: %w", what, len(seqs), s, err)
+	}
+	release := func() {
+		outputs[0].Destroy()
+		destroyAll(inputs)
+	}
+	out, ok := outputs[0].(*onnx.Tensor[float32])
+	if !ok {
+		release()
+		return nil, 0, nil, fmt.Errorf("embedder: output %q is not a float32 tensor", output)
+	}
+	return out, s, release, nil
 }
 
 // batchTensors right-pads seqs to the longest, s tokens, and returns the input tensors

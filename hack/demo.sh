@@ -40,7 +40,7 @@ mport=${RAGOPS_DEMO_MANAGER_PORT:-18090}
 kc() { "$root/bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
 n=0
-step() { n=$((n + 1)); printf '\n\033[1m== [%d/9] %s\033[0m (%s)\n' "$n" "$*" "$(date +%H:%M:%S)"; }
+step() { n=$((n + 1)); printf '\n\033[1m== [%d/10] %s\033[0m (%s)\n' "$n" "$*" "$(date +%H:%M:%S)"; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 down() {
@@ -96,6 +96,11 @@ fi
 wc -l "$data/$dataset/corpus.jsonl" "$data/$dataset/qrels/$split.tsv"
 
 step "local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the local process node"
+if ! RAGOPS_WEAVIATE_STATE=$weaviate_state hack/weaviate.sh status >/dev/null 2>&1; then
+	# Weaviate starts with an empty data folder: start the cluster empty too, so no Index
+	# claims a revision whose collection is gone.
+	hack/localcluster/down.sh --purge >/dev/null 2>&1 || true
+fi
 hack/localcluster/up.sh --image-map "ragops:latest=$rootfs" --image-entrypoint "ragops:latest=/usr/local/bin/ragops" --advertise-gpus 1 >/dev/null
 
 step "Weaviate v1.37.6 on 127.0.0.1:$((wbase + 5)) (gRPC $((wbase + 4)))"
