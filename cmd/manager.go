@@ -32,7 +32,7 @@ func newManagerCommand() *cobra.Command {
 		metricsAddr, probeAddr, workerImage string
 		leaderElectionNS                    string
 		leaderElect                         bool
-		progress, finalizerTimeout          time.Duration
+		progress, drift, finalizerTimeout   time.Duration
 		indexConcurrency                    int
 		zapOpts                             = zap.Options{}
 	)
@@ -59,7 +59,7 @@ func newManagerCommand() *cobra.Command {
 			}
 			ctx := ctrl.SetupSignalHandler()
 			if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
-				WorkerImage: workerImage, ProgressInterval: progress, FinalizerTimeout: finalizerTimeout,
+				WorkerImage: workerImage, ProgressInterval: progress, DriftInterval: drift, FinalizerTimeout: finalizerTimeout,
 				IndexConcurrency: indexConcurrency,
 			}); err != nil {
 				return err
@@ -80,6 +80,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's own namespace; needed outside a cluster)")
 	f.StringVar(&workerImage, "worker-image", envOr("RAGOPS_WORKER_IMAGE", "ghcr.io/ragops/ragops:latest"), "image of the scan, embed and evaluate Jobs (env RAGOPS_WORKER_IMAGE)")
 	f.DurationVar(&progress, "progress-interval", 10*time.Second, "how often a running build's progress is refreshed (at most 30s)")
+	f.DurationVar(&drift, "drift-interval", 5*time.Minute, "how often a serving Index checks that its collection and alias still exist in Weaviate")
 	f.IntVar(&indexConcurrency, "index-concurrency", 4, "how many Indexes reconcile at once")
 	f.DurationVar(&finalizerTimeout, "finalizer-timeout", 15*time.Minute, "how long deletion waits for Weaviate before leaving collections behind")
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)

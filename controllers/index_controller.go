@@ -46,6 +46,7 @@ const (
 	ReasonGateFailed         = "GateFailed"
 	ReasonActive             = "Active"
 	ReasonWeaviateError      = "WeaviateUnavailable"
+	ReasonCollectionLost     = "CollectionLost"
 	ReasonCleanupFailed      = "CleanupFailed"
 	ReasonIndexSuspended     = "Suspended"
 	annotationLastCorpusSync = "ragops.dev/corpus-revision"
@@ -100,6 +101,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	}
 	st := &indexState{idx: &idx}
 	defer func() { idx.Status.ObservedGeneration = idx.Generation }()
+	var result ctrl.Result
 	for _, step := range []func(context.Context, *indexState) (ctrl.Result, bool, error){
 		r.resolveInputs,
 		r.reconcileBuild,
@@ -111,8 +113,17 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 		if err != nil || done {
 			return res, err
 		}
+		result = soonest(result, res)
 	}
-	return ctrl.Result{}, nil
+	return result, nil
+}
+
+// soonest merges the requeue requests of two steps.
+func soonest(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
 }
 
 // resolveInputs fetches the Corpus, the strategy and the API key, computes the revision and
@@ -178,8 +189,12 @@ func findRevision(idx *ragopsv1alpha1.Index, name string) *ragopsv1alpha1.Revisi
 	return nil
 }
 
-func buildJobName(idx *ragopsv1alpha1.Index, rev string) string {
-	return fmt.Sprintf("%s-%s-build", truncate(idx.Name, 40), rev)
+func buildJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) string {
+	name := fmt.Sprintf("%s-%s-build", truncate(idx.Name, 40), rev.Name)
+	if rev.Attempt > 1 {
+		name += fmt.Sprintf("-%d", rev.Attempt)
+	}
+	return name
 }
 
 func syncJobName(idx *ragopsv1alpha1.Index, rev, corpusRev string) string {
@@ -335,7 +350,7 @@ func progressString(done, total int64) string {
 // embedWorkload describes the embedder Job of a revision (full build, or incremental sync).
 func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) *workload {
 	idx := st.idx
-	name := buildJobName(idx, rev.Name)
+	name := buildJobName(idx, rev)
 	if incremental {
 		name = syncJobName(idx, rev.Name, st.corpus.Status.Revision)
 	}
@@ -368,6 +383,14 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	active := findRevision(idx, idx.Status.ActiveRevision)
 	if rev.Phase == ragopsv1alpha1.RevisionActive {
 		// Make sure Weaviate agrees (an alias deleted behind our back is restored).
+		// Make sure Weaviate agrees: the collection still exists (data lost, deleted by hand) and
+		// the alias points at it (an alias deleted behind our back is restored).
+		if ok, err := st.store.CollectionExists(ctx, rev.Collection); err != nil || !ok {
+			if err == nil {
+				err = &vectorstore.CollectionNotFoundError{Op: "check collection", Collection: rev.Collection}
+			}
+			return r.collectionError(ctx, st, rev, "read collection "+rev.Collection, err)
+		}
 		target, found, err := st.store.GetAlias(ctx, st.alias)
 		if err != nil {
 			conditions.MarkNotReady(idx, ReasonWeaviateError, fmt.Sprintf("read alias %s: %v", st.alias, err))
@@ -375,13 +398,12 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		}
 		if !found || target != rev.Collection {
 			if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
-				conditions.MarkNotReady(idx, ReasonWeaviateError, fmt.Sprintf("point alias %s at %s: %v", st.alias, rev.Collection, err))
-				return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
+				return r.collectionError(ctx, st, rev, fmt.Sprintf("point alias %s at %s", st.alias, rev.Collection), err)
 			}
 		}
 		idx.Status.Chunks = rev.Chunks
 		metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
-		return ctrl.Result{}, false, nil
+		return ctrl.Result{RequeueAfter: r.Options.DriftInterval}, false, nil
 	}
 	if rev.Phase == ragopsv1alpha1.RevisionRejected {
 		conditions.MarkStalled(idx, ReasonGateFailed, rev.Message)
@@ -402,8 +424,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		}
 	}
 	if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
-		conditions.MarkNotReady(idx, ReasonWeaviateError, fmt.Sprintf("point alias %s at %s: %v", st.alias, rev.Collection, err))
-		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
+		return r.collectionError(ctx, st, rev, fmt.Sprintf("point alias %s at %s", st.alias, rev.Collection), err)
 	}
 	from := idx.Status.ActiveRevision
 	if active != nil {
@@ -416,7 +437,37 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
 	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
-	return ctrl.Result{}, false, nil
+	return ctrl.Result{RequeueAfter: r.Options.DriftInterval}, false, nil
+}
+
+// collectionError handles a failed Weaviate call about a built revision's collection. When
+// the collection is gone (Weaviate's data lost, deleted by hand) no alias can point at it
+// again, so the revision is rebuilt under a new Job (Attempt + 1) and the Index is not Ready
+// meanwhile; any other failure retries after ProgressInterval.
+func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, op string, err error) (ctrl.Result, bool, error) {
+	idx := st.idx
+	var nf *vectorstore.CollectionNotFoundError
+	if !errors.As(err, &nf) || nf.Collection != rev.Collection {
+		conditions.MarkNotReady(idx, ReasonWeaviateError, fmt.Sprintf("%s: %v", op, err))
+		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
+	}
+	if err := deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev)); err != nil {
+		return ctrl.Result{}, true, err
+	}
+	rev.Attempt = max(rev.Attempt, 1) + 1
+	rev.Phase = ragopsv1alpha1.RevisionBuilding
+	rev.Message = fmt.Sprintf("collection %s is missing from Weaviate: rebuilding (attempt %d)", rev.Collection, rev.Attempt)
+	rev.CorpusRevision = st.corpus.Status.Revision
+	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped = 0, 0, 0, 0, nil
+	rev.CreationTime, rev.CompletionTime = ptr.To(metav1.Now()), nil
+	if idx.Status.ActiveRevision == rev.Name {
+		// Nothing serves now; the rebuilt revision takes the alias without a gate.
+		idx.Status.ActiveRevision, idx.Status.Chunks = "", 0
+	}
+	conditions.MarkNotReady(idx, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message))
+	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCollectionLost, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
+	log.FromContext(ctx).Info("revision collection lost, rebuilding", "revision", rev.Name, "collection", rev.Collection, "attempt", rev.Attempt)
+	return ctrl.Result{RequeueAfter: time.Second}, true, nil
 }
 
 // gateEvaluationName names the gating Evaluation of a revision.
@@ -580,7 +631,7 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (c
 			keep = append(keep, rev)
 			continue
 		}
-		_ = deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev.Name))
+		_ = deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, &rev))
 		_ = client.IgnoreNotFound(r.Delete(ctx, &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: gateEvaluationName(idx, rev.Name)}}))
 		metrics.ForgetRevision(idx.Namespace, idx.Name, rev.Name)
 		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionPruned", "Prune", "revision %s and collection %s deleted (revisionHistoryLimit %d)", rev.Name, rev.Collection, limit)

@@ -420,3 +420,46 @@ func TestCorpusChangeRunsIncrementalSyncIntoActiveRevision(t *testing.T) {
 		t.Errorf("a corpus sync changed the active revision to %s", idx.Status.ActiveRevision)
 	}
 }
+
+func TestLostCollectionIsRebuiltAndServesAgain(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	r1, c1 := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+
+	// Weaviate loses the collection behind the operator's back (no event reaches it: the
+	// periodic drift check must notice).
+	ctx := context.Background()
+	if err := directStore(t).Client().Schema().ClassDeleter().WithClassName(c1).Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := directStore(t).CollectionExists(ctx, c1); ok || err != nil {
+		t.Fatalf("collection %s still exists after its deletion (err %v)", c1, err)
+	}
+	eventually(t, 30*time.Second, "Ready=False CollectionLost", func() (bool, error) {
+		c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == controllers.ReasonCollectionLost &&
+			strings.Contains(c.Message, c1+" is missing from Weaviate: rebuilding (attempt 2)"), nil
+	})
+	idx := getIndex(t, ns, "besluiten")
+	if idx.Status.ActiveRevision != "" {
+		t.Errorf("activeRevision %q while its collection is gone, want empty", idx.Status.ActiveRevision)
+	}
+
+	r2, c2 := buildAttempt(t, ns, "besluiten", 2)
+	if r2 != r1 || c2 != c1 {
+		t.Fatalf("rebuild made revision %s collection %s, want the same %s %s", r2, c2, r1, c1)
+	}
+	idx = waitActive(t, ns, "besluiten", r1)
+	if got := aliasTarget(t, ns, "besluiten"); got != c1 {
+		t.Fatalf("alias points at %q, want %q", got, c1)
+	}
+	if rev := idx.Status.Revisions[0]; rev.Attempt != 2 || rev.Chunks != 6 || idx.Status.Chunks != 6 {
+		t.Errorf("rebuilt revision attempt=%d chunks=%d index chunks=%d, want 2, 6, 6", rev.Attempt, rev.Chunks, idx.Status.Chunks)
+	}
+	var old batchv1.Job
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("besluiten-%s-build", r1)}, &old)
+	if err == nil && old.DeletionTimestamp.IsZero() {
+		t.Errorf("the first build Job %s is still there", old.Name)
+	}
+}

@@ -28,6 +28,9 @@ type Options struct {
 	NewStore StoreFactory
 	// ProgressInterval is how often a running build's progress is refreshed (at most 30 s).
 	ProgressInterval time.Duration
+	// DriftInterval is how often an Index whose active revision is serving checks that its
+	// collection and alias still exist in Weaviate (default 5 minutes).
+	DriftInterval time.Duration
 	// IndexConcurrency is how many Indexes reconcile at once (Weaviate calls can be slow).
 	IndexConcurrency int
 	// FinalizerTimeout bounds how long deletion waits for Weaviate before giving up with a
@@ -47,6 +50,9 @@ func (o *Options) defaults() {
 	}
 	if o.ProgressInterval <= 0 || o.ProgressInterval > 30*time.Second {
 		o.ProgressInterval = 10 * time.Second
+	}
+	if o.DriftInterval <= 0 {
+		o.DriftInterval = 5 * time.Minute
 	}
 	if o.FinalizerTimeout <= 0 {
 		o.FinalizerTimeout = 15 * time.Minute

@@ -9,13 +9,16 @@ import (
 	"github.com/ragops/ragops/vectorstore"
 )
 
-// Store is what the controllers need from Weaviate: aliases, collection deletion and counts.
+// Store is what the controllers need from Weaviate: aliases, collection lookup and deletion,
+// and counts.
 // Errors follow vectorstore's typing (vectorstore.IsRetryable).
 type Store interface {
 	SetAlias(ctx context.Context, alias, collection string) error
 	GetAlias(ctx context.Context, alias string) (collection string, found bool, err error)
 	DeleteAlias(ctx context.Context, alias string) error
 	DeleteCollection(ctx context.Context, collection string) error
+	// CollectionExists asks Weaviate whether a collection exists (a missing one is false, nil).
+	CollectionExists(ctx context.Context, collection string) (bool, error)
 	// Count returns the number of chunks in a collection.
 	Count(ctx context.Context, collection string) (int, error)
 	// CountDocuments returns the number of distinct documents with chunks in a collection.

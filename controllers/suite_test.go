@@ -76,6 +76,7 @@ func run(m *testing.M) int {
 	opts := controllers.Options{
 		WorkerImage:      "ragops:test",
 		ProgressInterval: time.Second,
+		DriftInterval:    2 * time.Second,
 		FinalizerTimeout: 10 * time.Minute,
 		NewStore:         testStore,
 	}
@@ -264,6 +265,13 @@ func finishJob(t *testing.T, job *batchv1.Job, exitCode int32, messages ...strin
 // its collection in the real Weaviate (what the embedder pods do), and completes the Job.
 func buildRevision(t *testing.T, ns, name string) (rev, collection string) {
 	t.Helper()
+	return buildAttempt(t, ns, name, 1)
+}
+
+// buildAttempt plays the build Job of attempt n (1 for the first build) of the desired revision:
+// it writes six chunks of three documents into the collection the plan names and finishes the Job.
+func buildAttempt(t *testing.T, ns, name string, n int) (rev, collection string) {
+	t.Helper()
 	var idx *ragopsv1alpha1.Index
 	eventually(t, 30*time.Second, "a building revision", func() (bool, error) {
 		idx = getIndex(t, ns, name)
@@ -279,7 +287,11 @@ func buildRevision(t *testing.T, ns, name string) (rev, collection string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := waitJob(t, ns, fmt.Sprintf("%s-%s-build", name, rev))
+	jobName := fmt.Sprintf("%s-%s-build", name, rev)
+	if n > 1 {
+		jobName += fmt.Sprintf("-%d", n)
+	}
+	job := waitJob(t, ns, jobName)
 	var p plan.Build
 	if err := json.Unmarshal([]byte(planOf(t, ns, job.Name)), &p); err != nil {
 		t.Fatal(err)

@@ -14,13 +14,13 @@ import (
 // atomic on the server: a query through the alias sees the old or the new collection, never
 // neither (requires Weaviate >= 1.32).
 //
-// Errors: invalid name; [*CollectionNotFoundError] when collection does not exist; typed server
-// errors.
+// Errors: invalid name; [*CollectionNotFoundError] when collection does not exist (asked of the
+// server, not the cache); typed server errors.
 func (s *Store) SetAlias(ctx context.Context, name, collection string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	if _, err := s.Collection(ctx, collection); err != nil {
+	if _, err := s.fetchInfo(ctx, collection); err != nil {
 		return err
 	}
 	return s.retry(ctx, func() error {

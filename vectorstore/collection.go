@@ -209,6 +209,24 @@ func (s *Store) Collection(ctx context.Context, name string) (CollectionInfo, er
 	return s.fetchInfo(ctx, name)
 }
 
+// CollectionExists asks the server (not the cache) whether collection name exists.
+//
+// Errors: typed server and network errors; a missing collection is (false, nil).
+func (s *Store) CollectionExists(ctx context.Context, name string) (bool, error) {
+	_, err := s.fetchInfo(ctx, name)
+	var nf *CollectionNotFoundError
+	if errors.As(err, &nf) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Store) forget(name string) {
+	s.mu.Lock()
+	delete(s.infos, name)
+	s.mu.Unlock()
+}
+
 func (s *Store) fetchInfo(ctx context.Context, name string) (CollectionInfo, error) {
 	var class *models.Class
 	err := s.retry(ctx, func() error {
@@ -217,6 +235,7 @@ func (s *Store) fetchInfo(ctx context.Context, name string) (CollectionInfo, err
 		if err != nil {
 			var wce *fault.WeaviateClientError
 			if errors.As(err, &wce) && wce.StatusCode == http.StatusNotFound {
+				s.forget(name)
 				return &CollectionNotFoundError{Op: "get collection", Collection: name}
 			}
 			return classify("get collection", name, err)
@@ -284,8 +303,6 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) error {
 		}
 		return nil
 	})
-	s.mu.Lock()
-	delete(s.infos, name)
-	s.mu.Unlock()
+	s.forget(name)
 	return err
 }

@@ -245,6 +245,11 @@ type RevisionStatus struct {
 	// CompletionTime is when the build finished.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Attempt numbers the builds of this revision: empty or 1 for the first, one more for each
+	// rebuild after its collection was lost from Weaviate. Builds after the first run as Jobs
+	// named <index>-<revision>-build-<attempt>.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
 }
 
 // BuildProgress is the progress of the running build.
