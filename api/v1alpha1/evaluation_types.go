@@ -190,6 +190,7 @@ type EvaluationStatus struct {
 // +kubebuilder:printcolumn:name="MRR@10",type=number,JSONPath=`.status.mrrAt10`
 // +kubebuilder:printcolumn:name="Queries",type=integer,JSONPath=`.status.queries`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="SpanHit@10",type=number,priority=1,JSONPath=`.status.spanHitRate`
 // +kubebuilder:printcolumn:name="Revision",type=string,priority=1,JSONPath=`.status.revision`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Evaluation struct {
