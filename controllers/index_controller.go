@@ -205,11 +205,18 @@ func syncJobName(idx *ragopsv1alpha1.Index, rev, corpusRev string) string {
 func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (ctrl.Result, bool, error) {
 	idx := st.idx
 	rev := findRevision(idx, st.revision)
-	if rev != nil && rev.Phase != ragopsv1alpha1.RevisionBuilding {
-		if rev.Phase == ragopsv1alpha1.RevisionFailed {
-			conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("revision %s failed: %s", rev.Name, rev.Message))
+	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionFailed {
+		retry := idx.Annotations[AnnotationRetry]
+		if retry == "" || retry == idx.Status.LastHandledRetry {
+			conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx)))
 			return ctrl.Result{}, true, nil
 		}
+		idx.Status.LastHandledRetry = retry
+		if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("retry requested (%s=%s)", AnnotationRetry, retry)); err != nil {
+			return ctrl.Result{}, true, err
+		}
+	}
+	if rev != nil && rev.Phase != ragopsv1alpha1.RevisionBuilding {
 		return ctrl.Result{}, false, nil
 	}
 	if !conditions.IsReady(st.corpus) || st.corpus.Status.Revision == "" {
@@ -252,7 +259,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("revision %s: Job %s failed: %s", rev.Name, job.Name, rev.Message))
+		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx)))
 		return ctrl.Result{}, true, nil
 	}
 	results, err := r.shardResults(ctx, job)
@@ -269,6 +276,11 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 	idx.Status.Build, idx.Status.Progress = nil, ""
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
 	return ctrl.Result{}, false, nil
+}
+
+// retryHint tells how to rebuild a Failed revision once its cause is fixed.
+func retryHint(idx *ragopsv1alpha1.Index) string {
+	return fmt.Sprintf(" (to retry: kubectl annotate index %s %s=\"$(date +%%s)\" --overwrite)", idx.Name, AnnotationRetry)
 }
 
 func (r *IndexReconciler) shardResults(ctx context.Context, job *batchv1.Job) ([]plan.BuildResult, error) {
@@ -451,12 +463,25 @@ func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, r
 		conditions.MarkNotReady(idx, ReasonWeaviateError, fmt.Sprintf("%s: %v", op, err))
 		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
 	}
-	if err := deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev)); err != nil {
+	if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("collection %s is missing from Weaviate", rev.Collection)); err != nil {
 		return ctrl.Result{}, true, err
+	}
+	conditions.MarkNotReady(idx, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message))
+	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCollectionLost, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
+	return ctrl.Result{RequeueAfter: time.Second}, true, nil
+}
+
+// restartBuild turns rev back into a Building revision with the next Attempt, whose Job
+// (<index>-<revision>-build-<attempt>) the build step then creates; the previous attempt's
+// Job is deleted. why goes into the revision's message and the log.
+func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, why string) error {
+	idx := st.idx
+	if err := deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev)); err != nil {
+		return err
 	}
 	rev.Attempt = max(rev.Attempt, 1) + 1
 	rev.Phase = ragopsv1alpha1.RevisionBuilding
-	rev.Message = fmt.Sprintf("collection %s is missing from Weaviate: rebuilding (attempt %d)", rev.Collection, rev.Attempt)
+	rev.Message = fmt.Sprintf("%s: rebuilding (attempt %d)", why, rev.Attempt)
 	rev.CorpusRevision = st.corpus.Status.Revision
 	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped = 0, 0, 0, 0, nil
 	rev.CreationTime, rev.CompletionTime = ptr.To(metav1.Now()), nil
@@ -464,10 +489,8 @@ func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, r
 		// Nothing serves now; the rebuilt revision takes the alias without a gate.
 		idx.Status.ActiveRevision, idx.Status.Chunks = "", 0
 	}
-	conditions.MarkNotReady(idx, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message))
-	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCollectionLost, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
-	log.FromContext(ctx).Info("revision collection lost, rebuilding", "revision", rev.Name, "collection", rev.Collection, "attempt", rev.Attempt)
-	return ctrl.Result{RequeueAfter: time.Second}, true, nil
+	log.FromContext(ctx).Info("rebuilding revision", "revision", rev.Name, "attempt", rev.Attempt, "why", why)
+	return nil
 }
 
 // gateEvaluationName names the gating Evaluation of a revision.

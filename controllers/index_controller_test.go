@@ -259,6 +259,38 @@ func TestFailedBuildIsStalledWithThePodMessage(t *testing.T) {
 	if r := condition(idx, ragopsv1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionFalse {
 		t.Errorf("Ready = %+v, want False", r)
 	}
+	if c := condition(idx, ragopsv1alpha1.ConditionStalled); !strings.Contains(c.Message, controllers.AnnotationRetry) {
+		t.Errorf("Stalled message %q does not say how to retry", c.Message)
+	}
+
+	// The fault is fixed; a retry annotation rebuilds the same revision once, under a new Job.
+	retry := func(v string) {
+		t.Helper()
+		base := getIndex(t, ns, "besluiten")
+		patched := base.DeepCopy()
+		metav1.SetMetaDataAnnotation(&patched.ObjectMeta, controllers.AnnotationRetry, v)
+		if err := env.Client.Patch(context.Background(), patched, client.MergeFrom(base)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	retry("1")
+	rev, _ := buildAttempt(t, ns, "besluiten", 2)
+	idx = waitActive(t, ns, "besluiten", rev)
+	if got := idx.Status.Revisions[0]; got.Attempt != 2 || got.Chunks != 6 || idx.Status.LastHandledRetry != "1" {
+		t.Errorf("after retry: attempt %d chunks %d lastHandledRetry %q, want 2, 6, \"1\"", got.Attempt, got.Chunks, idx.Status.LastHandledRetry)
+	}
+	// An unchanged value on a Ready Index starts nothing.
+	retry("1")
+	time.Sleep(2 * time.Second)
+	var jobs batchv1.JobList
+	if err := env.Client.List(context.Background(), &jobs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		if strings.HasSuffix(j.Name, "-build-3") {
+			t.Errorf("unchanged retry annotation started %s", j.Name)
+		}
+	}
 }
 
 func TestHostileSpecsGiveConditionsNamingTheProblem(t *testing.T) {

@@ -71,6 +71,10 @@ const (
 // Finalizer is the one finalizer ragops adds (to Index); ragops never removes any other.
 const Finalizer = "ragops.dev/cleanup"
 
+// AnnotationRetry on an Index, set to a new value (a timestamp), rebuilds its Failed desired
+// revision once: `kubectl annotate index <name> ragops.dev/retry="$(date +%s)" --overwrite`.
+const AnnotationRetry = "ragops.dev/retry"
+
 // AnnotationSkipCleanup on an Index ("true") deletes it without touching Weaviate.
 const AnnotationSkipCleanup = "ragops.dev/skip-cleanup"
 

@@ -304,6 +304,10 @@ type IndexStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Revisions []RevisionStatus `json:"revisions,omitempty"`
+	// LastHandledRetry is the value of the ragops.dev/retry annotation last acted on: a new
+	// value rebuilds a Failed revision once.
+	// +optional
+	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
 }
 
 // Index is a Corpus chunked by a ChunkingStrategy, embedded and stored in Weaviate,
