@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -116,6 +117,11 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 		result = soonest(result, res)
 	}
 	return result, nil
+}
+
+// jitter spreads periodic checks of many Indexes: d plus up to 10% at random.
+func jitter(d time.Duration) time.Duration {
+	return d + rand.N(d/10+1)
 }
 
 // soonest merges the requeue requests of two steps.
@@ -415,7 +421,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		}
 		idx.Status.Chunks = rev.Chunks
 		metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
-		return ctrl.Result{RequeueAfter: r.Options.DriftInterval}, false, nil
+		return ctrl.Result{RequeueAfter: jitter(r.Options.DriftInterval)}, false, nil
 	}
 	if rev.Phase == ragopsv1alpha1.RevisionRejected {
 		conditions.MarkStalled(idx, ReasonGateFailed, rev.Message)
@@ -449,7 +455,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
 	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
-	return ctrl.Result{RequeueAfter: r.Options.DriftInterval}, false, nil
+	return ctrl.Result{RequeueAfter: jitter(r.Options.DriftInterval)}, false, nil
 }
 
 // collectionError handles a failed Weaviate call about a built revision's collection. When
