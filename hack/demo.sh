@@ -160,7 +160,12 @@ while :; do
 done
 
 step "results"
-kc get evaluations -n "$ns"
+if [[ -e "$data/$dataset/query_spans.jsonl" ]]; then
+	# Annotated spans: -o wide adds SpanHit@10 (share of queries whose top 10 chunks overlap one).
+	kc get evaluations -n "$ns" -o wide
+else
+	kc get evaluations -n "$ns"
+fi
 if bin/ragops report --help >/dev/null 2>&1; then
 	KUBECONFIG=$kubeconfig bin/ragops report -n "$ns" -o "$state/report.svg" && echo "chart: $state/report.svg"
 fi
