@@ -1,5 +1,6 @@
-// Package report renders Evaluations as a comparison chart: recall@10 and nDCG@10 per Index
-// and retrieval mode, as grouped bars (gonum.org/v1/plot), in SVG or PNG.
+// Package report renders Evaluations as a comparison chart: recall@10 and nDCG@10 (and the span
+// hit rate, for datasets with annotated spans) per Index and retrieval mode, as grouped bars
+// (gonum.org/v1/plot), in SVG or PNG.
 package report
 
 import (
@@ -21,6 +22,9 @@ import (
 type Row struct {
 	Label        string // "<index> <mode>"
 	Recall, NDCG float64
+	// SpanHit is the share of queries whose top 10 chunks overlap an annotated span; nil when
+	// the dataset has no spans.
+	SpanHit *float64
 }
 
 // Rows returns the Ready Evaluations with @10 figures, sorted by label.
@@ -30,7 +34,8 @@ func Rows(evals []ragopsv1alpha1.Evaluation) []Row {
 		if e.Status.RecallAt10 == nil || e.Status.NDCGAt10 == nil {
 			continue
 		}
-		rows = append(rows, Row{Label: e.Spec.IndexRef.Name + " " + strings.ToLower(string(e.Spec.Mode)), Recall: *e.Status.RecallAt10, NDCG: *e.Status.NDCGAt10})
+		rows = append(rows, Row{Label: e.Spec.IndexRef.Name + " " + strings.ToLower(string(e.Spec.Mode)),
+			Recall: *e.Status.RecallAt10, NDCG: *e.Status.NDCGAt10, SpanHit: e.Status.SpanHitRate})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Label < rows[j].Label })
 	return rows
@@ -47,32 +52,41 @@ func Write(w io.Writer, rows []Row, title, format string) error {
 	p.Title.Text = title
 	p.Y.Label.Text = "score"
 	p.Y.Min, p.Y.Max = 0, 1
-	recall, ndcg := make(plotter.Values, len(rows)), make(plotter.Values, len(rows))
+	recall, ndcg, span := make(plotter.Values, len(rows)), make(plotter.Values, len(rows)), make(plotter.Values, len(rows))
 	names := make([]string, len(rows))
+	spans := false
 	for i, r := range rows {
 		recall[i], ndcg[i], names[i] = r.Recall, r.NDCG, r.Label
+		if r.SpanHit != nil {
+			span[i], spans = *r.SpanHit, true
+		}
 	}
-	width := vg.Points(14)
-	bars := []struct {
+	type series struct {
 		v   plotter.Values
 		lbl string
 		c   color.Color
-		off vg.Length
-	}{
-		{recall, "recall@10", color.RGBA{R: 31, G: 119, B: 180, A: 255}, -width / 2},
-		{ndcg, "nDCG@10", color.RGBA{R: 255, G: 127, B: 14, A: 255}, width / 2},
 	}
-	for _, b := range bars {
+	bars := []series{
+		{recall, "recall@10", color.RGBA{R: 31, G: 119, B: 180, A: 255}},
+		{ndcg, "nDCG@10", color.RGBA{R: 255, G: 127, B: 14, A: 255}},
+	}
+	if spans {
+		bars = append(bars, series{span, "span hit@10", color.RGBA{R: 44, G: 160, B: 44, A: 255}})
+	}
+	width := vg.Points(14)
+	for i, b := range bars {
 		bc, err := plotter.NewBarChart(b.v, width)
 		if err != nil {
 			return err
 		}
-		bc.Color, bc.LineStyle.Width, bc.Offset = b.c, 0, b.off
+		bc.Color, bc.LineStyle.Width = b.c, 0
+		bc.Offset = width * vg.Length(2*i-len(bars)+1) / 2
 		p.Add(bc)
 		p.Legend.Add(b.lbl, bc)
 	}
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true
 	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.5, float64(len(rows))-0.5 // room for the outer bars of each group
 	p.X.Tick.Label.Rotation = 0.6
 	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
 	wt, err := p.WriterTo(vg.Length(max(6, len(rows)))*vg.Inch*0.9, 5*vg.Inch, format)
