@@ -44,8 +44,8 @@ demo: ## Run the main job end to end on a local cluster (SciFact, five strategie
 
 .PHONY: demo-qmsum
 demo-qmsum: ## The same on QMSum meetings (long documents: late chunking and headings matter).
-	RAGOPS_DEMO_DATASET=qmsum RAGOPS_DEMO_DIR=$(CURDIR)/.cache/demo-qmsum hack/demo.sh up
+	RAGOPS_DEMO_DATASET=qmsum hack/demo.sh up
 
 .PHONY: demo-down
-demo-down: ## Stop the demo's cluster, Weaviate and operator.
+demo-down: ## Stop the demo's cluster, Weaviate and operator (either dataset).
 	hack/demo.sh down

@@ -3,14 +3,15 @@
 #
 #   hack/demo.sh [up]     build/fetch what is missing (cached), start the cluster, Weaviate and the
 #                         operator, apply config/samples/demo, wait, print `kubectl get evaluations`
-#   hack/demo.sh down     stop the operator, Weaviate and the cluster
+#   hack/demo.sh down     stop the operator, Weaviate and the cluster (of either dataset)
 #
 # Environment:
 #   RAGOPS_DEMO_DATASET=D  scifact (default; config/samples/demo) or qmsum (config/samples/demo-qmsum,
 #                          `make demo-qmsum`), unpacked from hack/demo/D.tar.gz
 #   RAGOPS_DEMO_DOCS=N     index only the first N documents (and the judgements on them): a
 #                          quick run; default all (SciFact 5,183, QMSum 232)
-#   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo)
+#   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo or demo-qmsum)
+#   RAGOPS_DEMO_DIR=D      state: data, Weaviate, operator log (default .cache/demo or .cache/demo-qmsum)
 #   RAGOPS_DEMO_TIMEOUT=S  give up after S seconds of waiting (default 10800)
 #   RAGOPS_DEMO_WEAVIATE_PORT_BASE=B  Weaviate on ports B..B+5, HTTP B+5 (default 18075: the
 #                          samples name 127.0.0.1:18080 and gRPC 18079)
@@ -23,13 +24,13 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-state=${RAGOPS_DEMO_DIR:-$root/.cache/demo}
 dataset=${RAGOPS_DEMO_DATASET:-scifact}
 case "$dataset" in
-scifact) ns=ragops-demo split=test default_samples=$root/config/samples/demo ;;
-qmsum) ns=ragops-demo-qmsum split=val default_samples=$root/config/samples/demo-qmsum ;;
+scifact) ns=ragops-demo split=test default_samples=$root/config/samples/demo default_state=$root/.cache/demo ;;
+qmsum) ns=ragops-demo-qmsum split=val default_samples=$root/config/samples/demo-qmsum default_state=$root/.cache/demo-qmsum ;;
 *) echo "RAGOPS_DEMO_DATASET=$dataset: want scifact or qmsum" >&2; exit 2 ;;
 esac
+state=${RAGOPS_DEMO_DIR:-$default_state}
 samples=${RAGOPS_DEMO_SAMPLES:-$default_samples}
 timeout=${RAGOPS_DEMO_TIMEOUT:-10800}
 export LOCALCLUSTER_DIR=${LOCALCLUSTER_DIR:-$root/.cache/localcluster}
@@ -43,12 +44,19 @@ n=0
 step() { n=$((n + 1)); printf '\n\033[1m== [%d/10] %s\033[0m (%s)\n' "$n" "$*" "$(date +%H:%M:%S)"; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
+# down stops the operator and Weaviate of either demo (RAGOPS_DEMO_DIR names one), then the cluster.
 down() {
-	if [[ -f "$state/manager.pid" ]]; then
-		kill "$(cat "$state/manager.pid")" 2>/dev/null || true
-		rm -f "$state/manager.pid"
-	fi
-	RAGOPS_WEAVIATE_STATE=$weaviate_state hack/weaviate.sh stop || true
+	local dirs=("${RAGOPS_DEMO_DIR:-$root/.cache/demo}")
+	[[ -n "${RAGOPS_DEMO_DIR:-}" ]] || dirs+=("$root/.cache/demo-qmsum")
+	for dir in "${dirs[@]}"; do
+		if [[ -f "$dir/manager.pid" ]]; then
+			kill "$(cat "$dir/manager.pid")" 2>/dev/null || true
+			rm -f "$dir/manager.pid"
+		fi
+		if [[ -d "$dir/weaviate" ]]; then
+			RAGOPS_WEAVIATE_STATE=$dir/weaviate hack/weaviate.sh stop || true
+		fi
+	done
 	hack/localcluster/down.sh || true
 }
 
