@@ -511,9 +511,16 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 
 	// The metrics endpoint after the reconcile.
 	mfs := m.scrape(t)
+	// A reconcile without error ends as "success" or, when it asks to come back later (a serving
+	// Index's drift check, a running Job's progress), "requeue_after".
 	for _, c := range []string{"corpus", "chunkingstrategy", "index", "evaluation"} {
-		if v, ok := value(mfs, "controller_runtime_reconcile_total", map[string]string{"controller": c, "result": "success"}); !ok || v < 1 {
-			t.Errorf("controller_runtime_reconcile_total{controller=%q,result=success} = %v (present %v)", c, v, ok)
+		done := 0.0
+		for _, result := range []string{"success", "requeue_after"} {
+			v, _ := value(mfs, "controller_runtime_reconcile_total", map[string]string{"controller": c, "result": result})
+			done += v
+		}
+		if done < 1 {
+			t.Errorf("controller_runtime_reconcile_total{controller=%q,result=success|requeue_after} = %v, want >= 1", c, done)
 		}
 	}
 	il := map[string]string{"namespace": ns.Name, "index": idx.Name}
