@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
@@ -468,15 +469,33 @@ func TestLostCollectionIsRebuiltAndServesAgain(t *testing.T) {
 	if ok, err := directStore(t).CollectionExists(ctx, c1); ok || err != nil {
 		t.Fatalf("collection %s still exists after its deletion (err %v)", c1, err)
 	}
-	eventually(t, 30*time.Second, "Ready=False CollectionLost", func() (bool, error) {
-		c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionReady)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == controllers.ReasonCollectionLost &&
-			strings.Contains(c.Message, c1+" is missing from Weaviate: rebuilding (attempt 2)"), nil
+	// The CollectionLost condition lasts until the next reconcile (the new Job's creation comes
+	// at once); the revision's message and the Warning Event stay.
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "revision rebuilding, attempt 2", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		rev := idx.Status.Revisions[0]
+		return rev.Attempt == 2 && rev.Phase == ragopsv1alpha1.RevisionBuilding &&
+			strings.Contains(rev.Message, c1+" is missing from Weaviate: rebuilding (attempt 2)"), nil
 	})
-	idx := getIndex(t, ns, "besluiten")
+	if c := condition(idx, ragopsv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Ready %+v while the collection is gone, want False", c)
+	}
 	if idx.Status.ActiveRevision != "" {
 		t.Errorf("activeRevision %q while its collection is gone, want empty", idx.Status.ActiveRevision)
 	}
+	eventually(t, 30*time.Second, "Warning Event CollectionLost", func() (bool, error) {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == controllers.ReasonCollectionLost && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, c1) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 
 	r2, c2 := buildAttempt(t, ns, "besluiten", 2)
 	if r2 != r1 || c2 != c1 {
