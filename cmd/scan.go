@@ -56,6 +56,7 @@ func Scan(ctx context.Context, log *slog.Logger, src plan.Source, workDir string
 	}
 	res.Documents = int64(len(docs))
 	res.Revision = corpus.Revision(docs)
-	log.Info("scanned", "root", s.Root(), "documents", res.Documents, "bytes", res.Bytes, "revision", res.Revision)
+	res.Commit = s.Commit()
+	log.Info("scanned", "root", s.Root(), "documents", res.Documents, "bytes", res.Bytes, "revision", res.Revision, "commit", res.Commit)
 	return res, nil
 }

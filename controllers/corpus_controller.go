@@ -281,12 +281,17 @@ func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Cor
 		return false, nil
 	}
 	c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Skipped = res.Documents, res.Bytes, res.Revision, res.Skipped
+	c.Status.Commit = res.Commit
 	t := metav1.Now()
 	if job.Status.CompletionTime != nil {
 		t = *job.Status.CompletionTime
 	}
 	c.Status.LastSyncTime = &t
-	conditions.MarkReady(c, ReasonSynced, fmt.Sprintf("%d documents, revision %s", res.Documents, res.Revision))
+	synced := fmt.Sprintf("%d documents, revision %s", res.Documents, res.Revision)
+	if res.Commit != "" {
+		synced += ", commit " + res.Commit
+	}
+	conditions.MarkReady(c, ReasonSynced, synced)
 	return true, nil
 }
 

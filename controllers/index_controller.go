@@ -377,6 +377,12 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 		template: e.Template, image: r.Options.WorkerImage, shards: max(e.Shards, 1), gpu: e.Device == ragopsv1alpha1.DeviceCUDA}
 	var src plan.Source
 	corpusSource(w, st.corpus, &src)
+	if g := st.corpus.Spec.Git; g != nil && st.corpus.Status.Commit != "" {
+		// Embed the commit the Corpus counted, not wherever the branch is now.
+		pinned := *g
+		pinned.Ref = st.corpus.Status.Commit
+		src.Git = &pinned
+	}
 	modelDir := modelMounts(w, "model", plan.ModelDir, idx.Spec.Model, w.image)
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
 		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))

@@ -514,3 +514,58 @@ func TestLostCollectionIsRebuiltAndServesAgain(t *testing.T) {
 		t.Errorf("the first build Job %s is still there", old.Name)
 	}
 }
+
+func TestGitCorpusPinsBuildsToTheScannedCommit(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	git := &ragopsv1alpha1.GitSource{URL: "https://git.example.org/gemeente/besluiten.git", Ref: "main", Path: "docs"}
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.CorpusSpec{Git: git}}
+	if err := env.Client.Create(ctx, corpus); err != nil {
+		t.Fatal(err)
+	}
+	var scan *batchv1.Job
+	eventually(t, 30*time.Second, "scan Job", func() (bool, error) {
+		var jobs batchv1.JobList
+		if err := env.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for i := range jobs.Items {
+			if strings.HasPrefix(jobs.Items[i].Name, "besluiten-scan-") {
+				scan = &jobs.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	const commit = "3f9c2b7e0d41a8c6b5e2f1a09d8c7b6a5f4e3d2c"
+	res, _ := json.Marshal(plan.ScanResult{Documents: 3, Bytes: 120, Revision: "c0ffee", Commit: commit})
+	finishJob(t, scan, 0, string(res))
+	eventually(t, 30*time.Second, "Corpus Ready with the commit", func() (bool, error) {
+		var c ragopsv1alpha1.Corpus
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), &c); err != nil {
+			return false, err
+		}
+		r := condition(&c, ragopsv1alpha1.ConditionReady)
+		return c.Status.Commit == commit && r != nil && r.Status == metav1.ConditionTrue && strings.Contains(r.Message, "commit "+commit), nil
+	})
+
+	fixtureIndexOnly(t, ns)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "revision", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		return idx.Status.Revision != "", nil
+	})
+	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", idx.Status.Revision))
+	var p plan.Build
+	if err := json.Unmarshal([]byte(planOf(t, ns, job.Name)), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Source.Git == nil || p.Source.Git.Ref != commit || p.Source.Git.URL != git.URL || p.Source.Git.Path != "docs" {
+		t.Errorf("build plan Git source %+v, want %s at commit %s, path docs", p.Source.Git, git.URL, commit)
+	}
+	var c ragopsv1alpha1.Corpus
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), &c); err != nil || c.Spec.Git.Ref != "main" {
+		t.Errorf("Corpus spec.git.ref %q (err %v): the pin must not touch the spec", c.Spec.Git.Ref, err)
+	}
+}

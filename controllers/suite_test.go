@@ -164,15 +164,7 @@ func fixture(t *testing.T, ns string, mutate func(*ragopsv1alpha1.Index)) *ragop
 	}}
 	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
 		Spec: ragopsv1alpha1.CorpusSpec{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "docs"}}}
-	strategy := &ragopsv1alpha1.ChunkingStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fixed"},
-		Spec: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitCharacters, Size: 64}}
-	idx := &ragopsv1alpha1.Index{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
-		Spec: ragopsv1alpha1.IndexSpec{
-			CorpusRef:   ragopsv1alpha1.LocalObjectReference{Name: "besluiten"},
-			StrategyRef: ragopsv1alpha1.LocalObjectReference{Name: "fixed"},
-			Model:       ragopsv1alpha1.ModelSpec{Name: "all-minilm-l6-v2", ImagePath: "/models/all-minilm-l6-v2"},
-			Weaviate:    ragopsv1alpha1.WeaviateSpec{URL: "http://" + wv.HTTPAddr, GRPCAddress: wv.GRPCAddr},
-		}}
+	strategy, idx := strategyAndIndex(ns)
 	if mutate != nil {
 		mutate(idx)
 	}
@@ -182,6 +174,32 @@ func fixture(t *testing.T, ns string, mutate func(*ragopsv1alpha1.Index)) *ragop
 		}
 	}
 	return idx
+}
+
+// strategyAndIndex returns fixture's ChunkingStrategy "fixed" (64 characters) and Index
+// "besluiten" on Corpus "besluiten" and the test Weaviate.
+func strategyAndIndex(ns string) (*ragopsv1alpha1.ChunkingStrategy, *ragopsv1alpha1.Index) {
+	strategy := &ragopsv1alpha1.ChunkingStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fixed"},
+		Spec: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitCharacters, Size: 64}}
+	idx := &ragopsv1alpha1.Index{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.IndexSpec{
+			CorpusRef:   ragopsv1alpha1.LocalObjectReference{Name: "besluiten"},
+			StrategyRef: ragopsv1alpha1.LocalObjectReference{Name: "fixed"},
+			Model:       ragopsv1alpha1.ModelSpec{Name: "all-minilm-l6-v2", ImagePath: "/models/all-minilm-l6-v2"},
+			Weaviate:    ragopsv1alpha1.WeaviateSpec{URL: "http://" + wv.HTTPAddr, GRPCAddress: wv.GRPCAddr},
+		}}
+	return strategy, idx
+}
+
+// fixtureIndexOnly creates fixture's strategy and Index for a Corpus "besluiten" the test made.
+func fixtureIndexOnly(t *testing.T, ns string) {
+	t.Helper()
+	strategy, idx := strategyAndIndex(ns)
+	for _, o := range []client.Object{strategy, idx} {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T: %v", o, err)
+		}
+	}
 }
 
 func getIndex(t *testing.T, ns, name string) *ragopsv1alpha1.Index {

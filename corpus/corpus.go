@@ -56,11 +56,12 @@ type DocumentReader interface {
 
 // Source is an opened corpus source.
 type Source struct {
-	spec  plan.Source
-	root  string
-	files []string // selected, sorted, relative to root
-	read  DocumentReader
-	sizes map[string]int64
+	spec   plan.Source
+	root   string
+	commit string
+	files  []string // selected, sorted, relative to root
+	read   DocumentReader
+	sizes  map[string]int64
 }
 
 // Open materialises src under workDir (used only for fetched sources) and lists its
@@ -89,11 +90,11 @@ func Open(ctx context.Context, src plan.Source, workDir string, read DocumentRea
 		}
 		s.root = dir
 	case src.Git != nil:
-		dir, _, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
+		dir, commit, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
 		if err != nil {
 			return nil, err
 		}
-		s.root = dir
+		s.root, s.commit = dir, commit
 	default:
 		return nil, errors.New("plan source: none of dir, http, s3, git is set")
 	}
@@ -136,6 +137,9 @@ func Open(ctx context.Context, src plan.Source, workDir string, read DocumentRea
 
 // Root is the folder the source was materialised in.
 func (s *Source) Root() string { return s.root }
+
+// Commit is the Git commit checked out (40 hex digits); empty for other sources.
+func (s *Source) Commit() string { return s.commit }
 
 // isBEIR reports whether a file holds BEIR corpus records (one JSON document per line).
 func (s *Source) isBEIR(rel string) bool {

@@ -183,6 +183,9 @@ func TestGitOpenWalksTheCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.Commit() != r.commit2.String() {
+		t.Errorf("Commit() = %q, want main's head %s", s.Commit(), r.commit2)
+	}
 	var docs []Document
 	err = s.Walk(context.Background(), true, nil, func(d Document) error { docs = append(docs, d); return nil },
 		func(sk Skipped) { t.Errorf("skipped %+v", sk) })

@@ -142,6 +142,11 @@ type CorpusStatus struct {
 	// Skipped counts documents left out at sync, by reason (TooLarge, Unreadable, ...).
 	// +optional
 	Skipped map[string]int64 `json:"skipped,omitempty"`
+	// Commit is the Git commit the last sync listed (40 hex digits; Git sources only). Index
+	// builds check out this commit, not spec.git.ref, so they embed the documents counted here
+	// even when the branch has moved on.
+	// +optional
+	Commit string `json:"commit,omitempty"`
 }
 
 // Corpus is a set of documents to index: where they live and how to read them.
@@ -151,6 +156,7 @@ type CorpusStatus struct {
 // +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.source`
 // +kubebuilder:printcolumn:name="Documents",type=integer,JSONPath=`.status.documents`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Commit",type=string,priority=1,JSONPath=`.status.commit`
 // +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Corpus struct {

@@ -79,7 +79,9 @@ type ScanResult struct {
 	Bytes     int64            `json:"bytes"`
 	Revision  string           `json:"revision"`
 	Skipped   map[string]int64 `json:"skipped,omitempty"`
-	Error     string           `json:"error,omitempty"`
+	// Commit is the Git commit listed (Git sources only).
+	Commit string `json:"commit,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Build asks `ragops embed` to chunk, embed and write one shard of a corpus into a revision
