@@ -15,6 +15,9 @@ hack/build-tools.sh all
 export KUBEBUILDER_ASSETS="$root/bin"
 export RAGOPS_WEAVIATE_BIN="$root/bin/weaviate-server"
 export RAGOPS_REQUIRE_ALL=1
+# The full data sets (../shared/datasets) or, without them, the copies in hack/demo.
+RAGOPS_DATASETS=$(hack/datasets.sh)
+export RAGOPS_DATASETS
 
 for prep in hack/prepare.d/*.sh; do
 	[[ -e "$prep" ]] || continue

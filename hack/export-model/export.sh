@@ -26,7 +26,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 here="$root/hack/export-model"
 venv="$root/.cache/export-model/venv"
 out="$root/.cache/models/all-minilm-l6-v2"
-data="${RAGOPS_DATASETS:-$root/../shared/datasets}"
+data="$("$root/hack/datasets.sh")"
 [[ -f "$data/scifact/corpus.jsonl" ]] || { echo "export-model: SciFact not found under $data (set RAGOPS_DATASETS)" >&2; exit 1; }
 
 stamp="$venv/.requirements.sha256"
