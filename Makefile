@@ -43,7 +43,7 @@ demo: ## Run the main job end to end on a local cluster (SciFact, five strategie
 	hack/demo.sh up
 
 .PHONY: demo-qmsum
-demo-qmsum: ## The same on QMSum meetings (long documents: late chunking and headings matter).
+demo-qmsum: ## The same on QMSum meetings (long transcripts: fixed, recursive and late chunking).
 	RAGOPS_DEMO_DATASET=qmsum hack/demo.sh up
 
 .PHONY: demo-down
