@@ -406,7 +406,6 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	}
 	active := findRevision(idx, idx.Status.ActiveRevision)
 	if rev.Phase == ragopsv1alpha1.RevisionActive {
-		// Make sure Weaviate agrees (an alias deleted behind our back is restored).
 		// Make sure Weaviate agrees: the collection still exists (data lost, deleted by hand) and
 		// the alias points at it (an alias deleted behind our back is restored).
 		if ok, err := st.store.CollectionExists(ctx, rev.Collection); err != nil || !ok {

@@ -495,3 +495,29 @@ func TestBM25LongQueriesFindTheirChunk(t *testing.T) {
 func tied(hits []Hit, i int) bool {
 	return (i > 0 && hits[i-1].Score == hits[i].Score) || (i+1 < len(hits) && hits[i+1].Score == hits[i].Score)
 }
+
+func TestCollectionExistsAsksTheServerNotTheCache(t *testing.T) {
+	s := storeFor(t, sharedServer(t), Config{})
+	ctx := context.Background()
+	name := newCollection(t, s, "exists", "r1", VectorIndex{Type: IndexFlat})
+	if _, err := s.Collection(ctx, name); err != nil { // now cached
+		t.Fatal(err)
+	}
+	if ok, err := s.CollectionExists(ctx, name); !ok || err != nil {
+		t.Fatalf("CollectionExists(%s) = %v, %v; want true", name, ok, err)
+	}
+	// Deleted behind the Store's back (another client, lost data): the cache must not answer.
+	if err := s.Client().Schema().ClassDeleter().WithClassName(name).Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.CollectionExists(ctx, name); ok || err != nil {
+		t.Fatalf("CollectionExists after deletion = %v, %v; want false, nil", ok, err)
+	}
+	var nf *CollectionNotFoundError
+	if err := s.SetAlias(ctx, "Rag_test_exists_alias", name); !errors.As(err, &nf) || nf.Collection != name {
+		t.Fatalf("SetAlias to the deleted collection: %v, want *CollectionNotFoundError naming %s", err, name)
+	}
+	if _, err := s.Collection(ctx, name); !errors.As(err, &nf) {
+		t.Fatalf("Collection after the miss: %v, want *CollectionNotFoundError (cache entry dropped)", err)
+	}
+}
