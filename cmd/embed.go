@@ -14,6 +14,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers"
+	"github.com/ragops/ragops/chunkers/docchunk"
 	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/embedder"
@@ -224,7 +225,7 @@ func Embed(ctx context.Context, log *slog.Logger, p plan.Build, o EmbedOptions) 
 			res.Unchanged++
 			return nil
 		}
-		chunks, err := chunkDocument(ctx, chunker, d.Doc)
+		chunks, err := docchunk.Chunk(ctx, chunker, d.Doc)
 		if err != nil {
 			res.Skipped["ChunkingFailed"]++
 			log.Warn("document skipped", "document", d.ID, "reason", "ChunkingFailed", "error", err)
@@ -268,21 +269,6 @@ func Embed(ctx context.Context, log *slog.Logger, p plan.Build, o EmbedOptions) 
 	}
 	prog.tick(done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted)
 	return res, nil
-}
-
-// chunkDocument chunks a document. The Heading strategy takes the outline the reader found in
-// formats whose structure is not Markdown syntax (PDF, DOCX, ODT, HTML, BEIR titles); Markdown
-// and plain text are parsed by the chunker itself (ATX, Setext, numbered and pattern headings).
-func chunkDocument(ctx context.Context, c chunkers.Chunker, doc reader.Document) ([]chunkers.Chunk, error) {
-	h, ok := c.(*chunkers.HeadingChunker)
-	if !ok || len(doc.Outline) == 0 || doc.MediaType == reader.MediaTypeMarkdown || doc.MediaType == reader.MediaTypeText {
-		return c.Chunk(ctx, doc.Text)
-	}
-	outline := make([]chunkers.OutlineEntry, len(doc.Outline))
-	for i, o := range doc.Outline {
-		outline[i] = chunkers.OutlineEntry{Level: o.Level, Title: o.Title, Span: chunkers.Span{Start: o.Start, End: doc.TitleEnd(i)}}
-	}
-	return h.ChunkOutline(ctx, doc.Text, outline)
 }
 
 // vectorIndex maps the Index's vector index settings to the store's; the HNSW parameters
