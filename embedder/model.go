@@ -144,10 +144,10 @@ func Load(dir string, opts Options) (*Model, error) {
 		return nil, err
 	}
 	if cfg.DocumentPrefix != "" {
-		m.docPre = tok.Encode(cfg.DocumentPrefix, false).IDs
+		m.docPre = tok.EncodePrefix(cfg.DocumentPrefix)
 	}
 	if cfg.QueryPrefix != "" {
-		m.queryPre = tok.Encode(cfg.QueryPrefix, false).IDs
+		m.queryPre = tok.EncodePrefix(cfg.QueryPrefix)
 	}
 	return m, nil
 }

@@ -60,6 +60,10 @@ var samples = []string{
 	"ragops_v1alpha1_chunkingstrategy.yaml",
 	"ragops_v1alpha1_index.yaml",
 	"ragops_v1alpha1_evaluation.yaml",
+	"models/index_multilingual-e5-small.yaml",
+	"models/index_bge-small-en-v1.5.yaml",
+	"models/index_e5-small-v2.yaml",
+	"models/index_e5-small-v2-int8.yaml",
 }
 
 func TestSamplesAreAccepted(t *testing.T) {

@@ -41,8 +41,8 @@ type Encoding struct {
 	Offsets []Offset
 }
 
-// Tokenizer is a WordPiece tokenizer loaded from a Hugging Face tokenizer.json. It is safe
-// for concurrent use.
+// Tokenizer is a WordPiece or Unigram tokenizer loaded from a Hugging Face tokenizer.json.
+// It is safe for concurrent use.
 type Tokenizer struct {
 	wp           wordpiece.WordPiece
 	vocab        map[string]int
@@ -55,6 +55,7 @@ type Tokenizer struct {
 	lowercase    bool
 	clsID, sepID int64
 	added        []addedToken // matched on the raw text, longest first
+	uni          *unigram     // the Unigram pipeline; nil for WordPiece
 }
 
 type addedToken struct {
@@ -62,7 +63,8 @@ type addedToken struct {
 	id      int64
 }
 
-type fileConfig struct {
+// commonFile is the part of a tokenizer.json that every model type shares.
+type commonFile struct {
 	AddedTokens []struct {
 		ID         int64  `json:"id"`
 		Content    string `json:"content"`
@@ -71,16 +73,6 @@ type fileConfig struct {
 		Rstrip     bool   `json:"rstrip"`
 		SingleWord bool   `json:"single_word"`
 	} `json:"added_tokens"`
-	Normalizer *struct {
-		Type               string `json:"type"`
-		CleanText          bool   `json:"clean_text"`
-		HandleChineseChars bool   `json:"handle_chinese_chars"`
-		StripAccents       *bool  `json:"strip_accents"`
-		Lowercase          bool   `json:"lowercase"`
-	} `json:"normalizer"`
-	PreTokenizer *struct {
-		Type string `json:"type"`
-	} `json:"pre_tokenizer"`
 	PostProcessor *struct {
 		Type          string `json:"type"`
 		Cls           []any  `json:"cls"`
@@ -93,7 +85,23 @@ type fileConfig struct {
 		} `json:"single"`
 	} `json:"post_processor"`
 	Model struct {
-		Type                    string         `json:"type"`
+		Type string `json:"type"`
+	} `json:"model"`
+}
+
+// wordPieceFile is the BERT pipeline of a tokenizer.json.
+type wordPieceFile struct {
+	Normalizer *struct {
+		Type               string `json:"type"`
+		CleanText          bool   `json:"clean_text"`
+		HandleChineseChars bool   `json:"handle_chinese_chars"`
+		StripAccents       *bool  `json:"strip_accents"`
+		Lowercase          bool   `json:"lowercase"`
+	} `json:"normalizer"`
+	PreTokenizer *struct {
+		Type string `json:"type"`
+	} `json:"pre_tokenizer"`
+	Model struct {
 		UnkToken                string         `json:"unk_token"`
 		ContinuingSubwordPrefix string         `json:"continuing_subword_prefix"`
 		MaxInputCharsPerWord    int            `json:"max_input_chars_per_word"`
@@ -101,58 +109,33 @@ type fileConfig struct {
 	} `json:"model"`
 }
 
-// Load reads a Hugging Face tokenizer.json. It accepts the BERT pipeline only
-// (BertNormalizer, BertPreTokenizer, WordPiece, TemplateProcessing or BertProcessing that
-// wraps a single sequence as [CLS] ... [SEP]); anything else is an error naming the part.
+// Load reads a Hugging Face tokenizer.json. It accepts two pipelines: BERT
+// (BertNormalizer, BertPreTokenizer, WordPiece) and SentencePiece Unigram (Replace
+// normalisers, Metaspace, Unigram; XLM-R models), each with a TemplateProcessing or
+// BertProcessing post-processor that wraps a single sequence in one special token on each
+// side ([CLS] ... [SEP], <s> ... </s>). Anything else is an error naming the part.
 // Truncation and padding settings in the file are ignored: callers window and pad.
 func Load(path string) (*Tokenizer, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	var c fileConfig
+	var c commonFile
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, fmt.Errorf("tokenizer %s: invalid JSON: %w", path, err)
 	}
-	if c.Model.Type != "WordPiece" {
-		return nil, fmt.Errorf("tokenizer %s: model type %q is not supported (want WordPiece)", path, c.Model.Type)
+	t := &Tokenizer{}
+	switch c.Model.Type {
+	case "WordPiece":
+		err = t.loadWordPiece(path, raw)
+	case "Unigram":
+		t.uni, err = loadUnigram(path, raw)
+	default:
+		err = fmt.Errorf("tokenizer %s: model type %q is not supported (want WordPiece or Unigram)", path, c.Model.Type)
 	}
-	if c.Normalizer == nil || c.Normalizer.Type != "BertNormalizer" {
-		return nil, fmt.Errorf("tokenizer %s: normalizer must be BertNormalizer", path)
+	if err != nil {
+		return nil, err
 	}
-	if c.PreTokenizer == nil || c.PreTokenizer.Type != "BertPreTokenizer" {
-		return nil, fmt.Errorf("tokenizer %s: pre_tokenizer must be BertPreTokenizer", path)
-	}
-	if len(c.Model.Vocab) == 0 {
-		return nil, fmt.Errorf("tokenizer %s: empty WordPiece vocabulary", path)
-	}
-	t := &Tokenizer{
-		vocab:        c.Model.Vocab,
-		prefix:       c.Model.ContinuingSubwordPrefix,
-		maxChars:     c.Model.MaxInputCharsPerWord,
-		cleanText:    c.Normalizer.CleanText,
-		chineseChars: c.Normalizer.HandleChineseChars,
-		lowercase:    c.Normalizer.Lowercase,
-	}
-	// HF: strip_accents unset follows lowercase.
-	t.stripAccents = c.Normalizer.Lowercase
-	if c.Normalizer.StripAccents != nil {
-		t.stripAccents = *c.Normalizer.StripAccents
-	}
-	if t.prefix == "" {
-		t.prefix = "##"
-	}
-	if t.maxChars == 0 {
-		t.maxChars = 100
-	}
-	unk, ok := c.Model.Vocab[c.Model.UnkToken]
-	if !ok {
-		return nil, fmt.Errorf("tokenizer %s: unk_token %q is not in the vocabulary", path, c.Model.UnkToken)
-	}
-	t.unkID = unk
-	vocab := model.Vocab(c.Model.Vocab)
-	t.wp = wordpiece.NewWordPieceBuilder().Vocab(&vocab).UnkToken(c.Model.UnkToken).
-		ContinuingSubwordPrefix(t.prefix).MaxInputCharsPerWord(t.maxChars).Build()
 
 	pp := c.PostProcessor
 	if pp == nil {
@@ -195,11 +178,68 @@ func Load(path string) (*Tokenizer, error) {
 	return t, nil
 }
 
+// loadWordPiece reads the BERT pipeline (BertNormalizer, BertPreTokenizer, WordPiece).
+func (t *Tokenizer) loadWordPiece(path string, raw []byte) error {
+	var c wordPieceFile
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return fmt.Errorf("tokenizer %s: invalid JSON: %w", path, err)
+	}
+	if c.Normalizer == nil || c.Normalizer.Type != "BertNormalizer" {
+		return fmt.Errorf("tokenizer %s: normalizer must be BertNormalizer", path)
+	}
+	if c.PreTokenizer == nil || c.PreTokenizer.Type != "BertPreTokenizer" {
+		return fmt.Errorf("tokenizer %s: pre_tokenizer must be BertPreTokenizer", path)
+	}
+	if len(c.Model.Vocab) == 0 {
+		return fmt.Errorf("tokenizer %s: empty WordPiece vocabulary", path)
+	}
+	t.vocab = c.Model.Vocab
+	t.prefix = c.Model.ContinuingSubwordPrefix
+	t.maxChars = c.Model.MaxInputCharsPerWord
+	t.cleanText = c.Normalizer.CleanText
+	t.chineseChars = c.Normalizer.HandleChineseChars
+	t.lowercase = c.Normalizer.Lowercase
+	// HF: strip_accents unset follows lowercase.
+	t.stripAccents = c.Normalizer.Lowercase
+	if c.Normalizer.StripAccents != nil {
+		t.stripAccents = *c.Normalizer.StripAccents
+	}
+	if t.prefix == "" {
+		t.prefix = "##"
+	}
+	if t.maxChars == 0 {
+		t.maxChars = 100
+	}
+	unk, ok := c.Model.Vocab[c.Model.UnkToken]
+	if !ok {
+		return fmt.Errorf("tokenizer %s: unk_token %q is not in the vocabulary", path, c.Model.UnkToken)
+	}
+	t.unkID = unk
+	vocab := model.Vocab(c.Model.Vocab)
+	t.wp = wordpiece.NewWordPieceBuilder().Vocab(&vocab).UnkToken(c.Model.UnkToken).
+		ContinuingSubwordPrefix(t.prefix).MaxInputCharsPerWord(t.maxChars).Build()
+	return nil
+}
+
 // CLS returns the id the post-processor puts first ([CLS] for BERT).
 func (t *Tokenizer) CLS() int64 { return t.clsID }
 
 // SEP returns the id the post-processor puts last ([SEP] for BERT).
 func (t *Tokenizer) SEP() int64 { return t.sepID }
+
+// EncodePrefix returns the ids of prefix (a query or document prefix from ragops.json) such
+// that EncodePrefix(prefix) followed by Encode(text, false).IDs equals the ids of
+// prefix+text encoded at once, as sentence-transformers feeds the model. For WordPiece that
+// is Encode(prefix); a Metaspace (Unigram) tokenizer would turn the prefix's trailing space
+// into a lone "▁" token while the text's first word brings its own, so trailing whitespace
+// is dropped first. The one difference left: an empty text after a prefix that ends in a
+// space has one "▁" fewer than the joint encoding.
+func (t *Tokenizer) EncodePrefix(prefix string) []int64 {
+	if t.uni != nil {
+		prefix = strings.TrimRight(prefix, " ")
+	}
+	return t.Encode(prefix, false).IDs
+}
 
 // Size returns the number of tokens of text without special tokens. It implements
 // chunkers.Sizer, so token-based chunk sizes are exact in this model's tokens.
@@ -255,9 +295,14 @@ type normRune struct {
 	start, end int
 }
 
-// encodeSegment normalises text[from:to], splits it into words and punctuation (the
-// BertPreTokenizer) and appends the WordPiece tokens of each word to enc.
+// encodeSegment appends the tokens of text[from:to] to enc: for Unigram through
+// unigram.encodeSegment; for WordPiece it normalises, splits into words and punctuation (the
+// BertPreTokenizer) and appends the WordPiece tokens of each word.
 func (t *Tokenizer) encodeSegment(text string, from, to int, enc *Encoding) {
+	if t.uni != nil {
+		t.uni.encodeSegment(text, from, to, enc)
+		return
+	}
 	if from >= to {
 		return
 	}

@@ -3,8 +3,10 @@ package tokenize
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -57,7 +59,32 @@ func readRef(t *testing.T, path string) []refLine {
 // TestParityWithHF compares ids and byte offsets with HF tokenizers on the reference
 // strings (SciFact, QMSum, Dutch, accents, NBSP, CJK, emoji, controls).
 func TestParityWithHF(t *testing.T) {
-	dir := modelDir(t)
+	parity(t, modelDir(t))
+}
+
+// modelEnvs names the model folders hack/prepare.d/models.sh prints (hack/export-model/models.sh).
+var modelEnvs = []string{"RAGOPS_BGE_SMALL_DIR", "RAGOPS_E5_SMALL_DIR", "RAGOPS_E5_SMALL_INT8_DIR", "RAGOPS_ME5_SMALL_DIR"}
+
+// TestParityWithHFModels: the same parity on the tokenizer.json of every model folder beyond
+// MiniLM: the BERT uncased WordPiece of bge-small-en-v1.5 and e5-small-v2, and the XLM-R
+// Unigram (Replace normalisers, Metaspace) written for multilingual-e5-small, each with 200
+// Dutch law paragraphs added to the strings.
+func TestParityWithHFModels(t *testing.T) {
+	for _, env := range modelEnvs {
+		t.Run(env, func(t *testing.T) {
+			dir := os.Getenv(env)
+			if dir == "" {
+				if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+					t.Fatalf("%s is not set: run hack/prepare.d/models.sh", env)
+				}
+				t.Skipf("%s is not set: run hack/prepare.d/models.sh", env)
+			}
+			parity(t, dir)
+		})
+	}
+}
+
+func parity(t *testing.T, dir string) {
 	tok, err := Load(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +165,30 @@ func TestSizeCountsWithoutSpecials(t *testing.T) {
 	}
 }
 
+// TestEncodePrefixJoins: for every model, the prefix ids followed by the text's ids equal
+// the ids of prefix+text encoded at once (what the Python references feed the model).
+func TestEncodePrefixJoins(t *testing.T) {
+	for _, env := range append([]string{"RAGOPS_MODEL_DIR"}, modelEnvs...) {
+		dir := os.Getenv(env)
+		if dir == "" {
+			continue
+		}
+		tok, err := Load(filepath.Join(dir, "tokenizer.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pre := range []string{"query: ", "passage: ", "Represent this sentence for searching relevant passages: "} {
+			for _, text := range []string{"Hello world", " leading space", "Coördinatie van de ruïne.", "\tTab first", "中文"} {
+				want := tok.Encode(pre+text, false).IDs
+				got := append(tok.EncodePrefix(pre), tok.Encode(text, false).IDs...)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s: prefix %q + %q: got %v, want %v", env, pre, text, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestLoadRejectsNonBERT(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "tokenizer.json")
 	if err := os.WriteFile(p, []byte(`{"model":{"type":"BPE","vocab":{}}}`), 0o644); err != nil {
@@ -145,5 +196,19 @@ func TestLoadRejectsNonBERT(t *testing.T) {
 	}
 	if _, err := Load(p); err == nil {
 		t.Fatal("Load accepted a BPE tokenizer")
+	}
+	// A Replace run whose output is replaced again depends on order: refused, naming it.
+	uni := `{"model":{"type":"Unigram","unk_id":0,"vocab":[["<unk>",0],["a",-1]]},
+		"normalizer":{"type":"Sequence","normalizers":[
+			{"type":"Replace","pattern":{"String":"x"},"content":"y"},
+			{"type":"Replace","pattern":{"String":"y"},"content":"z"}]},
+		"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"always","split":true},
+		"post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>"}},{"Sequence":{"id":"A"}},{"SpecialToken":{"id":"</s>"}}],
+			"special_tokens":{"<s>":{"ids":[1]},"</s>":{"ids":[2]}}}}`
+	if err := os.WriteFile(p, []byte(uni), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "U+0079") {
+		t.Fatalf("Load of an order-dependent Replace run: err = %v, want one naming U+0079", err)
 	}
 }

@@ -9,7 +9,10 @@ text, accented Latin text, NBSP and other Unicode spaces, CJK, emoji (ZWJ sequen
 skin tones), control and format characters, combining marks, over-long words and literal
 special tokens; plus real sentences with their spaces swapped for NBSP or upper-cased.
 
-Usage: tokenizer_reference.py --tokenizer DIR/tokenizer.json --scifact C.jsonl --qmsum Q.jsonl --out F
+With --dutch (legalqa-nl corpus.jsonl) it adds 200 Dutch law paragraphs (hack/export-model/models.sh
+passes it for the models beyond MiniLM).
+
+Usage: tokenizer_reference.py --tokenizer DIR/tokenizer.json --scifact C.jsonl --qmsum Q.jsonl [--dutch L.jsonl] --out F
 """
 
 import argparse
@@ -87,6 +90,7 @@ def main():
     ap.add_argument("--tokenizer", required=True)
     ap.add_argument("--scifact", required=True)
     ap.add_argument("--qmsum", required=True)
+    ap.add_argument("--dutch", help="legalqa-nl corpus.jsonl: adds Dutch law paragraphs")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
@@ -115,6 +119,13 @@ def main():
         for _ in range(5):
             a = rnd.randrange(0, max(1, len(t) - 2000))
             items.append(("qmsum", t[a:a + rnd.choice([200, 600, 1500])]))
+
+    if args.dutch:
+        with open(args.dutch, encoding="utf-8") as fh:
+            laws = [json.loads(line) for line in fh]
+        paras = [p for law in laws[:60] for p in law["text"].split("\n\n") if len(p) > 20]
+        for p in rnd.sample(paras, 200):
+            items.append(("legalqa-nl", p[:1500]))
 
     tok = Tokenizer.from_file(args.tokenizer)
     tok.no_truncation()
