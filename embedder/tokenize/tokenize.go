@@ -1,18 +1,28 @@
 // Package tokenize turns text into the token ids a BERT-family ONNX model takes, with
 // byte offsets into the original text, identical to Hugging Face tokenizers (the Rust
-// library behind `tokenizers` and transformers' fast tokenizers) for tokenizer.json files
-// with a BertNormalizer, a BertPreTokenizer and a WordPiece model.
+// library behind `tokenizers` and transformers' fast tokenizers) for two kinds of
+// tokenizer.json:
 //
-// The WordPiece vocabulary and its greedy longest-match-first segmentation come from
-// github.com/sugarme/tokenizer. That library's own normaliser differs from HF on non-ASCII
-// text (no accent stripping, NBSP not treated as whitespace, rune offsets where HF reports
-// bytes), so this package does the BertNormalizer steps itself (clean text, CJK spacing,
-// NFD + removal of nonspacing marks, lowercasing) while keeping, for every normalised
-// character, the byte range of the original character it came from; token offsets are mapped
-// back through that alignment exactly as HF's NormalizedString does.
+//   - BERT: a BertNormalizer, a BertPreTokenizer and a WordPiece model (all-MiniLM-L6-v2,
+//     bge-small-en-v1.5, e5-small-v2). The WordPiece vocabulary and its greedy
+//     longest-match-first segmentation come from github.com/sugarme/tokenizer. That library's
+//     own normaliser differs from HF on non-ASCII text (no accent stripping, NBSP not treated
+//     as whitespace, rune offsets where HF reports bytes), so this package does the
+//     BertNormalizer steps itself (clean text, CJK spacing, NFD + removal of nonspacing marks,
+//     lowercasing).
+//   - SentencePiece Unigram (XLM-R models such as multilingual-e5-small, unigram.go):
+//     Replace normalisers (a per-code-point map and regex replacements), the Metaspace
+//     pre-tokenizer (spaces to U+2581, prepended U+2581, split before each U+2581) and Viterbi
+//     segmentation over scored pieces with fused unknowns, as HF's Unigram model does.
 //
-// The parity test (tokenize_test.go) compares ids and byte offsets with HF tokenizers on
-// real strings written by hack/export-model/export.sh; it reads RAGOPS_MODEL_DIR.
+// Either way every normalised character keeps the byte range of the original character it
+// came from, and token offsets are mapped back through that alignment exactly as HF's
+// NormalizedString does.
+//
+// The parity tests (tokenize_test.go) compare ids and byte offsets with HF tokenizers on
+// real strings written by hack/export-model/export.sh (RAGOPS_MODEL_DIR) and
+// hack/export-model/models.sh (RAGOPS_BGE_SMALL_DIR, RAGOPS_E5_SMALL_DIR,
+// RAGOPS_E5_SMALL_INT8_DIR, RAGOPS_ME5_SMALL_DIR).
 package tokenize
 
 import (
