@@ -148,7 +148,7 @@ func TestRealModelsMatchONNXRuntime(t *testing.T) {
 			if c := cosine(refs[0].Embedding, refs[1].Embedding); c > 0.98 {
 				t.Errorf("reference texts 0 and 1 have cosine %.4f: reference looks degenerate", c)
 			}
-			t.Logf("%d texts (%d queries), worst cosine %.7f", len(refs), queries, worst)
+			t.Logf("%d texts (%d queries), worst cosine %.9f (1 - worst = %.1e)", len(refs), queries, worst, 1-worst)
 		})
 	}
 }
