@@ -12,7 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/embedder/ort"
 )
 
@@ -275,4 +277,62 @@ func TestInt8BatchEffect(t *testing.T) {
 		}
 	}
 	t.Logf("%d texts batched: worst cosine %.6f to the unbatched reference, %d below 0.99999", len(refs), worst, moved)
+}
+
+// TestME5LateChunkingDutch: naive and late chunking work for an XLM-R model on Dutch law
+// text. A late chunk spanning the whole text equals the naive vector of the text ("passage: "
+// prefix, <s> and </s> included in both; mean pooling), which holds only if the Unigram
+// offsets, the prefix ids and the special tokens line up; and 64-token Fixed chunks cut by
+// the Unigram tokenizer's spans embed late and naive, one vector per chunk.
+func TestME5LateChunkingDutch(t *testing.T) {
+	need(t, ort.EnvLibrary, prepORT)
+	m, err := Load(need(t, "RAGOPS_ME5_SMALL_DIR", prepModels), Options{IntraOpThreads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ch, err := chunkers.NewFixed(m.Tokenizer(), 64, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	checked := 0
+	for _, d := range readCorpus(t, "legalqa-nl", 3) {
+		text := d.Text
+		for len(text) > 0 && m.Tokenizer().Size(text) > m.Config().MaxPositions-8 {
+			text = text[:len(text)*3/4]
+			for len(text) > 0 && !utf8.RuneStart(text[len(text)-1]) {
+				text = text[:len(text)-1]
+			}
+		}
+		whole := []chunkers.Chunk{{Start: 0, End: len(text)}}
+		late, err := m.EmbedChunks(ctx, text, whole, Late)
+		if err != nil {
+			t.Fatal(err)
+		}
+		naive, err := m.EmbedChunks(ctx, text, whole, Naive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := cosine(late[0], naive[0]); c < 0.9999 {
+			t.Errorf("doc %s: whole-span late vs naive cosine %.6f < 0.9999", d.ID, c)
+		}
+		cs, err := ch.Chunk(ctx, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []Mode{Naive, Late} {
+			vs, err := m.EmbedChunks(ctx, text, cs, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(vs) != len(cs) || len(cs) < 2 {
+				t.Fatalf("doc %s %v: %d vectors for %d chunks (want >= 2 chunks)", d.ID, mode, len(vs), len(cs))
+			}
+		}
+		checked++
+	}
+	if checked != 3 {
+		t.Fatalf("checked %d Dutch documents, want 3", checked)
+	}
 }
