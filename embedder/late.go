@@ -54,6 +54,25 @@ func bestWindow(n int, wins [][2]int) []int {
 	return best
 }
 
+// lateDoc is one document laid out for late chunking: its content tokens (the document
+// prefix's, then the document's), the document tokens' byte offsets and the macro windows
+// [start, end) over the content.
+type lateDoc struct {
+	content []int64
+	offsets []tokenize.Offset
+	wins    [][2]int
+}
+
+// prepareLate tokenizes text and plans its windows of o.WindowTokens - 2 content tokens
+// (room for [CLS] and [SEP]) sharing o.WindowOverlap tokens.
+func prepareLate(tok *tokenize.Tokenizer, docPre []int64, o Options, text string) lateDoc {
+	size := o.WindowTokens - 2
+	overlap := min(o.WindowOverlap, size-1)
+	e := tok.Encode(text, false)
+	content := append(append(make([]int64, 0, len(docPre)+len(e.IDs)), docPre...), e.IDs...)
+	return lateDoc{content: content, offsets: e.Offsets, wins: planWindows(len(content), size, overlap)}
+}
+
 // embedLate implements late chunking (Günther et al. 2024, arXiv:2409.04701) with long late
 // chunking for documents beyond the window: every document's windows are batched together,
 // then each chunk's vector is the mean of the token states whose first byte lies in the
@@ -62,25 +81,19 @@ func bestWindow(n int, wins [][2]int) []int {
 // spanning the whole document equals its naive mean-pooled embedding.
 func (m *Model) embedLate(ctx context.Context, docs []Document) ([][][]float32, error) {
 	d := m.cfg.Dimension
-	size := m.opts.WindowTokens - 2
-	overlap := min(m.opts.WindowOverlap, size-1)
 	var seqs [][]int64
 	encs := make([]struct {
-		content []int64
-		offsets []tokenize.Offset
-		wins    [][2]int
-		first   int // index of the document's first window in seqs
+		lateDoc
+		first int // index of the document's first window in seqs
 	}, len(docs))
 	for di, doc := range docs {
 		if len(doc.Chunks) == 0 {
 			continue // nothing to pool: skip the encoder pass
 		}
-		e := m.tok.Encode(doc.Text, false)
-		content := append(append(make([]int64, 0, len(m.docPre)+len(e.IDs)), m.docPre...), e.IDs...)
-		wins := planWindows(len(content), size, overlap)
-		encs[di].content, encs[di].offsets, encs[di].wins, encs[di].first = content, e.Offsets, wins, len(seqs)
-		for _, w := range wins {
-			seqs = append(seqs, m.wrap(content[w[0]:w[1]]))
+		encs[di].lateDoc = prepareLate(m.tok, m.docPre, m.opts, doc.Text)
+		encs[di].first = len(seqs)
+		for _, w := range encs[di].wins {
+			seqs = append(seqs, m.wrap(encs[di].content[w[0]:w[1]]))
 		}
 	}
 	states := make([][]float32, len(seqs))
