@@ -108,7 +108,7 @@ func Run(ctx context.Context, out, errOut io.Writer, c Config) error {
 		}
 	}
 	if skipped > 0 {
-		failed = append(failed, fmt.Errorf("%d documents skipped", skipped))
+		failed = append(failed, fmt.Errorf("documents skipped: %d", skipped))
 	}
 	return errors.Join(failed...)
 }

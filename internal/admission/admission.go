@@ -149,7 +149,7 @@ func (c *CRD) Admit(ctx context.Context, doc []byte) (*unstructured.Unstructured
 		return nil, fmt.Errorf("admission: decoded a %T, not an unstructured object", obj)
 	}
 	if got := u.GroupVersionKind(); got != c.gvk {
-		return nil, fmt.Errorf("admission: the manifest is a %s, not a %s", describe(got), describe(c.gvk))
+		return nil, fmt.Errorf("admission: the manifest is %s, not %s", describe(got), describe(c.gvk))
 	}
 	unknown, err := c.coerce(u)
 	if err != nil {
@@ -238,9 +238,9 @@ func IsRejected(err error) bool {
 
 func describe(gvk schema.GroupVersionKind) string {
 	if gvk.Kind == "" {
-		return "manifest without kind"
+		return "without a kind"
 	}
-	return gvk.Kind + " (" + gvk.GroupVersion().String() + ")"
+	return "kind " + gvk.Kind + " (" + gvk.GroupVersion().String() + ")"
 }
 
 // unstructuredCreator creates the unstructured objects the decoder fills, as the
