@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -28,6 +29,7 @@ import (
 	"github.com/ragops/ragops/preview"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/formats"
+	"github.com/ragops/ragops/reader/pdf"
 )
 
 // The Dutch council resolution in every format the readers take.
@@ -103,19 +105,27 @@ func jsonChunks(t *testing.T, args ...string) []preview.JSONChunk {
 	return res
 }
 
-// readDoc reads a file with the build's readers, independently of the command.
+var (
+	testReadersOnce sync.Once
+	testReaders     *formats.Readers
+	testReadersErr  error
+)
+
+// readDoc reads a file with the build's readers, independently of the command. The readers
+// (PDFium takes seconds to start) are shared by the tests and never closed.
 func readDoc(t *testing.T, path string) reader.Document {
 	t.Helper()
-	rs, err := formats.New(context.Background(), formats.Options{})
-	if err != nil {
-		t.Fatal(err)
+	testReadersOnce.Do(func() {
+		testReaders, testReadersErr = formats.New(context.Background(), formats.Options{PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "ragops-test-pdfium")}})
+	})
+	if testReadersErr != nil {
+		t.Fatal(testReadersErr)
 	}
-	defer rs.Close()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := rs.Read(context.Background(), data)
+	doc, err := testReaders.Read(context.Background(), data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,38 @@ func prepareLate(tok *tokenize.Tokenizer, docPre []int64, o Options, text string
 	return lateDoc{content: content, offsets: e.Offsets, wins: planWindows(len(content), size, overlap)}
 }
 
+// latePool is what a chunk's late vector averages: the document-token ranges [a, b) its
+// spans cover (TokenRange), heads spans that hold the document's first token (each adds
+// [CLS] of the first window and the document prefix's states) and tails spans that hold its
+// last token (each adds [SEP] of the last window).
+type latePool struct {
+	ranges       [][2]int
+	heads, tails int
+}
+
+// poolOf returns the latePool of chunk c over a document of nDoc tokens with offsets.
+func poolOf(offsets []tokenize.Offset, c chunkers.Chunk, nDoc int) latePool {
+	spans := c.Spans
+	if len(spans) == 0 {
+		spans = []chunkers.Span{{Start: c.Start, End: c.End}}
+	}
+	var p latePool
+	for _, sp := range spans {
+		a, b, ok := TokenRange(offsets, sp)
+		if !ok {
+			continue
+		}
+		p.ranges = append(p.ranges, [2]int{a, b})
+		if a == 0 {
+			p.heads++
+		}
+		if b == nDoc {
+			p.tails++
+		}
+	}
+	return p
+}
+
 // embedLate implements late chunking (Günther et al. 2024, arXiv:2409.04701) with long late
 // chunking for documents beyond the window: every document's windows are batched together,
 // then each chunk's vector is the mean of the token states whose first byte lies in the
@@ -129,34 +161,27 @@ func (m *Model) embedLate(ctx context.Context, docs []Document) ([][][]float32, 
 
 		vecs := make([][]float32, len(doc.Chunks))
 		for ci, c := range doc.Chunks {
-			spans := c.Spans
-			if len(spans) == 0 {
-				spans = []chunkers.Span{{Start: c.Start, End: c.End}}
-			}
+			pool := poolOf(e.offsets, c, nDoc)
 			var extra [][]float32
 			acc := make([]float64, d)
 			count := 0
-			for _, sp := range spans {
-				a, b, ok := TokenRange(e.offsets, sp)
-				if !ok {
-					continue
-				}
-				for t := a; t < b; t++ {
+			for _, r := range pool.ranges {
+				for t := r[0]; t < r[1]; t++ {
 					row := docTok[t*d : (t+1)*d]
 					for j, x := range row {
 						acc[j] += float64(x)
 					}
 					count++
 				}
-				if a == 0 {
-					extra = append(extra, cls)
-					for p := 0; p < pre; p++ {
-						extra = append(extra, tokStates[p*d:(p+1)*d])
-					}
+			}
+			for range pool.heads {
+				extra = append(extra, cls)
+				for p := 0; p < pre; p++ {
+					extra = append(extra, tokStates[p*d:(p+1)*d])
 				}
-				if b == nDoc {
-					extra = append(extra, sep)
-				}
+			}
+			for range pool.tails {
+				extra = append(extra, sep)
 			}
 			if count == 0 {
 				return nil, fmt.Errorf("embedder: document %d chunk %d: span [%d, %d) covers no token (empty or whitespace only)", di, c.Ordinal, c.Start, c.End)

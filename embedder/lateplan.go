@@ -60,30 +60,23 @@ func PlanLate(tok *tokenize.Tokenizer, cfg Config, o Options, text string, chunk
 	}
 	best := bestWindow(n, ld.wins)
 	for ci, c := range chunks {
-		spans := c.Spans
-		if len(spans) == 0 {
-			spans = []chunkers.Span{{Start: c.Start, End: c.End}}
-		}
+		pool := poolOf(ld.offsets, c, nDoc)
 		used := make([]bool, len(ld.wins))
 		count := 0
-		for _, sp := range spans {
-			a, b, ok := TokenRange(ld.offsets, sp)
-			if !ok {
-				continue
-			}
-			for t := a; t < b; t++ {
+		for _, r := range pool.ranges {
+			for t := r[0]; t < r[1]; t++ {
 				used[best[pre+t]] = true
 				count++
 			}
-			if a == 0 {
-				used[0] = true
-				for p := 0; p < pre; p++ {
-					used[best[p]] = true
-				}
+		}
+		if pool.heads > 0 {
+			used[0] = true // [CLS]
+			for p := 0; p < pre; p++ {
+				used[best[p]] = true
 			}
-			if b == nDoc {
-				used[len(ld.wins)-1] = true
-			}
+		}
+		if pool.tails > 0 {
+			used[len(ld.wins)-1] = true // [SEP]
 		}
 		if count == 0 {
 			return LatePlan{}, fmt.Errorf("embedder: chunk %d: span [%d, %d) covers no token (empty or whitespace only)", c.Ordinal, c.Start, c.End)
