@@ -9,14 +9,12 @@ import (
 	"github.com/ragops/ragops/chunkers"
 )
 
-// TestPlanLateNamesThePoolingWindow checks PlanLate against what Late mode computes: a
-// chunk that PlanLate assigns to one window (and that holds neither the document's first
-// nor its last token) must get the mean of that window's own token states at the chunk's
-// positions. Chunks of 24 tokens over a SciFact text in 128-token windows.
-func TestPlanLateNamesThePoolingWindow(t *testing.T) {
-	docs := readCorpus(t, "scifact", 40)
+// threeAbstracts joins the first three SciFact abstracts of 400 to 800 bytes with blank
+// lines: a text of several 128-token windows that fits one 512-token pass.
+func threeAbstracts(t *testing.T) (string, []string) {
+	t.Helper()
 	var parts []string
-	for _, d := range docs {
+	for _, d := range readCorpus(t, "scifact", 40) {
 		if len(d.Text) > 400 && len(d.Text) < 800 {
 			parts = append(parts, d.Text)
 		}
@@ -24,7 +22,15 @@ func TestPlanLateNamesThePoolingWindow(t *testing.T) {
 			break
 		}
 	}
-	text := strings.Join(parts, "\n\n")
+	return strings.Join(parts, "\n\n"), parts
+}
+
+// TestPlanLateNamesThePoolingWindow checks PlanLate against what Late mode computes: a
+// chunk that PlanLate assigns to one window (and that holds neither the document's first
+// nor its last token) must get the mean of that window's own token states at the chunk's
+// positions. Chunks of 24 tokens over a SciFact text in 128-token windows.
+func TestPlanLateNamesThePoolingWindow(t *testing.T) {
+	text, _ := threeAbstracts(t)
 	opts := Options{WindowTokens: 128, WindowOverlap: 32}
 	m := load(t, opts)
 	enc := m.Tokenizer().Encode(text, false)
