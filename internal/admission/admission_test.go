@@ -136,6 +136,7 @@ func TestRejectionsMatchKubeAPIServer(t *testing.T) {
 		"no-name":                  "apiVersion: ragops.dev/v1alpha1\nkind: ChunkingStrategy\nspec:\n  type: Fixed\n",
 		"wrong-type":               fmt.Sprintf(head, "wrong-type") + "  type: Fixed\n  size: \"big\"\n",
 		"late-enabled-missing":     fmt.Sprintf(head, "late-missing") + "  type: Fixed\n  late:\n    window: 64\n",
+		"bad-label":                "apiVersion: ragops.dev/v1alpha1\nkind: ChunkingStrategy\nmetadata:\n  name: bad-label\n  labels:\n    team: \"a b\"\n  annotations:\n    \"-x\": y\nspec:\n  type: Fixed\n  size: 64\n  overlap: 64\n",
 		"threshold-amount-pattern": fmt.Sprintf(head, "threshold") + "  type: Semantic\n  semantic:\n    thresholdAmount: \"ninety\"\n",
 	}
 	for name, doc := range cases {
@@ -187,6 +188,7 @@ func TestDefaultsMatchKubeAPIServer(t *testing.T) {
 		fmt.Sprintf(head, "semantic") + "  type: Semantic\n  unit: Characters\n  semantic: {}\n  sentence: {}\n",
 		fmt.Sprintf(head, "late") + "  type: Sentence\n  size: 128\n  late:\n    enabled: true\n",
 		fmt.Sprintf(head, "nulls") + "  type: Recursive\n  recursive: null\n  overlap: null\n",
+		fmt.Sprintf(head, "with-status") + "  type: Fixed\nstatus:\n  observedGeneration: 5\n",
 	}
 	for _, doc := range docs {
 		stored, st := post(t, doc)
@@ -201,6 +203,11 @@ func TestDefaultsMatchKubeAPIServer(t *testing.T) {
 		want, _ := json.Marshal(stored["spec"])
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: spec\n got: %s\nwant: %s", u.GetName(), got, want)
+		}
+		_, ours := u.Object["status"]
+		_, theirs := stored["status"]
+		if ours != theirs {
+			t.Errorf("%s: status kept %v, kube-apiserver %v", u.GetName(), ours, theirs)
 		}
 		if u.GetNamespace() != admission.DefaultNamespace || u.GetGeneration() != 1 {
 			t.Errorf("%s: namespace %q generation %d, want %q and 1", u.GetName(), u.GetNamespace(), u.GetGeneration(), admission.DefaultNamespace)
