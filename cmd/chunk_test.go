@@ -650,3 +650,35 @@ func TestChunkInvalidStrategyMatchesAPIServer(t *testing.T) {
 		t.Logf("kube-apiserver: %s", st.Message)
 	}
 }
+
+// TestChunkSemanticWithModel runs a Semantic strategy, whose cuts come from sentence
+// embeddings, with the model on ONNX Runtime.
+func TestChunkSemanticWithModel(t *testing.T) {
+	dir := modelDir(t)
+	if os.Getenv("RAGOPS_ONNXRUNTIME_LIB") == "" {
+		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+			t.Fatal("RAGOPS_ONNXRUNTIME_LIB is not set: run hack/prepare.d/embedder.sh")
+		}
+		t.Skip("RAGOPS_ONNXRUNTIME_LIB is not set: run hack/prepare.d/embedder.sh")
+	}
+	tok, err := tokenize.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := filepath.Join(t.TempDir(), "semantic.yaml")
+	if err := os.WriteFile(s, []byte("apiVersion: ragops.dev/v1alpha1\nkind: ChunkingStrategy\nmetadata:\n  name: semantic-128\nspec:\n  type: Semantic\n  size: 128\n  semantic:\n    thresholdAmount: \"80\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := fixture("odt")
+	doc := readDoc(t, path)
+	chunks := jsonChunks(t, "-f", s, "--model", dir, path)
+	checkChunks(t, doc, chunks, tok)
+	if len(chunks) < 9 {
+		t.Errorf("%d chunks of at most 128 tokens over %d tokens", len(chunks), tok.Size(doc.Text))
+	}
+	for _, c := range chunks {
+		if *c.Tokens > 128 && !c.Oversize {
+			t.Errorf("chunk %d: %d tokens over the size of 128", c.Ordinal, *c.Tokens)
+		}
+	}
+}
