@@ -70,6 +70,18 @@ func modelDir(t *testing.T) string {
 	return d
 }
 
+// tempStrategy writes a ChunkingStrategy named name with the given spec lines (YAML,
+// indented by two spaces) to a temporary file and returns its path.
+func tempStrategy(t *testing.T, name, spec string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name+".yaml")
+	doc := "apiVersion: ragops.dev/v1alpha1\nkind: ChunkingStrategy\nmetadata:\n  name: " + name + "\nspec:\n" + spec
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // chunkCmd runs `ragops chunk args...` in process.
 func chunkCmd(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
@@ -349,10 +361,7 @@ func TestChunkWithoutModel(t *testing.T) {
 		}
 	}
 
-	chars := filepath.Join(t.TempDir(), "chars.yaml")
-	if err := os.WriteFile(chars, []byte("apiVersion: ragops.dev/v1alpha1\nkind: ChunkingStrategy\nmetadata:\n  name: recursive-600c\nspec:\n  type: Recursive\n  unit: Characters\n  size: 600\n  overlap: 60\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	chars := tempStrategy(t, "recursive-600c", "  type: Recursive\n  unit: Characters\n  size: 600\n  overlap: 60\n")
 	chunks = jsonChunks(t, "-f", chars, path)
 	checkChunks(t, doc, chunks, nil)
 	if runes := len([]rune(doc.Text)); len(chunks) < runes/600 {
@@ -457,10 +466,7 @@ func TestChunkLateWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	small := filepath.Join(t.TempDir(), "late-64.yaml")
-	if err := os.WriteFile(small, []byte("apiVersion: ragops.dev/v1alpha1\nkind: ChunkingStrategy\nmetadata:\n  name: sentence-late-64\nspec:\n  type: Sentence\n  size: 48\n  late:\n    enabled: true\n    window: 66\n    windowOverlap: 16\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	small := tempStrategy(t, "sentence-late-64", "  type: Sentence\n  size: 48\n  late:\n    enabled: true\n    window: 66\n    windowOverlap: 16\n")
 	path := fixture("pdf")
 	doc := readDoc(t, path)
 	n := tok.Size(doc.Text)
@@ -611,10 +617,7 @@ func TestChunkInvalidStrategyMatchesAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unknown := filepath.Join(t.TempDir(), "unknown.yaml")
-	if err := os.WriteFile(unknown, []byte("apiVersion: ragops.dev/v1alpha1\nkind: ChunkingStrategy\nmetadata:\n  name: typo\nspec:\n  type: Heading\n  heading:\n    markdwn: true\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	unknown := tempStrategy(t, "typo", "  type: Heading\n  heading:\n    markdwn: true\n")
 	for _, file := range []string{strategyFile("overlap-too-large.yaml"), unknown} {
 		manifest, err := os.ReadFile(file)
 		if err != nil {
@@ -665,10 +668,7 @@ func TestChunkSemanticWithModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := filepath.Join(t.TempDir(), "semantic.yaml")
-	if err := os.WriteFile(s, []byte("apiVersion: ragops.dev/v1alpha1\nkind: ChunkingStrategy\nmetadata:\n  name: semantic-128\nspec:\n  type: Semantic\n  size: 128\n  semantic:\n    thresholdAmount: \"80\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	s := tempStrategy(t, "semantic-128", "  type: Semantic\n  size: 128\n  semantic:\n    thresholdAmount: \"80\"\n")
 	path := fixture("odt")
 	doc := readDoc(t, path)
 	chunks := jsonChunks(t, "-f", s, "--model", dir, path)
