@@ -263,17 +263,7 @@ func TestTokenRangeExactAtBoundaries(t *testing.T) {
 // windows; each abstract's late vector must be closest to its own naive vector, and equal
 // to within rounding the single-pass result when the windows cover the document.
 func TestLongLateChunking(t *testing.T) {
-	docs := readCorpus(t, "scifact", 40)
-	var parts []string
-	for _, d := range docs {
-		if len(d.Text) > 400 && len(d.Text) < 800 {
-			parts = append(parts, d.Text)
-		}
-		if len(parts) == 3 {
-			break
-		}
-	}
-	text := strings.Join(parts, "\n\n")
+	text, parts := threeAbstracts(t)
 	var chunks []chunkers.Chunk
 	pos := 0
 	for i, p := range parts {

@@ -54,6 +54,57 @@ func bestWindow(n int, wins [][2]int) []int {
 	return best
 }
 
+// lateDoc is one document laid out for late chunking: its content tokens (the document
+// prefix's, then the document's), the document tokens' byte offsets and the macro windows
+// [start, end) over the content.
+type lateDoc struct {
+	content []int64
+	offsets []tokenize.Offset
+	wins    [][2]int
+}
+
+// prepareLate tokenizes text and plans its windows of o.WindowTokens - 2 content tokens
+// (room for [CLS] and [SEP]) sharing o.WindowOverlap tokens.
+func prepareLate(tok *tokenize.Tokenizer, docPre []int64, o Options, text string) lateDoc {
+	size := o.WindowTokens - 2
+	overlap := min(o.WindowOverlap, size-1)
+	e := tok.Encode(text, false)
+	content := append(append(make([]int64, 0, len(docPre)+len(e.IDs)), docPre...), e.IDs...)
+	return lateDoc{content: content, offsets: e.Offsets, wins: planWindows(len(content), size, overlap)}
+}
+
+// latePool is what a chunk's late vector averages: the document-token ranges [a, b) its
+// spans cover (TokenRange), heads spans that hold the document's first token (each adds
+// [CLS] of the first window and the document prefix's states) and tails spans that hold its
+// last token (each adds [SEP] of the last window).
+type latePool struct {
+	ranges       [][2]int
+	heads, tails int
+}
+
+// poolOf returns the latePool of chunk c over a document of nDoc tokens with offsets.
+func poolOf(offsets []tokenize.Offset, c chunkers.Chunk, nDoc int) latePool {
+	spans := c.Spans
+	if len(spans) == 0 {
+		spans = []chunkers.Span{{Start: c.Start, End: c.End}}
+	}
+	var p latePool
+	for _, sp := range spans {
+		a, b, ok := TokenRange(offsets, sp)
+		if !ok {
+			continue
+		}
+		p.ranges = append(p.ranges, [2]int{a, b})
+		if a == 0 {
+			p.heads++
+		}
+		if b == nDoc {
+			p.tails++
+		}
+	}
+	return p
+}
+
 // embedLate implements late chunking (Günther et al. 2024, arXiv:2409.04701) with long late
 // chunking for documents beyond the window: every document's windows are batched together,
 // then each chunk's vector is the mean of the token states whose first byte lies in the
@@ -62,25 +113,19 @@ func bestWindow(n int, wins [][2]int) []int {
 // spanning the whole document equals its naive mean-pooled embedding.
 func (m *Model) embedLate(ctx context.Context, docs []Document) ([][][]float32, error) {
 	d := m.cfg.Dimension
-	size := m.opts.WindowTokens - 2
-	overlap := min(m.opts.WindowOverlap, size-1)
 	var seqs [][]int64
 	encs := make([]struct {
-		content []int64
-		offsets []tokenize.Offset
-		wins    [][2]int
-		first   int // index of the document's first window in seqs
+		lateDoc
+		first int // index of the document's first window in seqs
 	}, len(docs))
 	for di, doc := range docs {
 		if len(doc.Chunks) == 0 {
 			continue // nothing to pool: skip the encoder pass
 		}
-		e := m.tok.Encode(doc.Text, false)
-		content := append(append(make([]int64, 0, len(m.docPre)+len(e.IDs)), m.docPre...), e.IDs...)
-		wins := planWindows(len(content), size, overlap)
-		encs[di].content, encs[di].offsets, encs[di].wins, encs[di].first = content, e.Offsets, wins, len(seqs)
-		for _, w := range wins {
-			seqs = append(seqs, m.wrap(content[w[0]:w[1]]))
+		encs[di].lateDoc = prepareLate(m.tok, m.docPre, m.opts, doc.Text)
+		encs[di].first = len(seqs)
+		for _, w := range encs[di].wins {
+			seqs = append(seqs, m.wrap(encs[di].content[w[0]:w[1]]))
 		}
 	}
 	states := make([][]float32, len(seqs))
@@ -116,34 +161,27 @@ func (m *Model) embedLate(ctx context.Context, docs []Document) ([][][]float32, 
 
 		vecs := make([][]float32, len(doc.Chunks))
 		for ci, c := range doc.Chunks {
-			spans := c.Spans
-			if len(spans) == 0 {
-				spans = []chunkers.Span{{Start: c.Start, End: c.End}}
-			}
+			pool := poolOf(e.offsets, c, nDoc)
 			var extra [][]float32
 			acc := make([]float64, d)
 			count := 0
-			for _, sp := range spans {
-				a, b, ok := TokenRange(e.offsets, sp)
-				if !ok {
-					continue
-				}
-				for t := a; t < b; t++ {
+			for _, r := range pool.ranges {
+				for t := r[0]; t < r[1]; t++ {
 					row := docTok[t*d : (t+1)*d]
 					for j, x := range row {
 						acc[j] += float64(x)
 					}
 					count++
 				}
-				if a == 0 {
-					extra = append(extra, cls)
-					for p := 0; p < pre; p++ {
-						extra = append(extra, tokStates[p*d:(p+1)*d])
-					}
+			}
+			for range pool.heads {
+				extra = append(extra, cls)
+				for p := 0; p < pre; p++ {
+					extra = append(extra, tokStates[p*d:(p+1)*d])
 				}
-				if b == nDoc {
-					extra = append(extra, sep)
-				}
+			}
+			for range pool.tails {
+				extra = append(extra, sep)
 			}
 			if count == 0 {
 				return nil, fmt.Errorf("embedder: document %d chunk %d: span [%d, %d) covers no token (empty or whitespace only)", di, c.Ordinal, c.Start, c.End)

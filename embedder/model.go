@@ -114,21 +114,14 @@ func Load(dir string, opts Options) (*Model, error) {
 	if err := opts.runDefaults(); err != nil {
 		return nil, err
 	}
-	if opts.WindowTokens == 0 {
-		opts.WindowTokens = cfg.MaxPositions
-	}
-	if opts.WindowOverlap == 0 {
-		opts.WindowOverlap = opts.WindowTokens / 2
+	if err := opts.windowDefaults(cfg); err != nil {
+		return nil, err
 	}
 	switch {
 	case opts.BatchTokens < cfg.MaxPositions:
 		return nil, fmt.Errorf("embedder: BatchTokens %d is below the model's %d positions", opts.BatchTokens, cfg.MaxPositions)
 	case opts.MaxBatch < 1 || opts.FixedBatch < 0 || opts.IntraOpThreads < 0:
 		return nil, fmt.Errorf("embedder: MaxBatch must be >= 1 and FixedBatch, IntraOpThreads >= 0")
-	case opts.WindowTokens > cfg.MaxPositions || opts.WindowTokens < 8:
-		return nil, fmt.Errorf("embedder: WindowTokens %d must be within [8, %d]", opts.WindowTokens, cfg.MaxPositions)
-	case opts.WindowOverlap < 0 || opts.WindowOverlap > opts.WindowTokens-2-1:
-		return nil, fmt.Errorf("embedder: WindowOverlap %d must be within [0, WindowTokens-3=%d]", opts.WindowOverlap, opts.WindowTokens-3)
 	}
 
 	tok, err := tokenize.Load(filepath.Join(dir, "tokenizer.json"))
@@ -155,6 +148,24 @@ func Load(dir string, opts Options) (*Model, error) {
 		m.queryPre = tok.EncodePrefix(cfg.QueryPrefix)
 	}
 	return m, nil
+}
+
+// windowDefaults fills in the late chunking window defaults (WindowTokens = MaxPositions,
+// WindowOverlap = half of it) and checks them against the model's positions.
+func (o *Options) windowDefaults(cfg Config) error {
+	if o.WindowTokens == 0 {
+		o.WindowTokens = cfg.MaxPositions
+	}
+	if o.WindowOverlap == 0 {
+		o.WindowOverlap = o.WindowTokens / 2
+	}
+	switch {
+	case o.WindowTokens > cfg.MaxPositions || o.WindowTokens < 8:
+		return fmt.Errorf("embedder: WindowTokens %d must be within [8, %d]", o.WindowTokens, cfg.MaxPositions)
+	case o.WindowOverlap < 0 || o.WindowOverlap > o.WindowTokens-2-1:
+		return fmt.Errorf("embedder: WindowOverlap %d must be within [0, WindowTokens-3=%d]", o.WindowOverlap, o.WindowTokens-3)
+	}
+	return nil
 }
 
 // runDefaults checks Device and fills in the batching defaults (BatchTokens 4096,
