@@ -8,15 +8,15 @@ import (
 	"github.com/ragops/ragops/chunkers"
 )
 
-// TestTruncatedChunksCounted causes truncation: Fixed chunks of 300 and 800 tokens of one
-// long text, embedded naively with all-MiniLM-L6-v2 (512 positions, 510 for the text).
+// TestTruncatedChunksCounted causes truncation: Fixed chunks of 300 and 800 tokens of a
+// 6,000-byte text, embedded naively with all-MiniLM-L6-v2 (512 positions, 510 for the text).
 // Stats.TruncatedChunks must grow by exactly the number of chunks whose recount (plus the
 // document prefix) exceeds 510, sentence windows and queries must not move it, and late
 // mode must cut none.
 func TestTruncatedChunksCounted(t *testing.T) {
 	m := load(t, Options{})
 	var b strings.Builder
-	for b.Len() < 20000 {
+	for b.Len() < 6000 {
 		b.WriteString("Late chunking pools token states inside each chunk's span; naive embedding cuts a chunk at the model's positions. ")
 	}
 	text := b.String()
