@@ -172,6 +172,7 @@ func TestNamesPassPromlint(t *testing.T) {
 	}
 	metrics.ObserveBuild("ns-lint", "i", "r", 1, 1, 1, 1)
 	metrics.SetActiveRevision("ns-lint", "i", "r")
+	metrics.SetTruncatedChunks("ns-lint", "i", "r", 1)
 	metrics.ObserveEvaluation("ns-lint", "e", "i", "dense", 10, 0.5, 0.5, 0.5)
 	metrics.SetEvaluationCompleted("ns-lint", "e", "i", time.Now())
 	problems, err := testutil.GatherAndLint(reg)
