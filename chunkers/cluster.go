@@ -94,6 +94,11 @@ func (c *cluster) Chunk(ctx context.Context, text string) ([]Chunk, error) {
 // memory O(dim) beyond the vectors (the quadratic matrix took 8·n² bytes: 200 MB at 5,000
 // sentences).
 func (c *cluster) contiguous(text string, ps []Chunk, vs [][]float64) []Chunk {
+	return c.packRuns(text, ps, c.contiguousCuts(ps, vs))
+}
+
+// contiguousCuts returns the first piece of every run of the best partition, in order.
+func (c *cluster) contiguousCuts(ps []Chunk, vs [][]float64) []int {
 	n, dim := len(ps), len(vs[0])
 	total := make([]float64, dim)
 	self := 0.0
@@ -132,6 +137,12 @@ func (c *cluster) contiguous(text string, ps []Chunk, vs [][]float64) []Chunk {
 		cuts = append(cuts, from[i])
 	}
 	slices.Reverse(cuts)
+	return cuts
+}
+
+// packRuns packs each run of pieces (cuts holds the first piece of each) into chunks.
+func (c *cluster) packRuns(text string, ps []Chunk, cuts []int) []Chunk {
+	n := len(ps)
 	var out []Chunk
 	for k, j := range cuts {
 		end := n

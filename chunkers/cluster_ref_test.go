@@ -10,6 +10,12 @@ import (
 // version is checked against (TestClusterLinearMatchesQuadratic) and benchmarked beside
 // (BenchmarkLongDocument).
 func (c *cluster) contiguousQuadratic(text string, ps []Chunk, vs [][]float64) []Chunk {
+	return c.packRuns(text, ps, c.contiguousCutsQuadratic(ps, vs))
+}
+
+// contiguousCutsQuadratic is the old dynamic programme; it returns the first piece of
+// every run.
+func (c *cluster) contiguousCutsQuadratic(ps []Chunk, vs [][]float64) []int {
 	n := len(ps)
 	m := make([][]float64, n)
 	var mean float64
@@ -52,13 +58,32 @@ func (c *cluster) contiguousQuadratic(text string, ps []Chunk, vs [][]float64) [
 		cuts = append(cuts, from[i])
 	}
 	slices.Reverse(cuts)
-	var out []Chunk
-	for k, j := range cuts {
-		end := n
-		if k+1 < len(cuts) {
-			end = cuts[k+1]
+	return cuts
+}
+
+// partitionScore is the clustering objective of a partition (runs starting at cuts):
+// the sum over runs of the pairwise cosine similarities inside each run, less the mean
+// similarity of all pairs per pair, computed pair by pair.
+func partitionScore(vs [][]float64, cuts []int) float64 {
+	n := len(vs)
+	var mean float64
+	for i := range n {
+		for j := range i {
+			mean += dot(vs[i], vs[j])
 		}
-		out = c.pack(text, ps[j:end], out)
 	}
-	return out
+	mean /= float64(n * (n - 1) / 2)
+	var score float64
+	for k, a := range cuts {
+		b := n
+		if k+1 < len(cuts) {
+			b = cuts[k+1]
+		}
+		for i := a; i < b; i++ {
+			for j := i + 1; j < b; j++ {
+				score += 2 * (dot(vs[i], vs[j]) - mean)
+			}
+		}
+	}
+	return score
 }
