@@ -114,10 +114,14 @@ func TestTokenCountsRetokenise(t *testing.T) {
 		chunks, wrongCount, over, flagged, cut := 0, 0, 0, 0, 0
 		var first string
 		for _, name := range []string{"scifact", "qmsum"} {
-			if name == "qmsum" && spec.Size < 32 {
-				continue // a million 7-token windows of transcripts add nothing to SciFact's
+			docs := corpora[name]
+			if spec.Size < 32 { // tiny windows: many cuts per document, so fewer documents
+				if name == "qmsum" {
+					continue
+				}
+				docs = docs[:min(1000, len(docs))]
 			}
-			for di, d := range corpora[name] {
+			for di, d := range docs {
 				cs, err := c.Chunk(context.Background(), d)
 				if err != nil {
 					t.Fatalf("%s %s doc %d: %v", specName(spec), name, di, err)
