@@ -105,17 +105,18 @@ type Build struct {
 
 // BuildResult is the termination message of one embedder pod.
 type BuildResult struct {
-	Shard     int   `json:"shard"`
-	Documents int64 `json:"documents"`
-	Chunks    int64 `json:"chunks"`
-	Tokens    int64 `json:"tokens"`
+	Shard     int              `json:"shard"`
+	Documents int64            `json:"documents"`
+	Chunks    int64            `json:"chunks"`
+	Tokens    int64            `json:"tokens"`
+	Deleted   int64            `json:"deleted,omitempty"`
+	Unchanged int64            `json:"unchanged,omitempty"`
+	Seconds   float64          `json:"seconds"`
+	Skipped   map[string]int64 `json:"skipped,omitempty"`
+	Error     string           `json:"error,omitempty"`
+
 	// TruncatedChunks counts chunks cut to the model's positions (embedder.Stats.TruncatedChunks).
-	TruncatedChunks int64            `json:"truncatedChunks,omitempty"`
-	Deleted         int64            `json:"deleted,omitempty"`
-	Unchanged       int64            `json:"unchanged,omitempty"`
-	Seconds         float64          `json:"seconds"`
-	Skipped         map[string]int64 `json:"skipped,omitempty"`
-	Error           string           `json:"error,omitempty"`
+	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
 }
 
 // Evaluate asks `ragops evaluate` to run a dataset's queries against a collection or alias.
