@@ -95,9 +95,10 @@ type Model struct {
 	queryPre []int64
 
 	truncated atomic.Int64
+	tokens    atomic.Int64
+
 	// truncatedChunks counts chunks (EmbedDocuments, naive mode) cut to the positions.
 	truncatedChunks atomic.Int64
-	tokens          atomic.Int64
 }
 
 // Load opens the model folder dir (model.onnx, tokenizer.json, ragops.json), loads the
