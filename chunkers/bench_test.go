@@ -48,9 +48,6 @@ func BenchmarkChunkers(b *testing.B) {
 		}
 		for _, st := range strategies {
 			for _, sz := range sizers {
-				if corpus.name == "QMSum" && (st.name == "ClusterContiguous") {
-					continue // quadratic in sentences per document: SciFact only
-				}
 				c, err := st.make(sz.s)
 				if err != nil {
 					b.Fatal(err)

@@ -48,8 +48,9 @@ type Chunk struct {
 	// exact; TokenCount includes Prefix. Empty for all other chunks.
 	Prefix string `json:"prefix,omitempty"`
 	// Oversize reports a chunk above the maximum size because it holds one unit that may
-	// not be split: a single code point measuring more than the maximum, or one Markdown
-	// table row (rows are never cut).
+	// not be split: a single code point measuring more than the maximum, one Markdown
+	// table row (rows are never cut), or (Fixed in tokens) one token whose text alone
+	// re-tokenises to more than the maximum.
 	Oversize bool `json:"oversize,omitempty"`
 }
 

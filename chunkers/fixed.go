@@ -3,6 +3,7 @@ package chunkers
 import (
 	"context"
 	"fmt"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
@@ -20,7 +21,11 @@ type fixed struct {
 // point and cuts move back to the nearest grapheme cluster boundary (UAX #29) inside the
 // window, so an emoji or a letter with its accents is not cut unless one cluster is longer
 // than the window; any other sizer must be a SpanSizer (a tokenizer with offsets). Chunks
-// are trimmed of surrounding whitespace; TokenCount is the number of units inside the chunk.
+// are trimmed of surrounding whitespace; a window that would lie inside the previous chunk
+// (it moved over whitespace only) is left out. With a SpanSizer, windows start and end
+// between pre-tokens (words, punctuation), never between the pieces of one word, and
+// TokenCount is the sizer's count of the chunk's text, at most size unless one unit alone
+// re-tokenises to more (then Oversize is set).
 // Errors: size < 1, overlap < 0 or overlap >= size, or a sizer that is neither.
 func NewFixed(sizer Sizer, size, overlap int) (Chunker, error) {
 	if err := validateSize(sizer, size, overlap); err != nil {
@@ -58,21 +63,104 @@ func (f *fixed) Chunk(ctx context.Context, text string) ([]Chunk, error) {
 	return number(f.units(text, f.sizer.(SpanSizer).Spans(text))), nil
 }
 
-// units cuts windows of unit spans.
+// units cuts windows of at most size unit spans. Windows start and end only where a cut
+// re-tokenises to the same units (cutOK: whitespace or punctuation between two units), so
+// a word's WordPiece pieces are never split across chunks ("Arkadelp|hia" would start the
+// next chunk with "hia", which tokenises as "hi ##a"); only a single pre-token longer than
+// the window is cut inside. Every chunk is measured again with the sizer: TokenCount is the
+// count of the chunk's own text, and a window that re-tokenises above size (a tokenizer
+// whose pieces depend on what precedes them) is shortened until it fits. A window that lies
+// inside the previous chunk is dropped.
 func (f *fixed) units(text string, spans []Span) []Chunk {
 	var out []Chunk
-	stride := f.size - f.overlap
-	for i := 0; i < len(spans); i += stride {
-		j := min(i+f.size, len(spans))
-		s, e := trimSpan(text, spans[i].Start, spans[j-1].End)
-		if s < e {
-			out = append(out, Chunk{Start: s, End: e, TokenCount: j - i})
+	n, stride := len(spans), f.size-f.overlap
+	for i := 0; i < n; {
+		j := min(i+f.size, n)
+		if b := prevCut(text, spans, i, j); j < n && b > i {
+			j = b
 		}
-		if j == len(spans) {
+		s, e := trimSpan(text, spans[i].Start, spans[j-1].End)
+		count := f.sizer.Size(text[s:e])
+		for count > f.size && j > i+1 {
+			if b := prevCut(text, spans, i, j-1); b > i {
+				j = b
+			} else {
+				j--
+			}
+			s, e = trimSpan(text, spans[i].Start, spans[j-1].End)
+			count = f.sizer.Size(text[s:e])
+		}
+		if s < e && !inside(out, s, e) {
+			out = append(out, Chunk{Start: s, End: e, TokenCount: count, Oversize: count > f.size})
+		}
+		if j == n {
 			break
 		}
+		// The next window starts stride units on, moved back to a cut (or, inside one long
+		// pre-token, forward to the first cut up to the end of this window).
+		next := min(i+stride, j)
+		if b := prevCut(text, spans, i, next); b > i {
+			next = b
+		} else {
+			for next < j && !cutOK(text, spans, next) {
+				next++
+			}
+		}
+		i = next
 	}
 	return out
+}
+
+// prevCut returns the largest b with lo < b <= hi where cutOK holds, or lo when none does.
+func prevCut(text string, spans []Span, lo, hi int) int {
+	for b := hi; b > lo; b-- {
+		if cutOK(text, spans, b) {
+			return b
+		}
+	}
+	return lo
+}
+
+// cutOK reports whether the text may be cut before unit i of spans so that both sides
+// re-tokenise to the same units: i is 0 or len(spans), text the tokenizer skipped
+// (whitespace) lies between units i-1 and i, or one side of the cut is whitespace,
+// punctuation or a CJK ideograph. BERT's pre-tokenizer splits words there (BasicTokenizer:
+// whitespace, punctuation, CJK characters), so no WordPiece continuation ("##") piece starts
+// at such a position.
+func cutOK(text string, spans []Span, i int) bool {
+	if i <= 0 || i >= len(spans) {
+		return true
+	}
+	a, b := spans[i-1], spans[i]
+	if b.Start > a.End {
+		return true
+	}
+	if b.Start < a.End || a.Start == a.End || b.Start == b.End {
+		return false // units that share characters
+	}
+	last, _ := utf8.DecodeLastRuneInString(text[a.Start:a.End])
+	first, _ := utf8.DecodeRuneInString(text[b.Start:b.End])
+	return preTokenEdge(last) || preTokenEdge(first)
+}
+
+// preTokenEdge reports whether r is a pre-token on its own or ends one: whitespace,
+// punctuation (Unicode P or the ASCII symbols BERT treats as punctuation) or a CJK
+// ideograph.
+func preTokenEdge(r rune) bool {
+	if r < utf8.RuneSelf {
+		return asciiSpace[r] || (r >= 33 && r <= 47) || (r >= 58 && r <= 64) || (r >= 91 && r <= 96) || (r >= 123 && r <= 126)
+	}
+	return unicode.IsSpace(r) || unicode.IsPunct(r) || unicode.Is(unicode.Han, r)
+}
+
+// inside reports whether [s, e) lies within the last chunk of out (a window that moved over
+// whitespace only, or the whitespace tail of the text).
+func inside(out []Chunk, s, e int) bool {
+	if len(out) == 0 {
+		return false
+	}
+	p := out[len(out)-1]
+	return s >= p.Start && e <= p.End
 }
 
 // advance returns the byte position n code points after p (or len(text)).
@@ -101,10 +189,10 @@ func (f *fixed) runes(text string) []Chunk {
 			}
 		}
 		s, e := trimSpan(text, start, end)
-		if s < e {
+		if s < e && !inside(out, s, e) {
 			out = append(out, Chunk{Start: s, End: e, TokenCount: utf8.RuneCountInString(text[s:e])})
 		}
-		if end >= len(text) {
+		if end >= len(text) || blank(text[end:]) {
 			break
 		}
 		next := end

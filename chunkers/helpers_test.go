@@ -60,7 +60,7 @@ type checkOpts struct {
 	max       int
 	sizer     Sizer
 	ordered   bool // chunk starts never decrease
-	unitCount bool // TokenCount counts units inside the span (Fixed), not Size of the text
+	unitCount bool // TokenCount need not equal Size of the text (no strategy uses this any more)
 	atomicOK  bool // Oversize chunks may be whole table rows (Heading)
 }
 

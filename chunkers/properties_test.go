@@ -17,8 +17,8 @@ type strategyCase struct {
 
 func strategyCases() []strategyCase {
 	return []strategyCase{
-		{"Fixed", func(s Sizer, n, o int) (Chunker, error) { return NewFixed(s, n, o) }, checkOpts{ordered: true, unitCount: true}},
-		{"SlidingWindow", func(s Sizer, n, o int) (Chunker, error) { return NewSlidingWindow(s, n, n-o) }, checkOpts{ordered: true, unitCount: true}},
+		{"Fixed", func(s Sizer, n, o int) (Chunker, error) { return NewFixed(s, n, o) }, checkOpts{ordered: true}},
+		{"SlidingWindow", func(s Sizer, n, o int) (Chunker, error) { return NewSlidingWindow(s, n, n-o) }, checkOpts{ordered: true}},
 		{"Sentence", func(s Sizer, n, o int) (Chunker, error) { return NewSentence(s, n, o, SentenceOptions{}) }, checkOpts{ordered: true}},
 		{"SentenceOverlap2", func(s Sizer, n, o int) (Chunker, error) {
 			return NewSentence(s, n, 0, SentenceOptions{OverlapSentences: 2})

@@ -165,18 +165,9 @@ func (s *semantic) Chunk(ctx context.Context, text string) ([]Chunk, error) {
 	if len(ps) < 3 {
 		return number(s.pack(text, ps, nil)), nil
 	}
-	windows := make([]string, len(ps))
-	b := s.opts.BufferSentences
-	for i := range ps {
-		windows[i] = text[ps[max(0, i-b)].Start:ps[min(len(ps)-1, i+b)].End]
-	}
-	vs, err := s.embed(ctx, windows)
+	dist, err := s.distances(ctx, text, ps)
 	if err != nil {
 		return nil, err
-	}
-	dist := make([]float64, len(ps)-1)
-	for i := range dist {
-		dist[i] = 1 - dot(vs[i], vs[i+1])
 	}
 	th := threshold(dist, s.opts.Threshold, s.opts.Amount)
 	var out []Chunk
@@ -189,6 +180,41 @@ func (s *semantic) Chunk(ctx context.Context, text string) ([]Chunk, error) {
 	}
 	out = s.pack(text, ps[start:], out)
 	return number(out), nil
+}
+
+// semanticBlock is how many sentence windows Semantic embeds at once: memory for vectors
+// stays at semanticBlock·dim however long the document is.
+const semanticBlock = 256
+
+// distances returns the embedding distance (1 - cosine) between the windows of neighbouring
+// pieces: dist[i] between pieces i and i+1. Windows (a piece with BufferSentences neighbours
+// on each side) are embedded semanticBlock at a time and only the last vector of a block is
+// kept, so memory is O(len(ps)) floats plus one block of vectors.
+func (s *semantic) distances(ctx context.Context, text string, ps []Chunk) ([]float64, error) {
+	b := s.opts.BufferSentences
+	dist := make([]float64, 0, len(ps)-1)
+	var prev []float64
+	windows := make([]string, 0, min(semanticBlock, len(ps)))
+	for lo := 0; lo < len(ps); lo += semanticBlock {
+		windows = windows[:0]
+		for i := lo; i < min(lo+semanticBlock, len(ps)); i++ {
+			windows = append(windows, text[ps[max(0, i-b)].Start:ps[min(len(ps)-1, i+b)].End])
+		}
+		vs, err := s.embed(ctx, windows)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vs {
+			if prev != nil && len(prev) != len(v) {
+				return nil, fmt.Errorf("chunkers: embedder returned vectors of dimension %d and %d for one document", len(prev), len(v))
+			}
+			if prev != nil {
+				dist = append(dist, 1-dot(prev, v))
+			}
+			prev = v
+		}
+	}
+	return dist, nil
 }
 
 // threshold computes the breakpoint threshold over distances.

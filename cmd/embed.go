@@ -116,6 +116,9 @@ func Embed(ctx context.Context, log *slog.Logger, p plan.Build, o EmbedOptions) 
 	if o.Shard >= p.Shards {
 		return res, fmt.Errorf("shard %d is outside the plan's %d shards", o.Shard, p.Shards)
 	}
+	if err := checkModelLimits(p); err != nil {
+		return res, err
+	}
 	late := p.Strategy.Late != nil && p.Strategy.Late.Enabled
 	mopts := embedder.Options{
 		LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
@@ -262,7 +265,7 @@ func Embed(ctx context.Context, log *slog.Logger, p plan.Build, o EmbedOptions) 
 			}
 		}
 	}
-	res.Tokens = model.Stats().Tokens
+	res.Tokens, res.TruncatedChunks = model.Stats().Tokens, model.Stats().TruncatedChunks
 	res.Seconds = time.Since(start).Seconds()
 	if len(res.Skipped) == 0 {
 		res.Skipped = nil

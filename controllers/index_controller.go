@@ -214,7 +214,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionFailed {
 		retry := idx.Annotations[AnnotationRetry]
 		if retry == "" || retry == idx.Status.LastHandledRetry {
-			conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx)))
+			conditions.MarkStalled(idx, buildFailureReason(rev.Message), fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx)))
 			return ctrl.Result{}, true, nil
 		}
 		idx.Status.LastHandledRetry = retry
@@ -265,7 +265,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx)))
+		conditions.MarkStalled(idx, buildFailureReason(rev.Message), fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx)))
 		return ctrl.Result{}, true, nil
 	}
 	results, err := r.shardResults(ctx, job)
@@ -273,6 +273,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 		return ctrl.Result{}, true, err
 	}
 	applyBuildResults(rev, results, job)
+	r.observeTruncation(idx, rev, results)
 	var seconds float64
 	for _, br := range results {
 		seconds = max(seconds, br.Seconds)
@@ -581,7 +582,7 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		return ctrl.Result{}, false, nil
 	}
 	if rev.CorpusRevision == st.corpus.Status.Revision || st.corpus.Status.Revision == "" || idx.Spec.Suspend {
-		conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias))
+		conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias)+truncationNote(rev))
 		return ctrl.Result{}, false, nil
 	}
 	w := r.embedWorkload(st, rev, true)
@@ -627,7 +628,7 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	idx.Status.Build, idx.Status.Progress = nil, ""
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted", rev.Name, changed, deleted)
 	_ = deleteJob(ctx, r.Client, idx.Namespace, job.Name)
-	conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias))
+	conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias)+truncationNote(rev))
 	return ctrl.Result{}, false, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync/atomic"
 
 	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/embedder/tokenize"
@@ -80,7 +81,7 @@ func (m *Model) EmbedDocuments(ctx context.Context, docs []Document, mode Mode) 
 			texts = append(texts, chunkText(doc.Text, c))
 		}
 	}
-	flat, err := m.embedTexts(ctx, texts, m.docPre)
+	flat, err := m.embedTexts(ctx, texts, m.docPre, &m.truncatedChunks)
 	if err != nil {
 		return nil, err
 	}
@@ -96,17 +97,17 @@ func (m *Model) EmbedDocuments(ctx context.Context, docs []Document, mode Mode) 
 // EmbedQueries embeds queries with the model's query prefix and naive pooling. The
 // evaluator uses it, so queries and indexed chunks always share one code path.
 func (m *Model) EmbedQueries(ctx context.Context, queries []string) ([][]float32, error) {
-	return m.embedTexts(ctx, queries, m.queryPre)
+	return m.embedTexts(ctx, queries, m.queryPre, nil)
 }
 
 // EmbedTexts embeds whole texts (document prefix, naive pooling), one vector each.
 func (m *Model) EmbedTexts(ctx context.Context, texts []string) ([][]float32, error) {
-	return m.embedTexts(ctx, texts, m.docPre)
+	return m.embedTexts(ctx, texts, m.docPre, nil)
 }
 
 // EmbedSentences implements chunkers.SentenceEmbedder (Semantic and Cluster strategies).
 func (m *Model) EmbedSentences(ctx context.Context, sentences []string) ([][]float32, error) {
-	return m.embedTexts(ctx, sentences, m.docPre)
+	return m.embedTexts(ctx, sentences, m.docPre, nil)
 }
 
 func checkChunk(text string, c chunkers.Chunk) error {
@@ -128,8 +129,9 @@ func checkChunk(text string, c chunkers.Chunk) error {
 func chunkText(text string, c chunkers.Chunk) string { return c.Text(text) }
 
 // embedTexts encodes each text as [CLS] prefix text [SEP] (cut to the model's positions,
-// counted in Stats.Truncated) and pools it per Config.Pooling.
-func (m *Model) embedTexts(ctx context.Context, texts []string, prefix []int64) ([][]float32, error) {
+// counted in Stats.Truncated and, when cut is not nil, in cut too) and pools it per
+// Config.Pooling.
+func (m *Model) embedTexts(ctx context.Context, texts []string, prefix []int64, cut *atomic.Int64) ([][]float32, error) {
 	seqs := make([][]int64, len(texts))
 	limit := m.cfg.MaxPositions - 2
 	for i, t := range texts {
@@ -138,6 +140,9 @@ func (m *Model) embedTexts(ctx context.Context, texts []string, prefix []int64) 
 		if len(body) > limit {
 			body = body[:limit]
 			m.truncated.Add(1)
+			if cut != nil {
+				cut.Add(1)
+			}
 		}
 		seqs[i] = m.wrap(body)
 	}

@@ -101,6 +101,9 @@ type Model struct {
 
 	truncated atomic.Int64
 	tokens    atomic.Int64
+
+	// truncatedChunks counts chunks (EmbedDocuments, naive mode) cut to the positions.
+	truncatedChunks atomic.Int64
 }
 
 // Load opens the model folder dir (model.onnx, tokenizer.json, ragops.json), loads the
@@ -329,13 +332,18 @@ func (m *Model) Provider() string { return m.provider }
 type Stats struct {
 	// Tokens counts real (unpadded) tokens encoded, special tokens included.
 	Tokens int64
-	// Truncated counts naive inputs cut to the model's positions.
+	// Truncated counts naive inputs cut to the model's positions: chunks, sentence windows
+	// (Semantic, Cluster), queries and texts.
 	Truncated int64
+	// TruncatedChunks counts the chunks among them (EmbedChunks, EmbedDocuments in naive
+	// mode): chunks whose text after the cut is indexed for BM25 but not in the vector.
+	// Late mode cuts none: every token is pooled from one of the macro windows.
+	TruncatedChunks int64
 }
 
 // Stats returns the model's counters since Load.
 func (m *Model) Stats() Stats {
-	return Stats{Tokens: m.tokens.Load(), Truncated: m.truncated.Load()}
+	return Stats{Tokens: m.tokens.Load(), Truncated: m.truncated.Load(), TruncatedChunks: m.truncatedChunks.Load()}
 }
 
 // errClosed is returned by embedding calls after Close.

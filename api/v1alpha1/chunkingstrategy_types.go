@@ -59,9 +59,12 @@ type ChunkingStrategySpec struct {
 	// +optional
 	// +kubebuilder:default=Tokens
 	Unit SizeUnit `json:"unit,omitempty"`
-	// Size is the maximum chunk size in Unit (the window for SlidingWindow).
+	// Size is the maximum chunk size in Unit (the window for SlidingWindow). In Tokens it must
+	// fit the Index's model: size plus the model's special tokens and document prefix at most
+	// its maxPositions (ragops.json), or the build is refused (Index condition reason
+	// ModelLimitExceeded). The default fits the default model (512 positions).
 	// +optional
-	// +kubebuilder:default=512
+	// +kubebuilder:default=500
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65536
 	Size int32 `json:"size,omitempty"`
@@ -226,7 +229,8 @@ type LateChunkingOptions struct {
 	// Enabled switches late chunking on.
 	Enabled bool `json:"enabled"`
 	// Window is the macro window in tokens for documents longer than the model's context
-	// ("long late chunking"); it is capped at the model's maximum positions.
+	// ("long late chunking"), special tokens included; a window above the model's maximum
+	// positions is refused (Index condition reason ModelLimitExceeded).
 	// +optional
 	// +kubebuilder:default=512
 	// +kubebuilder:validation:Minimum=8

@@ -227,6 +227,11 @@ type RevisionStatus struct {
 	// Tokens embedded.
 	// +optional
 	Tokens int64 `json:"tokens,omitempty"`
+	// TruncatedChunks counts chunks cut to the model's positions before embedding: their
+	// text after the cut is searchable by BM25 but absent from the vector. Over 1% of Chunks
+	// the Ready message says so.
+	// +optional
+	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
 	// TokensPerSecond of the build, over all shards.
 	// +optional
 	TokensPerSecond int64 `json:"tokensPerSecond,omitempty"`

@@ -12,10 +12,14 @@ import (
 	"github.com/ragops/ragops/chunkers"
 )
 
+// DefaultSize is the CRD's default spec.size: 500 tokens fit the default model
+// all-MiniLM-L6-v2 (512 positions, 510 for text) with room for a short document prefix.
+const DefaultSize = 500
+
 // New returns the chunker that spec describes. tokens measures the Tokens unit (the
 // embedding model's tokenizer; for Fixed and SlidingWindow it must be a chunkers.SpanSizer);
 // Characters always uses chunkers.RuneSizer. emb embeds sentences for Semantic and Cluster
-// and may be nil otherwise. Defaults follow the CRD: unit Tokens, size 512, Markdown headings
+// and may be nil otherwise. Defaults follow the CRD: unit Tokens, size DefaultSize, Markdown headings
 // on, percentile threshold 95, buffer of 1 sentence, contiguous clusters. spec.Late is not
 // the chunker's concern: the embedder reads it from the spec. Errors name the spec field.
 func New(spec v1alpha1.ChunkingStrategySpec, tokens chunkers.Sizer, emb chunkers.SentenceEmbedder) (chunkers.Chunker, error) {
@@ -33,7 +37,7 @@ func New(spec v1alpha1.ChunkingStrategySpec, tokens chunkers.Sizer, emb chunkers
 	}
 	size, overlap := int(spec.Size), int(spec.Overlap)
 	if size == 0 {
-		size = 512
+		size = DefaultSize
 	}
 	var so chunkers.SentenceOptions
 	if spec.Sentence != nil {

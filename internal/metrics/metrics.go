@@ -19,6 +19,7 @@
 //	ragops_index_build_duration_seconds{namespace,index}                  histogram
 //	ragops_index_build_tokens_per_second{namespace,index,revision}        gauge
 //	ragops_index_active_revision_info{namespace,index,revision}           gauge, always 1
+//	ragops_index_truncated_chunks{namespace,index,revision}               gauge, chunks cut to the model's positions
 //	ragops_evaluation_recall{namespace,evaluation,index,mode,k}           gauge, recall@k in [0,1]
 //	ragops_evaluation_ndcg{namespace,evaluation,index,mode,k}             gauge, nDCG@k in [0,1]
 //	ragops_evaluation_mrr{namespace,evaluation,index,mode,k}              gauge, MRR@k in [0,1]
@@ -82,6 +83,10 @@ var (
 		Namespace: Namespace, Subsystem: "index", Name: "active_revision_info",
 		Help: "The revision the Index's Weaviate alias points at (value always 1).",
 	}, []string{"namespace", "index", "revision"})
+	truncatedChunks = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "truncated_chunks",
+		Help: "Chunks of a revision cut to the embedding model's positions before embedding (their tail is not in the vector).",
+	}, []string{"namespace", "index", "revision"})
 	recall = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "evaluation", Name: "recall",
 		Help: "Last recall@k of an Evaluation (fraction of relevant documents in the top k, mean over queries).",
@@ -104,7 +109,7 @@ var (
 // or tools; the package already registers them on controller-runtime's registry).
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration,
-		tokensPerSecond, activeRevision, recall, ndcg, mrr, evaluationCompleted}
+		tokensPerSecond, activeRevision, truncatedChunks, recall, ndcg, mrr, evaluationCompleted}
 }
 
 func init() {
@@ -143,6 +148,12 @@ func ObserveBuild(namespace, index, revision string, documents, chunks, tokens i
 		buildDuration.WithLabelValues(namespace, index).Observe(seconds)
 		tokensPerSecond.WithLabelValues(namespace, index, revision).Set(float64(max(tokens, 0)) / seconds)
 	}
+}
+
+// SetTruncatedChunks records how many chunks of a revision were cut to the model's positions
+// (RevisionStatus.truncatedChunks); setting it again is harmless.
+func SetTruncatedChunks(namespace, index, revision string, n int64) {
+	truncatedChunks.WithLabelValues(namespace, index, revision).Set(float64(max(n, 0)))
 }
 
 // ObserveBuildFailure counts a failed build or corpus sync Job of an Index, once per Job
@@ -224,6 +235,7 @@ func ForgetRevision(namespace, index, revision string) {
 	l := prometheus.Labels{"namespace": namespace, "index": index, "revision": revision}
 	tokensPerSecond.DeletePartialMatch(l)
 	activeRevision.DeletePartialMatch(l)
+	truncatedChunks.DeletePartialMatch(l)
 	seen.forget(namespace, index, "revision/"+revision)
 }
 
@@ -232,7 +244,7 @@ func ForgetIndex(namespace, index string) {
 	l := prometheus.Labels{"namespace": namespace, "index": index}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration, tokensPerSecond, activeRevision} {
+	}{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration, tokensPerSecond, activeRevision, truncatedChunks} {
 		v.DeletePartialMatch(l)
 	}
 	seen.forget(namespace, index, "")

@@ -172,6 +172,7 @@ func TestNamesPassPromlint(t *testing.T) {
 	}
 	metrics.ObserveBuild("ns-lint", "i", "r", 1, 1, 1, 1)
 	metrics.SetActiveRevision("ns-lint", "i", "r")
+	metrics.SetTruncatedChunks("ns-lint", "i", "r", 1)
 	metrics.ObserveEvaluation("ns-lint", "e", "i", "dense", 10, 0.5, 0.5, 0.5)
 	metrics.SetEvaluationCompleted("ns-lint", "e", "i", time.Now())
 	problems, err := testutil.GatherAndLint(reg)
@@ -189,5 +190,24 @@ func TestNamesPassPromlint(t *testing.T) {
 	}
 	if len(mfs) != len(metrics.Collectors()) {
 		t.Errorf("%d families gathered, want %d", len(mfs), len(metrics.Collectors()))
+	}
+}
+
+// TestTruncatedChunksPerRevision: the gauge holds each revision's count and goes with
+// ForgetRevision.
+func TestTruncatedChunksPerRevision(t *testing.T) {
+	metrics.SetTruncatedChunks("ns-trunc", "docs", "r1", 12)
+	metrics.SetTruncatedChunks("ns-trunc", "docs", "r2", 0)
+	metrics.SetTruncatedChunks("ns-trunc", "docs", "r1", 12) // a retried reconcile
+	if v := one(t, "ragops_index_truncated_chunks", map[string]string{"namespace": "ns-trunc", "revision": "r1"}).GetGauge().GetValue(); v != 12 {
+		t.Errorf("r1: %v truncated chunks, want 12", v)
+	}
+	metrics.ForgetRevision("ns-trunc", "docs", "r1")
+	if s := series(t, "ragops_index_truncated_chunks", map[string]string{"namespace": "ns-trunc"}); len(s) != 1 {
+		t.Errorf("%d series after ForgetRevision(r1), want 1 (r2)", len(s))
+	}
+	metrics.ForgetIndex("ns-trunc", "docs")
+	if s := series(t, "ragops_index_truncated_chunks", map[string]string{"namespace": "ns-trunc"}); len(s) != 0 {
+		t.Errorf("%d series after ForgetIndex, want 0", len(s))
 	}
 }

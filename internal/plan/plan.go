@@ -114,6 +114,9 @@ type BuildResult struct {
 	Seconds   float64          `json:"seconds"`
 	Skipped   map[string]int64 `json:"skipped,omitempty"`
 	Error     string           `json:"error,omitempty"`
+
+	// TruncatedChunks counts chunks cut to the model's positions (embedder.Stats.TruncatedChunks).
+	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
 }
 
 // Evaluate asks `ragops evaluate` to run a dataset's queries against a collection or alias.
