@@ -28,12 +28,15 @@ func newReportCommand() *cobra.Command {
 		Long: `Renders the Evaluations of a namespace as grouped bars (grouped by retrieval mode, sorted by
 recall@10, the score axis zoomed to the data with its range printed), or with --index the
 recall@10 of one Index over its revisions. --format svg|png|markdown (default: the output
-file's extension; "-" writes to stdout). With a picture format the Markdown table is also
+file's extension; "-" writes to stdout, Markdown unless --format says otherwise). With a picture format the Markdown table is also
 printed to stdout unless --table=false. --from reads the objects from a file
 (kubectl get evaluations,indexes -o yaml) instead of the cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if format == "" {
+			switch {
+			case format == "" && out == "-":
+				format = "markdown"
+			case format == "":
 				format = strings.TrimPrefix(filepath.Ext(out), ".")
 				if format == "md" {
 					format = "markdown"

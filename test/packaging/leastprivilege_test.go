@@ -176,8 +176,8 @@ type managerProcess struct {
 // startManager runs the ragops binary with the rendered Deployment's arguments (listen
 // addresses moved to free loopback ports) and a kubeconfig that impersonates the
 // ServiceAccount, so every request it makes is authorised by the generated ClusterRole and
-// the leader-election Role only.
-func startManager(t *testing.T) *managerProcess {
+// the leader-election Role only. extra arguments follow the Deployment's.
+func startManager(t *testing.T, extra ...string) *managerProcess {
 	t.Helper()
 	applyRBAC(t)
 	bin := ragopsBinary(t)
@@ -222,6 +222,7 @@ func startManager(t *testing.T) *managerProcess {
 		args = append(args, a)
 	}
 	args = append(args, "--progress-interval=1s")
+	args = append(args, extra...)
 	logf, err := os.Create(m.logPath)
 	if err != nil {
 		t.Fatal(err)
