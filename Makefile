@@ -16,12 +16,15 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for api/.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC under config/.
+manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC under config/ (and their copies in charts/ragops/files).
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true rbac:roleName=ragops-manager-role webhook paths=./api/... paths=./controllers/... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	@# The Helm chart renders the same CRDs and ClusterRole (test/packaging compares them).
+	rm -f charts/ragops/files/crds/*.yaml && cp config/crd/bases/*.yaml charts/ragops/files/crds/
+	cp config/rbac/role.yaml charts/ragops/files/manager-role.yaml
 
 .PHONY: tools
-tools: ## Build the pinned control plane, etcd, controller-gen and Weaviate into bin/ (cached).
+tools: ## Build the pinned control plane, etcd, controller-gen, Weaviate and Helm into bin/ (cached).
 	hack/build-tools.sh all
 
 .PHONY: build

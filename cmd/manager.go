@@ -11,6 +11,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -34,6 +35,7 @@ func newManagerCommand() *cobra.Command {
 		leaderElect                         bool
 		progress, drift, finalizerTimeout   time.Duration
 		indexConcurrency                    int
+		watchNamespaces                     []string
 		zapOpts                             = zap.Options{}
 	)
 	c := &cobra.Command{
@@ -46,8 +48,16 @@ func newManagerCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("kubeconfig: %w", err)
 			}
+			var cacheOpts cache.Options
+			if len(watchNamespaces) > 0 {
+				cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+				for _, ns := range watchNamespaces {
+					cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+				}
+			}
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 				Scheme:                  Scheme(),
+				Cache:                   cacheOpts,
 				Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 				HealthProbeBindAddress:  probeAddr,
 				LeaderElection:          leaderElect,
@@ -82,6 +92,7 @@ func newManagerCommand() *cobra.Command {
 	f.DurationVar(&progress, "progress-interval", 10*time.Second, "how often a running build's progress is refreshed (at most 30s)")
 	f.DurationVar(&drift, "drift-interval", 5*time.Minute, "how often a serving Index checks that its collection and alias still exist in Weaviate")
 	f.IntVar(&indexConcurrency, "index-concurrency", 4, "how many Indexes reconcile at once")
+	f.StringSliceVar(&watchNamespaces, "watch-namespaces", nil, "namespaces whose Corpora, Indexes and Evaluations (and their Jobs, ConfigMaps, Secrets) the manager watches, comma-separated (default: all)")
 	f.DurationVar(&finalizerTimeout, "finalizer-timeout", 15*time.Minute, "how long deletion waits for Weaviate before leaving collections behind")
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(gfs)

@@ -1,52 +1,154 @@
 package cmd
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/report"
 )
 
 func newReportCommand() *cobra.Command {
-	var ns, out string
+	var ns, out, format, index, from string
+	var table bool
 	c := &cobra.Command{
 		Use:   "report",
-		Short: "Render the Evaluations of a namespace as a recall@10 / nDCG@10 chart (SVG or PNG by the file's extension)",
-		Args:  cobra.NoArgs,
+		Short: "Chart the Evaluations of a namespace (recall@10, nDCG@10 by mode), or one Index's recall@10 over its revisions",
+		Long: `Renders the Evaluations of a namespace as grouped bars (grouped by retrieval mode, sorted by
+recall@10, the score axis zoomed to the data with its range printed), or with --index the
+recall@10 of one Index over its revisions. --format svg|png|markdown (default: the output
+file's extension; "-" writes to stdout, Markdown unless --format says otherwise). With a picture format the Markdown table is also
+printed to stdout unless --table=false. --from reads the objects from a file
+(kubectl get evaluations,indexes -o yaml) instead of the cluster.`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			cfg, err := ctrl.GetConfig()
+			switch {
+			case format == "" && out == "-":
+				format = "markdown"
+			case format == "":
+				format = strings.TrimPrefix(filepath.Ext(out), ".")
+				if format == "md" {
+					format = "markdown"
+				}
+			}
+			if !slices.Contains(report.Formats, format) {
+				return fmt.Errorf("--format %q: want one of %s (or an output file ending in .svg, .png, .md)", format, strings.Join(report.Formats, ", "))
+			}
+			evals, indexes, err := loadReportObjects(c.Context(), ns, from)
 			if err != nil {
-				return fmt.Errorf("kubeconfig: %w", err)
-			}
-			k8s, err := client.New(cfg, client.Options{Scheme: Scheme()})
-			if err != nil {
 				return err
 			}
-			var list ragopsv1alpha1.EvaluationList
-			if err := k8s.List(c.Context(), &list, client.InNamespace(ns)); err != nil {
+			var buf, md bytes.Buffer
+			if index == "" {
+				rows := report.Rows(evals)
+				if err := report.Write(&buf, rows, "Evaluations in "+ns, format); err != nil {
+					return err
+				}
+				if format != "markdown" && table {
+					_ = report.WriteMarkdown(&md, rows)
+				}
+			} else {
+				i := slices.IndexFunc(indexes, func(x ragopsv1alpha1.Index) bool { return x.Name == index })
+				if i < 0 {
+					return fmt.Errorf("--index: Index %s/%s not found", ns, index)
+				}
+				rows := report.Revisions(indexes[i], evals)
+				if err := report.WriteRevisions(&buf, rows, "recall@10 of Index "+ns+"/"+index+" over its revisions", format); err != nil {
+					return err
+				}
+				if format != "markdown" && table {
+					_ = report.WriteRevisions(&md, rows, "", "markdown")
+				}
+			}
+			if out == "-" {
+				_, err = io.Copy(c.OutOrStdout(), &buf)
 				return err
 			}
-			f, err := os.Create(out)
-			if err != nil {
+			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 				return err
 			}
-			format := strings.TrimPrefix(filepath.Ext(out), ".")
-			if err := report.Write(f, report.Rows(list.Items), "Evaluations in "+ns, format); err != nil {
-				f.Close()
-				os.Remove(out)
-				return err
-			}
-			return f.Close()
+			_, err = io.Copy(c.OutOrStdout(), &md)
+			return err
 		},
 	}
-	c.Flags().StringVarP(&ns, "namespace", "n", "default", "namespace of the Evaluations")
-	c.Flags().StringVarP(&out, "output", "o", "evaluations.svg", "output file (.svg or .png)")
+	f := c.Flags()
+	f.StringVarP(&ns, "namespace", "n", "default", "namespace of the Evaluations (and the Index)")
+	f.StringVarP(&out, "output", "o", "evaluations.svg", `output file ("-" for stdout)`)
+	f.StringVar(&format, "format", "", "svg, png or markdown (default: from the output file's extension)")
+	f.StringVar(&index, "index", "", "chart this Index's recall@10 over its revisions instead")
+	f.StringVar(&from, "from", "", "read Evaluations and Indexes from this YAML or JSON file (a List, as kubectl get -o yaml prints) instead of the cluster")
+	f.BoolVar(&table, "table", true, "with svg or png, also print the Markdown table to stdout")
 	return c
+}
+
+// loadReportObjects lists the Evaluations and Indexes of ns from the cluster, or from the
+// List in the file from (objects of other kinds and namespaces are ignored).
+func loadReportObjects(ctx context.Context, ns, from string) ([]ragopsv1alpha1.Evaluation, []ragopsv1alpha1.Index, error) {
+	if from != "" {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			return nil, nil, err
+		}
+		var list struct {
+			Items []struct {
+				Kind      string `json:"kind"`
+				Namespace struct {
+					Namespace string `json:"namespace"`
+				} `json:"metadata"`
+			} `json:"items"`
+		}
+		var evs struct {
+			Items []ragopsv1alpha1.Evaluation `json:"items"`
+		}
+		var idxs struct {
+			Items []ragopsv1alpha1.Index `json:"items"`
+		}
+		for _, into := range []any{&list, &evs, &idxs} {
+			if err := yaml.Unmarshal(b, into); err != nil {
+				return nil, nil, fmt.Errorf("--from %s: %w", from, err)
+			}
+		}
+		var outE []ragopsv1alpha1.Evaluation
+		var outI []ragopsv1alpha1.Index
+		for i, it := range list.Items {
+			if it.Namespace.Namespace != ns && it.Namespace.Namespace != "" {
+				continue
+			}
+			switch it.Kind {
+			case "Evaluation":
+				outE = append(outE, evs.Items[i])
+			case "Index":
+				outI = append(outI, idxs.Items[i])
+			}
+		}
+		return outE, outI, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, nil, err
+	}
+	var evs ragopsv1alpha1.EvaluationList
+	if err := k8s.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+		return nil, nil, err
+	}
+	var idxs ragopsv1alpha1.IndexList
+	if err := k8s.List(ctx, &idxs, client.InNamespace(ns)); err != nil {
+		return nil, nil, err
+	}
+	return evs.Items, idxs.Items, nil
 }

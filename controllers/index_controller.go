@@ -102,6 +102,14 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	}
 	st := &indexState{idx: &idx}
 	defer func() { idx.Status.ObservedGeneration = idx.Generation }()
+	defer func() {
+		b := idx.Status.Build
+		if b == nil {
+			metrics.SetBuildProgress(idx.Namespace, idx.Name, false, "", 0, 0)
+			return
+		}
+		metrics.SetBuildProgress(idx.Namespace, idx.Name, true, b.Revision, b.DocumentsDone, b.DocumentsTotal)
+	}()
 	var result ctrl.Result
 	for _, step := range []func(context.Context, *indexState) (ctrl.Result, bool, error){
 		r.resolveInputs,

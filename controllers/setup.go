@@ -43,7 +43,7 @@ func (o *Options) defaults() {
 		o.WorkerImage = "ghcr.io/ragops/ragops:latest"
 	}
 	if o.NewStore == nil {
-		o.NewStore = cachedStores(NewWeaviateStore)
+		o.NewStore = instrumentedStores(cachedStores(NewWeaviateStore))
 	}
 	if o.IndexConcurrency <= 0 {
 		o.IndexConcurrency = 4

@@ -175,7 +175,9 @@ else
 	kc get evaluations -n "$ns"
 fi
 if bin/ragops report --help >/dev/null 2>&1; then
-	KUBECONFIG=$kubeconfig bin/ragops report -n "$ns" -o "$state/report.svg" && echo "chart: $state/report.svg"
+	# Prints the Markdown table (grouped by mode, best recall@10 first) and writes the chart.
+	echo
+	KUBECONFIG=$kubeconfig bin/ragops report -n "$ns" -o "$state/report.svg" && echo "chart: $state/report.svg (axis zoomed to the scores)"
 fi
 cat <<EOF
 

@@ -9,7 +9,7 @@ cd "$root"
 
 step() { printf '\n== %s (%s)\n' "$*" "$(date +%H:%M:%S)"; }
 
-step "pinned binaries: etcd, kube-apiserver & co., controller-gen, weaviate (cold build: ~15 min)"
+step "pinned binaries: etcd, kube-apiserver & co., controller-gen, weaviate, helm (cold build: ~18 min)"
 hack/build-tools.sh all
 
 export KUBEBUILDER_ASSETS="$root/bin"

@@ -24,6 +24,10 @@
 //	ragops_evaluation_ndcg{namespace,evaluation,index,mode,k}             gauge, nDCG@k in [0,1]
 //	ragops_evaluation_mrr{namespace,evaluation,index,mode,k}              gauge, MRR@k in [0,1]
 //	ragops_evaluation_last_completion_timestamp_seconds{namespace,evaluation,index} gauge, Unix s
+//	ragops_index_builds_running{namespace,index}                          gauge, 1 while a build or sync Job runs, else 0
+//	ragops_index_build_documents{namespace,index,revision,state}          gauge, documents done and total of the running build (state: done|total)
+//	ragops_weaviate_requests_total{operation}                             counter, the controllers' Weaviate calls
+//	ragops_weaviate_request_errors_total{operation}                       counter, those that failed
 //
 // Metric and label names follow the Prometheus naming conventions
 // (https://prometheus.io/docs/practices/naming/): base units (seconds), _total for counters,
@@ -103,13 +107,31 @@ var (
 		Namespace: Namespace, Subsystem: "evaluation", Name: "last_completion_timestamp_seconds",
 		Help: "Unix time at which an Evaluation's figures were last recorded.",
 	}, []string{"namespace", "evaluation", "index"})
+
+	buildsRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "builds_running",
+		Help: "1 while a build or corpus sync Job of the Index runs, else 0.",
+	}, []string{"namespace", "index"})
+	buildDocuments = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "build_documents",
+		Help: "Documents of the running build or sync: state=done (with chunks in the revision's collection) and state=total (in the Corpus); absent when none runs.",
+	}, []string{"namespace", "index", "revision", "state"})
+	weaviateRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "weaviate", Name: "requests_total",
+		Help: "Calls of the controllers to Weaviate (aliases, collections, counts), by operation.",
+	}, []string{"operation"})
+	weaviateErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "weaviate", Name: "request_errors_total",
+		Help: "Calls of the controllers to Weaviate that returned an error, by operation.",
+	}, []string{"operation"})
 )
 
 // Collectors returns every ragops collector (for registering on another registry in tests
 // or tools; the package already registers them on controller-runtime's registry).
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration,
-		tokensPerSecond, activeRevision, truncatedChunks, recall, ndcg, mrr, evaluationCompleted}
+		tokensPerSecond, activeRevision, truncatedChunks, recall, ndcg, mrr, evaluationCompleted, buildsRunning, buildDocuments,
+		weaviateRequests, weaviateErrors}
 }
 
 func init() {
@@ -244,7 +266,8 @@ func ForgetIndex(namespace, index string) {
 	l := prometheus.Labels{"namespace": namespace, "index": index}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration, tokensPerSecond, activeRevision, truncatedChunks} {
+	}{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration, tokensPerSecond, activeRevision, truncatedChunks,
+		buildsRunning, buildDocuments} {
 		v.DeletePartialMatch(l)
 	}
 	seen.forget(namespace, index, "")
@@ -258,4 +281,29 @@ func ForgetEvaluation(namespace, name string) {
 	ndcg.DeletePartialMatch(l)
 	mrr.DeletePartialMatch(l)
 	evaluationCompleted.DeletePartialMatch(l)
+}
+
+// SetBuildProgress records whether a build or corpus sync Job of the Index runs and, while one
+// does, the documents done and total of its revision (the Index's status.build); when none
+// runs the document series are removed and builds_running is 0.
+func SetBuildProgress(namespace, index string, running bool, revision string, done, total int64) {
+	buildDocuments.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "index": index})
+	if !running {
+		buildsRunning.WithLabelValues(namespace, index).Set(0)
+		return
+	}
+	buildsRunning.WithLabelValues(namespace, index).Set(1)
+	buildDocuments.WithLabelValues(namespace, index, revision, "done").Set(float64(done))
+	buildDocuments.WithLabelValues(namespace, index, revision, "total").Set(float64(total))
+}
+
+// ObserveWeaviateCall counts one call of the controllers to Weaviate (operation: the Store
+// method, e.g. SetAlias) and, when err is not nil, one error. Both series of an operation
+// exist from its first call on, so a rate of errors is 0 rather than absent.
+func ObserveWeaviateCall(operation string, err error) {
+	weaviateRequests.WithLabelValues(operation).Inc()
+	e := weaviateErrors.WithLabelValues(operation)
+	if err != nil {
+		e.Inc()
+	}
 }

@@ -176,8 +176,8 @@ type managerProcess struct {
 // startManager runs the ragops binary with the rendered Deployment's arguments (listen
 // addresses moved to free loopback ports) and a kubeconfig that impersonates the
 // ServiceAccount, so every request it makes is authorised by the generated ClusterRole and
-// the leader-election Role only.
-func startManager(t *testing.T) *managerProcess {
+// the leader-election Role only. extra arguments follow the Deployment's.
+func startManager(t *testing.T, extra ...string) *managerProcess {
 	t.Helper()
 	applyRBAC(t)
 	bin := ragopsBinary(t)
@@ -222,6 +222,7 @@ func startManager(t *testing.T) *managerProcess {
 		args = append(args, a)
 	}
 	args = append(args, "--progress-interval=1s")
+	args = append(args, extra...)
 	logf, err := os.Create(m.logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -442,6 +443,13 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 		return err == nil && rev != "" && len(idx.Status.Revisions) == 1, err
 	})
 	job := ownedJob(t, admin, ns.Name, idx.Name)
+	// While the build Job runs, the manager exports its progress (the dashboard's panels).
+	var building map[string]*dto.MetricFamily
+	eventually(t, 60*time.Second, "build progress on /metrics", func() (bool, error) {
+		building = m.scrape(t)
+		v, ok := value(building, "ragops_index_builds_running", map[string]string{"namespace": ns.Name, "index": idx.Name})
+		return ok && v == 1, fmt.Errorf("ragops_index_builds_running = %v (present %v)", v, ok)
+	})
 	var cm corev1.ConfigMap
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: job.Name}, &cm); err != nil {
 		t.Fatalf("plan ConfigMap of Job %s: %v", job.Name, err)
@@ -540,6 +548,7 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 	if v, ok := value(mfs, "ragops_index_active_revision_info", map[string]string{"namespace": ns.Name, "index": idx.Name, "revision": rev}); !ok || v != 1 {
 		t.Errorf("ragops_index_active_revision_info{revision=%s} = %v (present %v), want 1", rev, v, ok)
 	}
+	assertDashboardMetricsExported(t, building, mfs)
 	el := map[string]string{"namespace": ns.Name, "evaluation": ev.Name, "index": idx.Name, "mode": string(ragopsv1alpha1.ModeBM25), "k": "10"}
 	for name, want := range map[string]float64{"ragops_evaluation_recall": 1, "ragops_evaluation_ndcg": 0.6309, "ragops_evaluation_mrr": 0.5} {
 		if v, ok := value(mfs, name, el); !ok || v != want {
