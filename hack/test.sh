@@ -22,10 +22,15 @@ export RAGOPS_DATASETS
 for prep in hack/prepare.d/*.sh; do
 	[[ -e "$prep" ]] || continue
 	step "prepare: $prep"
-	# Each prepare script prints KEY=VALUE lines for the environment of the tests.
+	# Each prepare script prints KEY=VALUE lines for the environment of the tests; a script
+	# that fails stops the run here (a missing input would otherwise surface as test failures).
+	if ! env_lines=$(bash "$prep"); then
+		echo "prepare script failed: $prep" >&2
+		exit 1
+	fi
 	while IFS= read -r line; do
 		[[ "$line" == *=* ]] && export "${line?}" && echo "  $line"
-	done < <(bash "$prep")
+	done <<<"$env_lines"
 done
 
 step "generated code and CRDs are up to date"
