@@ -34,6 +34,14 @@ func ReadCAFile(path string) ([]byte, error) {
 	return pem, nil
 }
 
+// ReadCABundle checks that pem holds at least one PEM certificate and returns it.
+func ReadCABundle(pem []byte) ([]byte, error) {
+	if _, err := certPool(pem); err != nil {
+		return nil, err
+	}
+	return pem, nil
+}
+
 // certPool parses a PEM bundle; errors when it holds no certificate.
 func certPool(pem []byte) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
