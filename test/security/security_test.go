@@ -357,7 +357,10 @@ func TestRestrictedWorkersAndNoSecretLeak(t *testing.T) {
 	if err := store.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: bp.Collection, Revision: rev, Dimensions: 4}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.DeleteAlias(context.Background(), idx.Status.Alias); _ = store.DeleteCollection(context.Background(), bp.Collection) })
+	t.Cleanup(func() {
+		_ = store.DeleteAlias(context.Background(), idx.Status.Alias)
+		_ = store.DeleteCollection(context.Background(), bp.Collection)
+	})
 	chunks := func(docs ...string) []vectorstore.Chunk {
 		var out []vectorstore.Chunk
 		for d, doc := range docs {
