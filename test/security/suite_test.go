@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -103,7 +104,9 @@ func run(m *testing.M) int {
 		sink = io.MultiWriter(&managerLog, os.Stderr)
 	}
 	// The most verbose level there is, so a secret logged at any V-level is seen.
-	ctrl.SetLogger(zap.New(zap.WriteTo(sink), zap.Level(zapcore.Level(-127))))
+	logger := zap.New(zap.WriteTo(sink), zap.Level(zapcore.Level(-127)))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger) // client-go's own lines (at klog's default verbosity, as in the manager)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: cmd.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Println(err)
