@@ -51,6 +51,11 @@ func s3IdentityMounts(w *workload, s3 *ragopsv1alpha1.S3Source) {
 	}})
 	w.mounts = append(w.mounts, corev1.VolumeMount{Name: "s3-identity", MountPath: plan.S3IdentityDir, ReadOnly: true})
 	w.env = append(w.env, corev1.EnvVar{Name: plan.EnvS3WebIdentityTokenFile, Value: path.Join(plan.S3IdentityDir, s3IdentityTokenFile)})
+	// A projected token needs a named ServiceAccount (the API server refuses it otherwise
+	// where no admission plugin fills the default in): the template's, else "default".
+	if w.template.ServiceAccountName == "" {
+		w.template.ServiceAccountName = "default"
+	}
 }
 
 // weaviateCAMounts mounts an Index's Weaviate CA bundle read-only at plan.WeaviateCADir and

@@ -153,6 +153,9 @@ func TestWeaviateCABundleAndS3IdentityInRestrictedPods(t *testing.T) {
 			t.Errorf("a web identity scan pod has static key variable %s", e.Name)
 		}
 	}
+	if sa := scan.Spec.Template.Spec.ServiceAccountName; sa != "default" {
+		t.Errorf("web identity scan pod runs as ServiceAccount %q, want default (whose token the role trusts)", sa)
+	}
 	if tokenEnv != path.Join(plan.S3IdentityDir, "token") {
 		t.Errorf("%s=%q, want the projected token's path", plan.EnvS3WebIdentityTokenFile, tokenEnv)
 	}
