@@ -107,7 +107,10 @@ func TestWeaviateCABundleAndS3IdentityInRestrictedPods(t *testing.T) {
 	if err := store.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: bp.Collection, Revision: rev, Dimensions: 4}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.DeleteAlias(context.Background(), idx.Status.Alias); _ = store.DeleteCollection(context.Background(), bp.Collection) })
+	t.Cleanup(func() {
+		_ = store.DeleteAlias(context.Background(), idx.Status.Alias)
+		_ = store.DeleteCollection(context.Background(), bp.Collection)
+	})
 	if err := store.Upsert(ctx, bp.Collection, []vectorstore.Chunk{
 		{DocID: "a.md", End: 10, Text: "a", Vector: []float32{1, 0, 0, 0}}, {DocID: "b.md", End: 10, Text: "b", Vector: []float32{0, 1, 0, 0}},
 	}); err != nil {
