@@ -75,7 +75,12 @@ func TestTLSWithPrivateCAForRESTAndGRPC(t *testing.T) {
 	if _, err := bad.Search(ctx, coll, Query{Mode: ModeNearVector, Vector: []float32{1, 0, 0, 0}, Limit: 1}); err == nil {
 		t.Error("gRPC search with an untrusted server certificate succeeded")
 	}
-	grpcProtos, grpcFailed = grpc.Handshakes()
+	// The proxy records a refused handshake when it reads the client's alert: wait for it.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if grpcProtos, grpcFailed = grpc.Handshakes(); grpcFailed > 0 {
+			break
+		}
+	}
 	if len(grpcProtos) != grpcBefore || grpcFailed == 0 {
 		t.Errorf("gRPC proxy: %d completed handshakes after the bad store (before %d), %d failed; want none completed, some failed", len(grpcProtos), grpcBefore, grpcFailed)
 	}
