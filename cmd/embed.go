@@ -146,6 +146,9 @@ func Embed(ctx context.Context, log *slog.Logger, p plan.Build, o EmbedOptions) 
 	if err != nil {
 		return res, err
 	}
+	if cfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
+		return res, err
+	}
 	store, err := vectorstore.New(cfg)
 	if err != nil {
 		return res, err

@@ -120,6 +120,9 @@ func Evaluate(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Evaluate
 	if err != nil {
 		return res, err
 	}
+	if vcfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
+		return res, err
+	}
 	store, err := vectorstore.New(vcfg)
 	if err != nil {
 		return res, err

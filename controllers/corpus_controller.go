@@ -325,6 +325,7 @@ func corpusSource(w *workload, c *ragopsv1alpha1.Corpus, src *plan.Source) {
 	src.Dir = sourceMounts(w, "corpus", plan.CorpusDir, c.Spec.PVC, c.Spec.ConfigMap)
 	src.HTTP, src.S3, src.Git = c.Spec.HTTP, c.Spec.S3, c.Spec.Git
 	headerMounts(w, c.Spec.HTTP)
+	s3IdentityMounts(w, c.Spec.S3)
 	if s3 := c.Spec.S3; s3 != nil && s3.SecretRef != nil {
 		w.env = append(w.env,
 			secretEnv(plan.EnvS3AccessKey, ragopsv1alpha1.SecretKeySelector{Name: s3.SecretRef.Name, Key: "accesskey"}),

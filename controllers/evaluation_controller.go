@@ -228,6 +228,7 @@ func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *rago
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
 		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))
 	}
+	weaviateCAMounts(w, idx.Spec.Weaviate)
 	ks := []int{10}
 	for _, k := range p.K {
 		if !slices.Contains(ks, int(k)) {

@@ -177,6 +177,14 @@ func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (ct
 		}
 		st.apiKey = string(sec.Data[ref.Key])
 	}
+	ca, msg, reason, err := weaviateCABundle(ctx, r.Client, idx.Namespace, idx.Spec.Weaviate)
+	if err != nil {
+		return ctrl.Result{}, true, err
+	}
+	if msg != "" {
+		conditions.MarkStalled(idx, reason, msg)
+		return ctrl.Result{}, true, nil
+	}
 	alias, err := vectorstore.AliasName(idx.Namespace, idx.Name)
 	if err != nil {
 		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
@@ -184,7 +192,7 @@ func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (ct
 	}
 	st.alias = alias
 	idx.Status.Alias = alias
-	st.store, err = r.Options.NewStore(idx.Spec.Weaviate, st.apiKey)
+	st.store, err = r.Options.NewStore(idx.Spec.Weaviate, st.apiKey, ca)
 	if err != nil {
 		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
 		return ctrl.Result{}, true, nil
@@ -396,6 +404,7 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
 		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))
 	}
+	weaviateCAMounts(w, idx.Spec.Weaviate)
 	w.plan = plan.Build{
 		Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
 		Incremental: incremental, Shards: int(w.shards), Source: src, Strategy: st.strategy.Spec,
@@ -722,7 +731,8 @@ func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alph
 			apiKey = string(sec.Data[ref.Key])
 		}
 	}
-	store, err := r.Options.NewStore(idx.Spec.Weaviate, apiKey)
+	ca, _, _, _ := weaviateCABundle(ctx, r.Client, idx.Namespace, idx.Spec.Weaviate)
+	store, err := r.Options.NewStore(idx.Spec.Weaviate, apiKey, ca)
 	if err != nil {
 		return err
 	}

@@ -170,17 +170,12 @@ func (w *workload) job() *batchv1.Job {
 						VolumeMounts:             mounts,
 						TerminationMessagePath:   plan.TerminationLog,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							RunAsNonRoot:             ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
 					}},
 				},
 			},
 		},
 	}
+	restrictPod(&job.Spec.Template.Spec)
 	if shards > 1 || w.component == "embed" {
 		job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	}

@@ -25,13 +25,14 @@ type Store interface {
 	CountDocuments(ctx context.Context, collection string) (int, error)
 }
 
-// StoreFactory opens a Store for a Weaviate endpoint with an optional API key.
-type StoreFactory func(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (Store, error)
+// StoreFactory opens a Store for a Weaviate endpoint with an optional API key and an optional
+// CA bundle (PEM; spec.weaviate.caBundle as read from its ConfigMap or Secret).
+type StoreFactory func(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte) (Store, error)
 
 // NewWeaviateStore opens a vectorstore.Store for spec. The gRPC address defaults to the URL's
 // host with port 50051.
-func NewWeaviateStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (Store, error) {
-	cfg, err := StoreConfig(spec, apiKey)
+func NewWeaviateStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte) (Store, error) {
+	cfg, err := StoreConfig(spec, apiKey, caBundle)
 	if err != nil {
 		return nil, err
 	}
@@ -41,11 +42,12 @@ func NewWeaviateStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (Store, e
 // StoreConfig converts a WeaviateSpec to a vectorstore.Config.
 //
 // Errors: the URL does not parse or has no host; the message names spec.weaviate.url.
-func StoreConfig(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (vectorstore.Config, error) {
+func StoreConfig(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte) (vectorstore.Config, error) {
 	cfg, err := vectorstore.EndpointConfig(spec.URL, spec.GRPCAddress, apiKey)
 	if err != nil {
 		return cfg, fmt.Errorf("spec.weaviate.url: %w", err)
 	}
+	cfg.CABundle = caBundle
 	return cfg, nil
 }
 
@@ -54,15 +56,15 @@ func StoreConfig(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (vectorstore.C
 // client per reconcile would leak goroutines and memory.
 func cachedStores(next StoreFactory) StoreFactory {
 	var mu sync.Mutex
-	stores := map[[3]string]Store{}
-	return func(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (Store, error) {
-		key := [3]string{spec.URL, spec.GRPCAddress, apiKey}
+	stores := map[[4]string]Store{}
+	return func(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte) (Store, error) {
+		key := [4]string{spec.URL, spec.GRPCAddress, apiKey, string(caBundle)}
 		mu.Lock()
 		defer mu.Unlock()
 		if s, ok := stores[key]; ok {
 			return s, nil
 		}
-		s, err := next(spec, apiKey)
+		s, err := next(spec, apiKey, caBundle)
 		if err != nil {
 			return nil, err
 		}

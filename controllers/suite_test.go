@@ -106,8 +106,8 @@ func zapLevel() int8 {
 
 // testStore opens a real vectorstore.Store; while weaviateDown is set it points at a closed
 // port, so the controllers see a real connection failure.
-func testStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (controllers.Store, error) {
-	cfg, err := controllers.StoreConfig(spec, apiKey)
+func testStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte) (controllers.Store, error) {
+	cfg, err := controllers.StoreConfig(spec, apiKey, caBundle)
 	if err != nil {
 		return nil, err
 	}

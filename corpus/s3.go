@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ragops/ragops/internal/plan"
@@ -23,24 +22,24 @@ const s3Downloads = 4
 // fetchS3 lists the objects of src.S3 under its prefix and downloads the selected ones into
 // dir (emptied first), each at its key relative to the prefix. It returns dir.
 //
-// Credentials come from $RAGOPS_S3_ACCESS_KEY and $RAGOPS_S3_SECRET_KEY (plan.EnvS3AccessKey,
-// plan.EnvS3SecretKey); with neither set the requests are anonymous. Objects are selected by
+// Credentials are those of s3Credentials: static keys from the environment, or temporary
+// keys from the workload's identity (src.S3.Identity). Objects are selected by
 // src.Include/src.Exclude before they are downloaded. An object over src.MaxDocumentBytes
 // (not a BEIR file, whose limit applies per line) is not downloaded: a sparse file of its
 // size stands in for it so that Walk reports it as TooLarge like any oversized file.
 //
-// Errors: only one of the two keys set, a bad endpoint, a refused listing or download
+// Errors: only one of the two keys set, a web identity without its token file, a bad endpoint, a refused listing or download
 // (wrong credentials, missing bucket), a key that escapes dir or collides with another, a
 // selection over MaxDownloadBytes in total.
 func fetchS3(ctx context.Context, src plan.Source, dir string) (string, error) {
 	s3 := src.S3
 	name := "s3://" + s3.Bucket + "/" + s3.Prefix
-	access, secret := os.Getenv(plan.EnvS3AccessKey), os.Getenv(plan.EnvS3SecretKey)
-	if (access == "") != (secret == "") {
-		return "", fmt.Errorf("source %s: only one of $%s and $%s is set", name, plan.EnvS3AccessKey, plan.EnvS3SecretKey)
+	creds, err := s3Credentials(s3)
+	if err != nil {
+		return "", fmt.Errorf("source %s: %w", name, err)
 	}
 	client, err := minio.New(s3.Endpoint, &minio.Options{
-		Creds:  credentials.NewStaticV4(access, secret, ""),
+		Creds:  creds,
 		Secure: !s3.Insecure,
 		Region: s3.Region,
 	})

@@ -35,6 +35,7 @@ type fakeS3 struct {
 	server  *httptest.Server
 	mu      sync.Mutex
 	gets    []string // object paths fetched, "/bucket/key"
+	tokens  []string // X-Amz-Security-Token of each accepted request ("" for static keys)
 }
 
 func newFakeS3(t *testing.T, bucket string, objects map[string]string) *fakeS3 {
@@ -56,11 +57,12 @@ func newFakeS3(t *testing.T, bucket string, objects map[string]string) *fakeS3 {
 			_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided does not exist in our records.</Message></Error>`))
 			return
 		}
+		f.mu.Lock()
+		f.tokens = append(f.tokens, r.Header.Get("X-Amz-Security-Token"))
 		if r.Method == http.MethodGet && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
-			f.mu.Lock()
 			f.gets = append(f.gets, r.URL.Path)
-			f.mu.Unlock()
 		}
+		f.mu.Unlock()
 		s3.ServeHTTP(w, r)
 	}))
 	t.Cleanup(f.server.Close)

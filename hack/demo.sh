@@ -133,6 +133,8 @@ curl -fsS -o /dev/null "http://127.0.0.1:$((mport + 1))/readyz" || die "the oper
 
 step "apply $samples"
 kc create namespace "$ns" --dry-run=client -o yaml | kc apply -f - >/dev/null
+# Every worker pod must pass Pod Security "restricted" (docs/security.md).
+kc label namespace "$ns" pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest --overwrite >/dev/null
 kc apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: PersistentVolume

@@ -20,10 +20,13 @@ type Config struct {
 	HTTPHost string
 	// GRPCHost is the gRPC endpoint as host:port, e.g. "127.0.0.1:50051".
 	GRPCHost string
-	// Scheme is "http" (default) or "https"; https also secures gRPC.
+	// Scheme is "http" (default) or "https"; https also secures gRPC (see CABundle).
 	Scheme string
 	// APIKey, when set, is sent as "Authorization: Bearer <key>" on REST and gRPC calls.
 	APIKey string
+	// CABundle is a PEM bundle of the CAs trusted for https (REST and gRPC) instead of the
+	// system roots. With https the server certificate is always verified, on gRPC too.
+	CABundle []byte
 	// Timeout bounds each request; default 60 s.
 	Timeout time.Duration
 	// BatchSize is the number of chunks per gRPC batch request; default 256.
@@ -106,13 +109,28 @@ func New(cfg Config) (*Store, error) {
 	if cfg.APIKey != "" {
 		headers = map[string]string{"Authorization": "Bearer " + cfg.APIKey}
 	}
-	c, err := weaviate.NewClient(weaviate.Config{
+	wc := weaviate.Config{
 		Host:       cfg.HTTPHost,
 		Scheme:     cfg.Scheme,
 		Headers:    headers,
 		Timeout:    cfg.Timeout,
-		GrpcConfig: &wgrpc.Config{Host: cfg.GRPCHost, Secured: cfg.Scheme == "https"},
-	})
+		GrpcConfig: &wgrpc.Config{Host: cfg.GRPCHost},
+	}
+	if cfg.Scheme == "https" {
+		tc, err := tlsConfig(cfg.CABundle)
+		if err != nil {
+			return nil, err
+		}
+		wc.ConnectionClient = httpsClient(tc, cfg.Timeout)
+		bridge, err := newGRPCTLSBridge(cfg.GRPCHost, tc)
+		if err != nil {
+			return nil, err
+		}
+		wc.GrpcConfig.Host = bridge.Addr()
+	} else if len(cfg.CABundle) > 0 {
+		return nil, errors.New("vectorstore: Config.CABundle needs Scheme https")
+	}
+	c, err := weaviate.NewClient(wc)
 	if err != nil {
 		return nil, fmt.Errorf("vectorstore: client for %s: %w", cfg.HTTPHost, err)
 	}

@@ -20,7 +20,15 @@ type LocalObjectReference struct {
 	// Name of the referent.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Name string `json:"name"`
+	// Namespace must be left empty: references never leave the referring object's namespace
+	// (docs/security.md). It exists so that a namespace given here is refused at admission
+	// instead of silently pruned.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",reason=FieldValueForbidden,message="cross-namespace references are not allowed: the referent must be in this object's namespace (omit namespace)"
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // SecretKeySelector names one key of a Secret in the same namespace.
@@ -28,7 +36,14 @@ type SecretKeySelector struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Name string `json:"name"`
+	// Namespace must be left empty: the Secret is always read from the referring object's
+	// namespace (docs/security.md).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",reason=FieldValueForbidden,message="cross-namespace references are not allowed: the Secret must be in this object's namespace (omit namespace)"
+	Namespace string `json:"namespace,omitempty"`
 	// Key within the Secret's data.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -40,7 +55,14 @@ type PVCSource struct {
 	// ClaimName of the PersistentVolumeClaim in the same namespace.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	ClaimName string `json:"claimName"`
+	// Namespace must be left empty: the claim is always in the referring object's namespace
+	// (docs/security.md).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",reason=FieldValueForbidden,message="cross-namespace references are not allowed: the PersistentVolumeClaim must be in this object's namespace (omit namespace)"
+	Namespace string `json:"namespace,omitempty"`
 	// Path of the folder inside the volume; empty means its root.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -93,4 +115,16 @@ type JobTemplate struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+}
+
+// CABundleSource names a PEM bundle of CA certificates: one key of a ConfigMap or of a
+// Secret in the same namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.configMapKeyRef) != has(self.secretKeyRef)",message="exactly one of configMapKeyRef and secretKeyRef must be set"
+type CABundleSource struct {
+	// ConfigMapKeyRef is a ConfigMap key holding the PEM bundle.
+	// +optional
+	ConfigMapKeyRef *SecretKeySelector `json:"configMapKeyRef,omitempty"`
+	// SecretKeyRef is a Secret key holding the PEM bundle.
+	// +optional
+	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
 }

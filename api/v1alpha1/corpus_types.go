@@ -71,6 +71,7 @@ type CorpusSpec struct {
 }
 
 // S3Source is a bucket of an S3-compatible object store.
+// +kubebuilder:validation:XValidation:rule="!(has(self.secretRef) && has(self.identity))",fieldPath=".identity",reason=FieldValueForbidden,message="set secretRef or identity, not both"
 type S3Source struct {
 	// Endpoint host[:port] of the object store, e.g. s3.eu-west-1.amazonaws.com or minio.minio:9000.
 	// +kubebuilder:validation:MinLength=1
@@ -93,6 +94,67 @@ type S3Source struct {
 	// SecretRef names a Secret with keys accesskey and secretkey.
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// Identity gets temporary credentials from the workload's identity instead of static keys.
+	// +optional
+	Identity *S3Identity `json:"identity,omitempty"`
+}
+
+// S3IdentityType is how an S3 source obtains temporary credentials.
+// +kubebuilder:validation:Enum=WebIdentity;IAM
+type S3IdentityType string
+
+// S3 identity types.
+const (
+	// S3IdentityWebIdentity exchanges a projected ServiceAccount token (audience-bound, mounted
+	// by ragops) at an STS endpoint (AssumeRoleWithWebIdentity) for temporary keys.
+	S3IdentityWebIdentity S3IdentityType = "WebIdentity"
+	// S3IdentityIAM uses minio-go's IAM chain: AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN
+	// (EKS IRSA webhook), AWS_CONTAINER_CREDENTIALS_FULL_URI with its token file (EKS Pod
+	// Identity), the ECS task endpoint, then EC2 instance metadata.
+	S3IdentityIAM S3IdentityType = "IAM"
+)
+
+// S3Identity says how an S3 source gets temporary credentials from the pod's identity.
+// +kubebuilder:validation:XValidation:rule="self.type != 'WebIdentity' || has(self.webIdentity)",fieldPath=".webIdentity",reason=FieldValueRequired,message="webIdentity is required when type is WebIdentity"
+// +kubebuilder:validation:XValidation:rule="self.type == 'WebIdentity' || !has(self.webIdentity)",fieldPath=".webIdentity",reason=FieldValueForbidden,message="webIdentity may only be set when type is WebIdentity"
+type S3Identity struct {
+	// Type WebIdentity or IAM.
+	Type S3IdentityType `json:"type"`
+	// WebIdentity configures the token exchange (type WebIdentity).
+	// +optional
+	WebIdentity *S3WebIdentity `json:"webIdentity,omitempty"`
+	// STSEndpoint overrides the IAM chain's STS endpoint (type IAM; default
+	// https://sts.<AWS_REGION>.amazonaws.com).
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://')",message="stsEndpoint must start with http:// or https://"
+	STSEndpoint string `json:"stsEndpoint,omitempty"`
+}
+
+// S3WebIdentity is an AssumeRoleWithWebIdentity exchange of the pod's ServiceAccount token
+// (the Job template's serviceAccountName, else "default"), projected with Audience.
+type S3WebIdentity struct {
+	// STSEndpoint URL of the STS service, e.g. https://sts.eu-west-1.amazonaws.com or a MinIO
+	// server's URL.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('https://') || self.startsWith('http://')",message="stsEndpoint must start with http:// or https://"
+	STSEndpoint string `json:"stsEndpoint"`
+	// RoleARN is the role to assume (AWS requires it; MinIO derives the policy from the token).
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	RoleARN string `json:"roleARN,omitempty"`
+	// Audience of the projected token, as the STS service expects it.
+	// +optional
+	// +kubebuilder:default="sts.amazonaws.com"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Audience string `json:"audience,omitempty"`
+	// ExpirationSeconds of the projected token (the kubelet renews it at 80%).
+	// +optional
+	// +kubebuilder:default=3600
+	// +kubebuilder:validation:Minimum=600
+	// +kubebuilder:validation:Maximum=86400
+	ExpirationSeconds int64 `json:"expirationSeconds,omitempty"`
 }
 
 // GitSource is a folder of a Git repository at a ref.

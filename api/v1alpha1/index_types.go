@@ -97,6 +97,7 @@ type EmbedderSpec struct {
 }
 
 // WeaviateSpec is a Weaviate endpoint.
+// +kubebuilder:validation:XValidation:rule="!has(self.caBundle) || self.url.startsWith('https://')",fieldPath=".caBundle",reason=FieldValueForbidden,message="caBundle needs an https:// url"
 type WeaviateSpec struct {
 	// URL of Weaviate's HTTP API, e.g. http://weaviate.weaviate:8080.
 	// +kubebuilder:validation:MaxLength=2048
@@ -109,6 +110,11 @@ type WeaviateSpec struct {
 	// APIKeySecretRef names the Secret key holding the API key.
 	// +optional
 	APIKeySecretRef *SecretKeySelector `json:"apiKeySecretRef,omitempty"`
+	// CABundle names the PEM CA certificates that sign Weaviate's serving certificate (an
+	// https:// url), trusted instead of the system roots for both HTTP and gRPC. The manager
+	// reads it; worker pods mount it read-only.
+	// +optional
+	CABundle *CABundleSource `json:"caBundle,omitempty"`
 }
 
 // VectorIndexType is Weaviate's vector index type.

@@ -29,6 +29,11 @@ const (
 	RerankModelDir = "/var/run/ragops/rerank-model"
 	// HeadersDir holds HTTP request headers from a Secret, one file per header.
 	HeadersDir = "/etc/ragops/http-headers"
+	// S3IdentityDir holds the audience-bound projected ServiceAccount token of an S3 web
+	// identity (file "token").
+	S3IdentityDir = "/var/run/secrets/ragops.dev/s3-identity"
+	// WeaviateCADir holds the Index's Weaviate CA bundle (file "ca.crt").
+	WeaviateCADir = "/etc/ragops/weaviate-ca"
 	// TerminationLog is where workers write their result.
 	TerminationLog = "/dev/termination-log"
 )
@@ -40,6 +45,9 @@ const (
 	EnvS3SecretKey    = "RAGOPS_S3_SECRET_KEY"
 	EnvGitUsername    = "RAGOPS_GIT_USERNAME"
 	EnvGitPassword    = "RAGOPS_GIT_PASSWORD"
+	// EnvS3WebIdentityTokenFile names the projected ServiceAccount token an S3 source with
+	// identity type WebIdentity exchanges for temporary keys (S3IdentityDir/token in pods).
+	EnvS3WebIdentityTokenFile = "RAGOPS_S3_WEB_IDENTITY_TOKEN_FILE"
 	// EnvShard is set by Kubernetes on Indexed Job pods.
 	EnvShard = "JOB_COMPLETION_INDEX"
 )
