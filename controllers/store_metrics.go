@@ -11,8 +11,8 @@ import (
 // ragops_weaviate_requests_total and every failed one in ragops_weaviate_request_errors_total
 // (by operation, the Store method's name).
 func instrumentedStores(next StoreFactory) StoreFactory {
-	return func(spec ragopsv1alpha1.WeaviateSpec, apiKey string) (Store, error) {
-		s, err := next(spec, apiKey)
+	return func(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte) (Store, error) {
+		s, err := next(spec, apiKey, caBundle)
 		if err != nil {
 			return nil, err
 		}
