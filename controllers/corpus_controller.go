@@ -315,7 +315,7 @@ func (r *CorpusReconciler) scanWorkload(c *ragopsv1alpha1.Corpus) *workload {
 		args: []string{"scan"}, image: r.Options.WorkerImage}
 	src := plan.Source{Format: c.Spec.Format, Include: c.Spec.Include, Exclude: c.Spec.Exclude, MaxDocumentBytes: c.Spec.MaxDocumentBytes}
 	corpusSource(w, c, &src)
-	w.plan = plan.Scan{Namespace: c.Namespace, Corpus: c.Name, Source: src}
+	w.plan = plan.Scan{Version: plan.Version, Namespace: c.Namespace, Corpus: c.Name, Source: src}
 	return w
 }
 

@@ -235,7 +235,7 @@ func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *rago
 		}
 	}
 	slices.Sort(ks)
-	pl := plan.Evaluate{
+	pl := plan.Evaluate{Version: plan.Version,
 		Namespace: ev.Namespace, Evaluation: ev.Name, Revision: rev.Name, Collection: rev.Collection,
 		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
 		Embedder: idx.Spec.Embedder,
