@@ -211,7 +211,7 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 // evaluationJobName is unique per (generation, revision) so a new revision or spec runs anew.
 func evaluationJobName(ev *ragopsv1alpha1.Evaluation, rev string) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s", ev.Generation, rev))
-	return fmt.Sprintf("%s-%s", truncate(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
+	return fmt.Sprintf("%s-%s", objectName(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
 }
 
 func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) *workload {

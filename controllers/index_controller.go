@@ -2,11 +2,14 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +53,8 @@ const (
 	ReasonCollectionLost     = "CollectionLost"
 	ReasonCleanupFailed      = "CleanupFailed"
 	ReasonIndexSuspended     = "Suspended"
+	ReasonJobConflict        = "JobConflict"
+	ReasonDeleting           = "Deleting"
 	annotationLastCorpusSync = "ragops.dev/corpus-revision"
 )
 
@@ -100,8 +105,16 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 			return ctrl.Result{}, err
 		}
 	}
-	st := &indexState{idx: &idx}
 	defer func() { idx.Status.ObservedGeneration = idx.Generation }()
+	if idx.Spec.Suspend {
+		// Nothing is built, synced, rolled out or pruned; the active revision keeps serving.
+		conditions.Remove(&idx, ragopsv1alpha1.ConditionReconciling)
+		if c := meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			conditions.MarkStalled(&idx, ReasonIndexSuspended, "the Index is suspended (spec.suspend): nothing is built")
+		}
+		return ctrl.Result{}, nil
+	}
+	st := &indexState{idx: &idx}
 	var result ctrl.Result
 	for _, step := range []func(context.Context, *indexState) (ctrl.Result, bool, error){
 		r.resolveInputs,
@@ -196,21 +209,36 @@ func findRevision(idx *ragopsv1alpha1.Index, name string) *ragopsv1alpha1.Revisi
 }
 
 func buildJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) string {
-	name := fmt.Sprintf("%s-%s-build", truncate(idx.Name, 40), rev.Name)
+	name := fmt.Sprintf("%s-%s-build", objectName(idx.Name, 40), rev.Name)
 	if rev.Attempt > 1 {
 		name += fmt.Sprintf("-%d", rev.Attempt)
 	}
 	return name
 }
 
+// syncJobName names the sync Job of a corpus revision into a revision; after a retry
+// (ragops.dev/retry) the name carries the handled retry, so a failed sync runs anew.
 func syncJobName(idx *ragopsv1alpha1.Index, rev, corpusRev string) string {
-	return fmt.Sprintf("%s-%s-sync-%s", truncate(idx.Name, 32), rev, truncate(corpusRev, 8))
+	name := fmt.Sprintf("%s-%s-sync-%s", objectName(idx.Name, 32), rev, truncate(corpusRev, 8))
+	if r := idx.Status.LastHandledRetry; r != "" {
+		sum := sha256.Sum256([]byte(r))
+		name += "-" + hex.EncodeToString(sum[:])[:6]
+	}
+	return name
 }
 
 // reconcileBuild starts or follows the build of the desired revision.
 func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (ctrl.Result, bool, error) {
 	idx := st.idx
+	if err := r.stopSupersededBuilds(ctx, st); err != nil {
+		return ctrl.Result{}, true, err
+	}
 	rev := findRevision(idx, st.revision)
+	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionSuperseded {
+		if err := r.restartBuild(ctx, st, rev, "the spec came back to this revision after its build was stopped"); err != nil {
+			return ctrl.Result{}, true, err
+		}
+	}
 	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionFailed {
 		retry := idx.Annotations[AnnotationRetry]
 		if retry == "" || retry == idx.Status.LastHandledRetry {
@@ -229,10 +257,6 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonCorpusNotReady, fmt.Sprintf("waiting for Corpus %q to sync", st.corpus.Name))
 		return ctrl.Result{}, true, nil
 	}
-	if idx.Spec.Suspend {
-		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonIndexSuspended, fmt.Sprintf("revision %s waits: the Index is suspended", st.revision))
-		return ctrl.Result{}, true, nil
-	}
 	collection, err := vectorstore.CollectionName(idx.Namespace, idx.Name, st.revision)
 	if err != nil {
 		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
@@ -248,7 +272,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 	w := r.embedWorkload(st, rev, false)
 	job, err := w.ensure(ctx, r.Client)
 	if err != nil {
-		return ctrl.Result{}, true, err
+		return r.ensureFailed(idx, err)
 	}
 	state, failure := stateOf(job)
 	switch state {
@@ -268,11 +292,24 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (c
 		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx)))
 		return ctrl.Result{}, true, nil
 	}
-	results, err := r.shardResults(ctx, job)
+	results, lost, err := r.shardResults(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, true, err
 	}
 	applyBuildResults(rev, results, job)
+	if len(lost) > 0 {
+		// The pods went before their results were read: count what Weaviate holds.
+		n, err := st.store.Count(ctx, rev.Collection)
+		if err != nil {
+			return r.collectionError(ctx, st, rev, "count chunks of "+rev.Collection, err)
+		}
+		d, err := st.store.CountDocuments(ctx, rev.Collection)
+		if err != nil {
+			return r.collectionError(ctx, st, rev, "count documents of "+rev.Collection, err)
+		}
+		rev.Chunks, rev.Documents = int64(n), int64(d)
+		rev.Message = fmt.Sprintf("the results of shard(s) %s were lost (pods deleted before they were read): documents and chunks counted in Weaviate, tokens and skipped documents unknown", strings.Join(lost, ","))
+	}
 	var seconds float64
 	for _, br := range results {
 		seconds = max(seconds, br.Seconds)
@@ -289,24 +326,36 @@ func retryHint(idx *ragopsv1alpha1.Index) string {
 	return fmt.Sprintf(" (to retry: kubectl annotate index %s %s=\"$(date +%%s)\" --overwrite)", idx.Name, AnnotationRetry)
 }
 
-func (r *IndexReconciler) shardResults(ctx context.Context, job *batchv1.Job) ([]plan.BuildResult, error) {
-	ok, _, err := podResults(ctx, r.Client, job)
+// shardResults returns the parsed results of a finished embedder Job's shards: those saved in
+// its plan ConfigMap while it ran, and those its pods still hold (saved too). lost names the
+// shards whose pods went before their results were read, once ResultGrace has passed since
+// the Job completed; until then missing results are an error (the pod cache can lag behind
+// the Job's) and the reconcile retries with backoff.
+func (r *IndexReconciler) shardResults(ctx context.Context, job *batchv1.Job) (results []plan.BuildResult, lost []string, err error) {
+	msgs, err := saveResults(ctx, r.Client, job)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if want := int(ptr.Deref(job.Spec.Completions, 1)); len(ok) < want {
-		// The pod cache can lag behind the Job's: retry with backoff.
-		return nil, fmt.Errorf("job %s succeeded but only %d of %d shard results are visible yet", job.Name, len(ok), want)
-	}
-	out := make([]plan.BuildResult, 0, len(ok))
-	for idx, msg := range ok {
+	want := int(ptr.Deref(job.Spec.Completions, 1))
+	for i := range want {
+		msg, ok := msgs[strconv.Itoa(i)]
+		if !ok {
+			lost = append(lost, strconv.Itoa(i))
+			continue
+		}
 		var br plan.BuildResult
 		if err := json.Unmarshal([]byte(msg), &br); err != nil {
-			return nil, fmt.Errorf("Job %s shard %s: unreadable result %q: %w", job.Name, idx, truncate(msg, 200), err)
+			return nil, nil, fmt.Errorf("Job %s shard %d: unreadable result %q: %w", job.Name, i, truncate(msg, 200), err)
 		}
-		out = append(out, br)
+		results = append(results, br)
 	}
-	return out, nil
+	if len(lost) > 0 {
+		done := job.Status.CompletionTime
+		if done == nil || time.Since(done.Time) < r.Options.ResultGrace {
+			return nil, nil, fmt.Errorf("job %s succeeded but the results of shard(s) %s are not visible yet", job.Name, strings.Join(lost, ","))
+		}
+	}
+	return results, lost, nil
 }
 
 // applyBuildResults adds shard results to a revision's figures.
@@ -347,6 +396,11 @@ func (r *IndexReconciler) refreshProgress(ctx context.Context, st *indexState, r
 	}
 	p.DocumentsTotal = st.corpus.Status.Documents
 	p.ShardsSucceeded = job.Status.Succeeded
+	if job.Status.Succeeded > 0 {
+		if _, err := saveResults(ctx, r.Client, job); err != nil {
+			log.FromContext(ctx).Info("shard results not saved yet", "job", job.Name, "error", err.Error())
+		}
+	}
 	if n, err := st.store.Count(ctx, rev.Collection); err == nil {
 		p.Chunks = int64(n)
 	}
@@ -368,12 +422,12 @@ func progressString(done, total int64) string {
 // embedWorkload describes the embedder Job of a revision (full build, or incremental sync).
 func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) *workload {
 	idx := st.idx
-	name := buildJobName(idx, rev)
+	name, kind := buildJobName(idx, rev), jobKindBuild
 	if incremental {
-		name = syncJobName(idx, rev.Name, st.corpus.Status.Revision)
+		name, kind = syncJobName(idx, rev.Name, st.corpus.Status.Revision), jobKindSync
 	}
 	e := idx.Spec.Embedder
-	w := &workload{owner: idx, name: name, component: "embed", revision: rev.Name, args: []string{"embed"},
+	w := &workload{owner: idx, name: name, component: "embed", kind: kind, revision: rev.Name, args: []string{"embed"},
 		template: e.Template, image: r.Options.WorkerImage, shards: max(e.Shards, 1), gpu: e.Device == ragopsv1alpha1.DeviceCUDA}
 	var src plan.Source
 	corpusSource(w, st.corpus, &src)
@@ -506,7 +560,7 @@ func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev 
 
 // gateEvaluationName names the gating Evaluation of a revision.
 func gateEvaluationName(idx *ragopsv1alpha1.Index, rev string) string {
-	return fmt.Sprintf("%s-gate-%s", truncate(idx.Name, 40), rev)
+	return fmt.Sprintf("%s-gate-%s", objectName(idx.Name, 40), rev)
 }
 
 // reconcileGate runs the gating Evaluations of the candidate (and of the active revision
@@ -580,14 +634,17 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	if rev == nil || rev.Phase != ragopsv1alpha1.RevisionActive {
 		return ctrl.Result{}, false, nil
 	}
-	if rev.CorpusRevision == st.corpus.Status.Revision || st.corpus.Status.Revision == "" || idx.Spec.Suspend {
+	if rev.CorpusRevision == st.corpus.Status.Revision || st.corpus.Status.Revision == "" {
+		if err := r.deleteFinishedSyncJobs(ctx, st, rev); err != nil {
+			return ctrl.Result{}, true, err
+		}
 		conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias))
 		return ctrl.Result{}, false, nil
 	}
 	w := r.embedWorkload(st, rev, true)
 	job, err := w.ensure(ctx, r.Client)
 	if err != nil {
-		return ctrl.Result{}, true, err
+		return r.ensureFailed(idx, err)
 	}
 	state, failure := stateOf(job)
 	switch state {
@@ -600,18 +657,28 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		if err != nil {
 			return ctrl.Result{}, true, err
 		}
+		if retry := idx.Annotations[AnnotationRetry]; retry != "" && retry != idx.Status.LastHandledRetry {
+			// The next reconcile starts a sync Job under a new name (it carries the retry).
+			idx.Status.LastHandledRetry = retry
+			if err := deleteJob(ctx, r.Client, idx.Namespace, job.Name); err != nil {
+				return ctrl.Result{}, true, err
+			}
+			conditions.MarkReconcilingKeepReady(idx, ReasonSyncingCorpus, fmt.Sprintf("retry requested (%s=%s): syncing corpus revision %s into revision %s again", AnnotationRetry, retry, st.corpus.Status.Revision, rev.Name))
+			return ctrl.Result{RequeueAfter: time.Second}, true, nil
+		}
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("corpus sync Job %s failed: %s", job.Name, truncate(msg, 1024)))
+		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("corpus sync Job %s failed: %s; revision %s keeps serving corpus revision %s%s", job.Name, truncate(msg, 1024), rev.Name, rev.CorpusRevision, retryHint(idx)))
 		return ctrl.Result{}, true, nil
 	}
-	results, err := r.shardResults(ctx, job)
+	results, _, err := r.shardResults(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, true, err
 	}
-	var changed, deleted, chunks, tokens int64
+	var changed, deleted, kept, chunks, tokens int64
 	for _, br := range results {
 		changed += br.Documents
 		deleted += br.Deleted
+		kept += br.Kept
 		chunks += br.Chunks
 		tokens += br.Tokens
 	}
@@ -625,10 +692,80 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	rev.CorpusRevision = st.corpus.Status.Revision
 	idx.Status.Chunks = rev.Chunks
 	idx.Status.Build, idx.Status.Progress = nil, ""
-	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted", rev.Name, changed, deleted)
-	_ = deleteJob(ctx, r.Client, idx.Namespace, job.Name)
+	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted, %d unreadable kept their chunks", rev.Name, changed, deleted, kept)
 	conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias))
-	return ctrl.Result{}, false, nil
+	// The sync Job goes in a later reconcile, once this status (its result) is persisted: a
+	// failed status patch then reads the result again instead of re-embedding the diff.
+	return ctrl.Result{RequeueAfter: time.Second}, false, nil
+}
+
+// deleteFinishedSyncJobs deletes the finished sync Jobs of the active revision once its
+// status records the corpus revision it serves (the last sync's result, or a failed sync
+// that a newer corpus revision replaced).
+func (r *IndexReconciler) deleteFinishedSyncJobs(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) error {
+	jobs, err := r.revisionJobs(ctx, st.idx, rev.Name)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if j.Labels[labelJobKind] != jobKindSync || !j.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if s, _ := stateOf(&j); s != jobRunning {
+			if err := deleteJob(ctx, r.Client, j.Namespace, j.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// revisionJobs lists the Jobs this Index controls for one revision (builds and syncs).
+func (r *IndexReconciler) revisionJobs(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) ([]batchv1.Job, error) {
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(idx.Namespace), client.MatchingFields{jobOwnerKey: "Index/" + idx.Name}); err != nil {
+		return nil, err
+	}
+	var out []batchv1.Job
+	for _, j := range jobs.Items {
+		if j.Labels[LabelRevision] == rev && metav1.IsControlledBy(&j, idx) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// stopSupersededBuilds stops the build Jobs of revisions the spec moved away from (their
+// pods may hold GPUs) and marks those revisions Superseded; their collections are pruned
+// like any other once the Jobs' pods are gone.
+func (r *IndexReconciler) stopSupersededBuilds(ctx context.Context, st *indexState) error {
+	idx := st.idx
+	for i := range idx.Status.Revisions {
+		rev := &idx.Status.Revisions[i]
+		if rev.Name == st.revision || rev.Phase != ragopsv1alpha1.RevisionBuilding {
+			continue
+		}
+		if err := deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev)); err != nil {
+			return err
+		}
+		rev.Phase = ragopsv1alpha1.RevisionSuperseded
+		rev.Message = fmt.Sprintf("superseded by revision %s before its build finished: its Job was stopped", st.revision)
+		rev.CompletionTime = ptr.To(metav1.Now())
+		idx.Status.Build, idx.Status.Progress = nil, ""
+		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "BuildSuperseded", "Build", "revision %s: %s", rev.Name, rev.Message)
+	}
+	return nil
+}
+
+// ensureFailed turns a failed Job creation into the step's result: a Job of that name that
+// another object controls stalls the Index with a condition naming it.
+func (r *IndexReconciler) ensureFailed(idx *ragopsv1alpha1.Index, err error) (ctrl.Result, bool, error) {
+	var conflict *JobConflictError
+	if errors.As(err, &conflict) {
+		conditions.MarkStalled(idx, ReasonJobConflict, conflict.Error())
+		return ctrl.Result{}, true, nil
+	}
+	return ctrl.Result{}, true, err
 }
 
 // pruneRevisions keeps RevisionHistoryLimit revisions (the active and the desired one always
@@ -660,6 +797,11 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (c
 			keep = append(keep, rev)
 			continue
 		}
+		if busy, err := r.jobsStillRun(ctx, idx, rev.Name); err != nil || busy {
+			// A Job (or its pods) may still write into the collection: prune it later.
+			keep = append(keep, rev)
+			continue
+		}
 		if err := st.store.DeleteCollection(ctx, rev.Collection); err != nil {
 			log.FromContext(ctx).Info("revision collection not deleted yet", "collection", rev.Collection, "error", err.Error())
 			keep = append(keep, rev)
@@ -672,6 +814,21 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (c
 	}
 	idx.Status.Revisions = keep
 	return ctrl.Result{}, false, nil
+}
+
+// jobsStillRun reports whether a Job of the revision runs or is still being deleted (its
+// pods may still write).
+func (r *IndexReconciler) jobsStillRun(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) (bool, error) {
+	jobs, err := r.revisionJobs(ctx, idx, rev)
+	if err != nil {
+		return false, err
+	}
+	for _, j := range jobs {
+		if s, _ := stateOf(&j); s == jobRunning || !j.DeletionTimestamp.IsZero() {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // reconcileDelete removes the alias, then every revision collection, then the finalizer. With
@@ -702,7 +859,25 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 	metrics.ForgetIndex(idx.Namespace, idx.Name)
 	base := idx.DeepCopy()
 	controllerutil.RemoveFinalizer(idx, Finalizer)
-	return ctrl.Result{}, r.Patch(ctx, idx, client.MergeFrom(base))
+	if err := r.Patch(ctx, idx, client.MergeFrom(base)); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Other finalizers may keep the object: its status must not claim it still serves.
+	idx.Status.ActiveRevision, idx.Status.Chunks, idx.Status.Build, idx.Status.Progress = "", 0, nil, ""
+	msg := fmt.Sprintf("deleted: alias %s and its collections are gone", idx.Status.Alias)
+	if skip {
+		msg = fmt.Sprintf("deleted: Weaviate left alone (%s=true)", AnnotationSkipCleanup)
+	} else if len(leftovers) > 0 {
+		msg = fmt.Sprintf("deleted: cleanup gave up, left behind alias %s and collections %s", idx.Status.Alias, strings.Join(leftovers, ","))
+	}
+	if len(idx.Finalizers) > 0 {
+		msg += fmt.Sprintf("; waiting for finalizers %s", strings.Join(idx.Finalizers, ","))
+	}
+	conditions.Set(idx, ragopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, msg)
+	conditions.Remove(idx, ragopsv1alpha1.ConditionReconciling)
+	conditions.Remove(idx, ragopsv1alpha1.ConditionStalled)
+	conditions.Remove(idx, ragopsv1alpha1.ConditionDeletionBlocked)
+	return ctrl.Result{}, nil
 }
 
 func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alpha1.Index) error {

@@ -36,6 +36,9 @@ type Options struct {
 	// FinalizerTimeout bounds how long deletion waits for Weaviate before giving up with a
 	// Warning event that names what was left behind.
 	FinalizerTimeout time.Duration
+	// ResultGrace is how long after a Job completed its shard results may stay invisible (the
+	// pod cache lags) before they count as lost (default 30 s).
+	ResultGrace time.Duration
 }
 
 func (o *Options) defaults() {
@@ -56,6 +59,9 @@ func (o *Options) defaults() {
 	}
 	if o.FinalizerTimeout <= 0 {
 		o.FinalizerTimeout = 15 * time.Minute
+	}
+	if o.ResultGrace <= 0 {
+		o.ResultGrace = 30 * time.Second
 	}
 }
 
