@@ -46,14 +46,16 @@ func newManagerCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("kubeconfig: %w", err)
 			}
-			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+			opts := ctrl.Options{
 				Scheme:                  Scheme(),
 				Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 				HealthProbeBindAddress:  probeAddr,
 				LeaderElection:          leaderElect,
 				LeaderElectionID:        "ragops-manager.ragops.dev",
 				LeaderElectionNamespace: leaderElectionNS,
-			})
+			}
+			controllers.ScopeCache(&opts)
+			mgr, err := ctrl.NewManager(cfg, opts)
 			if err != nil {
 				return err
 			}

@@ -398,9 +398,9 @@ func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ragopsv1alpha1.Corpus{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
-		Watches(&corev1.ConfigMap{}, bySource).
-		Watches(&corev1.Secret{}, bySource).
-		Watches(&corev1.PersistentVolumeClaim{}, bySource).
+		Watches(&corev1.ConfigMap{}, bySource, builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, bySource, builder.OnlyMetadata).
+		Watches(&corev1.PersistentVolumeClaim{}, bySource, builder.OnlyMetadata).
 		Named("corpus").
 		Complete(r)
 }

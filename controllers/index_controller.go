@@ -396,10 +396,8 @@ func (r *IndexReconciler) refreshProgress(ctx context.Context, st *indexState, r
 	}
 	p.DocumentsTotal = st.corpus.Status.Documents
 	p.ShardsSucceeded = job.Status.Succeeded
-	if job.Status.Succeeded > 0 {
-		if _, err := saveResults(ctx, r.Client, job); err != nil {
-			log.FromContext(ctx).Info("shard results not saved yet", "job", job.Name, "error", err.Error())
-		}
+	if _, err := saveResults(ctx, r.Client, job); err != nil {
+		log.FromContext(ctx).Info("shard results not saved yet", "job", job.Name, "error", err.Error())
 	}
 	if n, err := st.store.Count(ctx, rev.Collection); err == nil {
 		p.Chunks = int64(n)
@@ -638,7 +636,7 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		if err := r.deleteFinishedSyncJobs(ctx, st, rev); err != nil {
 			return ctrl.Result{}, true, err
 		}
-		conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias))
+		conditions.MarkReady(idx, ReasonActive, servingMessage(rev, st.alias))
 		return ctrl.Result{}, false, nil
 	}
 	w := r.embedWorkload(st, rev, true)
@@ -690,13 +688,35 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		rev.Documents = int64(n)
 	}
 	rev.CorpusRevision = st.corpus.Status.Revision
+	rev.Skipped, rev.Message = nil, ""
+	for _, br := range results {
+		for k, v := range br.Skipped {
+			if rev.Skipped == nil {
+				rev.Skipped = map[string]int64{}
+			}
+			rev.Skipped[k] += v
+		}
+	}
+	if kept > 0 {
+		rev.Message = fmt.Sprintf("%d document(s) of corpus revision %s failed to read and kept their previous chunks (skipped by reason in status.revisions[].skipped)", kept, rev.CorpusRevision)
+	}
 	idx.Status.Chunks = rev.Chunks
 	idx.Status.Build, idx.Status.Progress = nil, ""
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted, %d unreadable kept their chunks", rev.Name, changed, deleted, kept)
-	conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias))
+	conditions.MarkReady(idx, ReasonActive, servingMessage(rev, st.alias))
 	// The sync Job goes in a later reconcile, once this status (its result) is persisted: a
 	// failed status patch then reads the result again instead of re-embedding the diff.
 	return ctrl.Result{RequeueAfter: time.Second}, false, nil
+}
+
+// servingMessage is the Ready message of an Index whose revision serves, with the revision's
+// note (documents kept after failing to read, results counted in Weaviate) when it has one.
+func servingMessage(rev *ragopsv1alpha1.RevisionStatus, alias string) string {
+	msg := fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, alias)
+	if rev.Message != "" {
+		msg += "; " + rev.Message
+	}
+	return msg
 }
 
 // deleteFinishedSyncJobs deletes the finished sync Jobs of the active revision once its
@@ -933,7 +953,7 @@ func (r *IndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&ragopsv1alpha1.Evaluation{}, builder.WithPredicates(statusChanged)).
 		Watches(&ragopsv1alpha1.Corpus{}, by(indexByCorpus), builder.WithPredicates(statusChanged)).
 		Watches(&ragopsv1alpha1.ChunkingStrategy{}, by(indexByStrategy), builder.WithPredicates(statusChanged)).
-		Watches(&corev1.Secret{}, by(indexBySecret)).
+		Watches(&corev1.Secret{}, by(indexBySecret), builder.OnlyMetadata).
 		Named("index").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.IndexConcurrency}).
 		Complete(r)
