@@ -1,0 +1,108 @@
+package controllers
+
+// Delete: the alias and every revision collection go before the finalizer is removed.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// reconcileDelete removes the alias, then every revision collection, then the finalizer. With
+// Weaviate unreachable it sets DeletionBlocked and retries with backoff; after
+// FinalizerTimeout it gives up with a Warning event naming what is left behind.
+func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alpha1.Index) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(idx, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	skip := idx.Annotations[AnnotationSkipCleanup] == "true"
+	var leftovers []string
+	if !skip {
+		err := r.cleanupWeaviate(ctx, idx)
+		if err != nil {
+			age := time.Since(idx.DeletionTimestamp.Time)
+			if age < r.Options.FinalizerTimeout {
+				conditions.Set(idx, ragopsv1alpha1.ConditionDeletionBlocked, metav1.ConditionTrue, ReasonCleanupFailed,
+					fmt.Sprintf("cannot delete Weaviate alias/collections yet (retrying with backoff; annotate %s=true to skip): %v", AnnotationSkipCleanup, err))
+				return ctrl.Result{}, fmt.Errorf("index %s/%s cleanup: %w", idx.Namespace, idx.Name, err)
+			}
+			for _, rev := range idx.Status.Revisions {
+				leftovers = append(leftovers, rev.Collection)
+			}
+			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCleanupFailed, "Delete", "gave up after %s: left behind alias %s and collections %s: %v",
+				r.Options.FinalizerTimeout, idx.Status.Alias, strings.Join(leftovers, ","), err)
+		}
+	}
+	metrics.ForgetIndex(idx.Namespace, idx.Name)
+	base := idx.DeepCopy()
+	controllerutil.RemoveFinalizer(idx, Finalizer)
+	if err := r.Patch(ctx, idx, client.MergeFrom(base)); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Other finalizers may keep the object: its status must not claim it still serves.
+	idx.Status.ActiveRevision, idx.Status.Chunks, idx.Status.Build, idx.Status.Progress = "", 0, nil, ""
+	msg := fmt.Sprintf("deleted: alias %s and its collections are gone", idx.Status.Alias)
+	if skip {
+		msg = fmt.Sprintf("deleted: Weaviate left alone (%s=true)", AnnotationSkipCleanup)
+	} else if len(leftovers) > 0 {
+		msg = fmt.Sprintf("deleted: cleanup gave up, left behind alias %s and collections %s", idx.Status.Alias, strings.Join(leftovers, ","))
+	}
+	if len(idx.Finalizers) > 0 {
+		msg += fmt.Sprintf("; waiting for finalizers %s", strings.Join(idx.Finalizers, ","))
+	}
+	conditions.Set(idx, ragopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, msg)
+	conditions.Remove(idx, ragopsv1alpha1.ConditionReconciling)
+	conditions.Remove(idx, ragopsv1alpha1.ConditionStalled)
+	conditions.Remove(idx, ragopsv1alpha1.ConditionDeletionBlocked)
+	return ctrl.Result{}, nil
+}
+
+func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alpha1.Index) error {
+	apiKey := ""
+	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
+		var sec corev1.Secret
+		if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: ref.Name}, &sec); err == nil {
+			apiKey = string(sec.Data[ref.Key])
+		}
+	}
+	store, err := r.Options.NewStore(idx.Spec.Weaviate, apiKey)
+	if err != nil {
+		return err
+	}
+	alias, err := vectorstore.AliasName(idx.Namespace, idx.Name)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := store.DeleteAlias(cctx, alias); err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for _, rev := range idx.Status.Revisions {
+		names[rev.Collection] = true
+	}
+	if idx.Status.Revision != "" {
+		if n, err := vectorstore.CollectionName(idx.Namespace, idx.Name, idx.Status.Revision); err == nil {
+			names[n] = true
+		}
+	}
+	for n := range names {
+		if err := store.DeleteCollection(cctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
