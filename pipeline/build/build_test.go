@@ -1,15 +1,20 @@
 package build
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
+	"time"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/embedder/ort"
@@ -87,14 +92,20 @@ func (f *fixture) run(t *testing.T, incremental bool) (plan.BuildResult, error) 
 	return Run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), p, Options{})
 }
 
-// objects lists the collection's chunks as "docId#ordinal" -> object IDs, paging with a
-// cursor the way DocumentHashes does.
+// objects lists the plan collection's chunks as "docId#ordinal" -> object IDs.
 func (f *fixture) objects(t *testing.T) map[string][]string {
+	t.Helper()
+	return f.objectsOf(t, f.plan.Collection)
+}
+
+// objectsOf lists a collection's chunks as "docId#ordinal" -> object IDs, paging with a
+// cursor the way DocumentHashes does.
+func (f *fixture) objectsOf(t *testing.T, collection string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	after := ""
 	for {
-		res, err := f.store.Client().Experimental().Search().WithCollection(f.plan.Collection).WithLimit(100).
+		res, err := f.store.Client().Experimental().Search().WithCollection(collection).WithLimit(100).
 			WithAfter(after).WithProperties(vectorstore.PropDocID, vectorstore.PropChunkOrdinal).Do(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -129,6 +140,9 @@ func assertSame(t *testing.T, what string, got, want map[string][]string) {
 	}
 	sort.Strings(diff)
 	if len(diff) > 0 || len(got) != len(want) {
+		if len(diff) > 10 {
+			diff = append(diff[:10], fmt.Sprintf("... %d more", len(diff)-10))
+		}
 		t.Fatalf("%s: %d chunks, want %d: %v", what, len(got), len(want), diff)
 	}
 }
@@ -226,4 +240,95 @@ func countDoc(objs map[string][]string, i int) int {
 		}
 	}
 	return n
+}
+
+// TestMain lets the test binary play the `ragops embed` worker process: with
+// RAGOPS_TEST_EMBED_PLAN set it runs that plan's shard 0 and exits (0 on success).
+func TestMain(m *testing.M) {
+	if path := os.Getenv("RAGOPS_TEST_EMBED_PLAN"); path != "" {
+		var p plan.Build
+		if err := plan.Read(path, &p); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if _, err := Run(context.Background(), slog.New(slog.NewTextHandler(os.Stderr, nil)), p, Options{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Fault injection: the worker process is SIGKILLed mid-shard (after its first batch is in
+// Weaviate) and run again, as the Job's retry does. The collection ends with exactly the
+// chunks of a clean build of the same plan, each once.
+func TestKilledShardRetriedEqualsACleanBuild(t *testing.T) {
+	f := newFixture(t, 160)
+	ctx := context.Background()
+	// The clean build, into its own collection.
+	clean := f.plan
+	clean.Collection += "_clean"
+	if _, err := Run(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), clean, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := f.objectsOf(t, clean.Collection)
+
+	raw, err := json.Marshal(f.plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), plan.File)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	worker := func() *exec.Cmd {
+		c := exec.Command(os.Args[0], "-test.run=^$")
+		c.Env = append(os.Environ(), "RAGOPS_TEST_EMBED_PLAN="+path)
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := worker()
+	ended := make(chan error, 1)
+	go func() { ended <- first.Wait() }()
+	// Kill it once some but not all chunks are written.
+	var at int
+	for at == 0 {
+		select {
+		case err := <-ended:
+			t.Fatalf("the worker ended (%v) before it could be killed", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if n, err := f.store.Count(ctx, f.plan.Collection); err == nil && n > 0 {
+			at = n
+		}
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	if ws, ok := first.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("the worker was not killed (%v): it finished before the fault", first.ProcessState)
+	}
+	killed, _ := f.store.Count(ctx, f.plan.Collection)
+	if killed >= len(want) {
+		t.Fatalf("the worker had written %d of %d chunks when killed: no fault happened mid-shard", killed, len(want))
+	}
+	start := time.Now()
+	retry := worker()
+	if err := retry.Wait(); err != nil {
+		t.Fatalf("retried shard: %v", err)
+	}
+	got := f.objectsOf(t, f.plan.Collection)
+	rekey := map[string][]string{}
+	for k := range want {
+		rekey[k] = nil
+	}
+	assertSame(t, "after kill and retry", got, rekey)
+	t.Logf("killed with %d (first seen %d) of %d chunks written; the retry took %s and left %d chunks, each once",
+		killed, at, len(want), time.Since(start).Round(time.Millisecond), len(got))
 }
