@@ -101,18 +101,18 @@ func TestIndexesSharingANamePrefixGetTheirOwnJobs(t *testing.T) {
 func TestForeignJobWithTheBuildJobsNameIsNotAdopted(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
-	// Strategy and Index first: without their Corpus nothing is built yet.
+	// A suspended Corpus has no revision yet, so nothing is built while the test computes
+	// the revision from the objects as the API server defaulted them.
+	docs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "docs"}, Data: map[string]string{"a.md": "# A\nTekst."}}
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.CorpusSpec{Suspend: true, ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "docs"}}}
 	strategy, idx := strategyAndIndex(ns)
-	for _, o := range []client.Object{strategy, idx} {
+	for _, o := range []client.Object{docs, corpus, strategy, idx} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
-	docs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "docs"}, Data: map[string]string{"a.md": "# A\nTekst."}}
-	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
-		Spec: ragopsv1alpha1.CorpusSpec{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "docs"}}}
-	// The revision the Index will build, from the objects as the API server defaulted them.
-	rev := controllers.Revision(strategy.Spec, getIndex(t, ns, idx.Name), corpus.Spec.Format)
+	rev := controllers.Revision(strategy.Spec, idx, corpus.Spec.Format)
 	name := fmt.Sprintf("besluiten-%s-build", rev)
 	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: batchv1.JobSpec{
 		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
@@ -120,10 +120,10 @@ func TestForeignJobWithTheBuildJobsNameIsNotAdopted(t *testing.T) {
 	if err := env.Client.Create(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []client.Object{docs, corpus} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+	base := corpus.DeepCopy()
+	corpus.Spec.Suspend = false
+	if err := env.Client.Patch(ctx, corpus, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
 	}
 	var ix *ragopsv1alpha1.Index
 	eventually(t, 30*time.Second, "Stalled JobConflict", func() (bool, error) {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 
-	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/evaluator"
 	"github.com/ragops/ragops/evaluator/metrics"
@@ -46,24 +45,8 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (pla
 		Split: p.Split, Cutoffs: p.K, MaxQueries: p.MaxQueries, OutDir: o.OutDir,
 		Alpha: p.Alpha,
 	}
-	switch p.Fusion {
-	case ragopsv1alpha1.FusionRanked:
-		cfg.Fusion = evaluator.RankedFusion
-	case ragopsv1alpha1.FusionRelativeScore, "":
-		cfg.Fusion = evaluator.RelativeScoreFusion
-	default:
-		return res, fmt.Errorf("plan fusion %q: want RankedFusion or RelativeScoreFusion", p.Fusion)
-	}
-	switch p.Mode {
-	case ragopsv1alpha1.ModeDense:
-		cfg.Mode = evaluator.Dense
-	case ragopsv1alpha1.ModeBM25:
-		cfg.Mode = evaluator.BM25
-	case ragopsv1alpha1.ModeHybrid:
-		cfg.Mode = evaluator.Hybrid
-	default:
-		return res, fmt.Errorf("plan mode %q: want Dense, BM25 or Hybrid", p.Mode)
-	}
+	// The plan's mode and fusion are the evaluator's (one type); the evaluator validates them.
+	cfg.Mode, cfg.Fusion = p.Mode, p.Fusion
 	switch {
 	case p.Dataset.Dir != "":
 		cfg.Dataset = evaluator.DatasetSource{Dir: p.Dataset.Dir}
