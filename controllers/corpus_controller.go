@@ -270,7 +270,7 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 		newest = jobs.Items[0].Name
 	}
 	w := r.scanWorkload(c, newest, request)
-	if _, err := w.ensure(ctx, r.Client); err != nil {
+	if _, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client)); err != nil {
 		var conflict *JobConflictError
 		if errors.As(err, &conflict) {
 			conditions.MarkStalled(c, ReasonJobConflict, conflict.Error())

@@ -116,7 +116,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	w := r.workload(&ev, &idx, rev)
-	job, err := w.ensure(ctx, r.Client)
+	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -76,7 +76,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		rev = &idx.Status.Revisions[0]
 	}
 	w := r.embedWorkload(st, rev, false)
-	job, err := w.ensure(ctx, r.Client)
+	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
 	if err != nil {
 		return r.ensureFailed(idx, err)
 	}

@@ -43,7 +43,7 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		return proceed, nil
 	}
 	w := r.embedWorkload(st, rev, true)
-	job, err := w.ensure(ctx, r.Client)
+	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
 	if err != nil {
 		return r.ensureFailed(idx, err)
 	}

@@ -116,8 +116,9 @@ func conflictOf(kind string, o metav1.Object) error {
 
 // ensure creates the plan ConfigMap and the Job when they do not exist and returns the Job.
 // An existing Job (or ConfigMap) of that name is used only when the owner controls it;
-// otherwise the error is a *JobConflictError.
-func (w *workload) ensure(ctx context.Context, c client.Client) (*batchv1.Job, error) {
+// otherwise the error is a *JobConflictError. live reads from the API server: a Job another
+// owner made is outside the manager's label-scoped cache.
+func (w *workload) ensure(ctx context.Context, c client.Client, live client.Reader) (*batchv1.Job, error) {
 	var job batchv1.Job
 	err := c.Get(ctx, client.ObjectKey{Namespace: w.owner.GetNamespace(), Name: w.name}, &job)
 	if err == nil {
@@ -156,8 +157,9 @@ func (w *workload) ensure(ctx context.Context, c client.Client) (*batchv1.Job, e
 		return nil, err
 	}
 	if err := c.Create(ctx, j); apierrors.IsAlreadyExists(err) {
-		// Another reconcile on a stale cache created it first: use it if ours.
-		if err := c.Get(ctx, client.ObjectKeyFromObject(j), &job); err != nil {
+		// Another reconcile on a stale cache created it first (use it if ours), or someone
+		// else did (not in the cache, so ask the API server).
+		if err := live.Get(ctx, client.ObjectKeyFromObject(j), &job); err != nil {
 			return nil, err
 		}
 		if !metav1.IsControlledBy(&job, w.owner) {

@@ -42,6 +42,18 @@ type Options struct {
 	// ResultGrace is how long after a Job completed its shard results may stay invisible (the
 	// pod cache lags) before they count as lost (default 30 s).
 	ResultGrace time.Duration
+	// APIReader reads from the API server, not the cache (the manager's GetAPIReader; set by
+	// SetupWithManager): it tells a Job ragops cannot see in its label-scoped cache from one
+	// that does not exist.
+	APIReader client.Reader
+}
+
+// reader returns APIReader, or c when none is set (reconcilers built by hand in tests).
+func (o *Options) reader(c client.Client) client.Reader {
+	if o.APIReader != nil {
+		return o.APIReader
+	}
+	return c
 }
 
 func (o *Options) defaults() {
@@ -109,6 +121,9 @@ func ScopeCache(o *ctrl.Options) {
 // SetupWithManager registers the field indexes and all four reconcilers.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	opts.defaults()
+	if opts.APIReader == nil {
+		opts.APIReader = mgr.GetAPIReader()
+	}
 	fi := mgr.GetFieldIndexer()
 	indexes := []struct {
 		obj client.Object
