@@ -174,7 +174,12 @@ func TestScanRequestStartsOneScan(t *testing.T) {
 	finishScan(1)
 	patchAnnotation(t, corpus, "ragops.dev/scan-requested", "1")
 	finishScan(2)
-	// The annotation is still set: no third scan may start (progress interval 1 s).
+	// The annotation is still set: no third scan may start when the Corpus reconciles again
+	// (here for an unrelated annotation).
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), corpus); err != nil {
+		t.Fatal(err)
+	}
+	patchAnnotation(t, corpus, "example.org/touched", "1")
 	time.Sleep(3 * time.Second)
 	if jobs := ownedJobs(t, ns, corpus); len(jobs) != 2 {
 		t.Fatalf("%d scan Jobs after one scan request, want 2", len(jobs))
