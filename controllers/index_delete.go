@@ -4,9 +4,12 @@ package controllers
 
 import (
 	"context"
+
 	"fmt"
 	"strings"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +23,33 @@ import (
 	"github.com/ragops/ragops/vectorstore"
 )
 
-// reconcileDelete removes the alias, then every revision collection, then the finalizer. With
+// stopRunningJobs deletes the Index's running Jobs (foreground: each goes once its pods are
+// gone) and returns the names of those not gone yet.
+func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alpha1.Index) ([]string, error) {
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(idx.Namespace), client.MatchingFields{jobOwnerKey: "Index/" + idx.Name}); err != nil {
+		return nil, err
+	}
+	var running []string
+	for _, j := range jobs.Items {
+		if !metav1.IsControlledBy(&j, idx) {
+			continue
+		}
+		if s, _ := stateOf(&j); s != jobRunning {
+			continue
+		}
+		if j.DeletionTimestamp.IsZero() {
+			if err := deleteJob(ctx, r.Client, j.Namespace, j.Name); err != nil {
+				return nil, err
+			}
+		}
+		running = append(running, j.Name)
+	}
+	return running, nil
+}
+
+// reconcileDelete stops running Jobs, then removes the alias, then every revision
+// collection, then the finalizer. With
 // Weaviate unreachable it sets DeletionBlocked and retries with backoff; after
 // FinalizerTimeout it gives up with a Warning event naming what is left behind.
 func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alpha1.Index) (ctrl.Result, error) {
@@ -28,6 +57,19 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 		return ctrl.Result{}, nil
 	}
 	skip := idx.Annotations[AnnotationSkipCleanup] == "true"
+	if !skip {
+		// A running build or sync pod could write into (or, starting, recreate) a collection
+		// deleted under it: stop the running Jobs and wait until their pods are gone.
+		running, err := r.stopRunningJobs(ctx, idx)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if len(running) > 0 {
+			conditions.Set(idx, ragopsv1alpha1.ConditionDeletionBlocked, metav1.ConditionTrue, ReasonDeleting,
+				fmt.Sprintf("waiting for the pods of Job(s) %s to stop before deleting the collections", strings.Join(running, ",")))
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		}
+	}
 	var leftovers []string
 	if !skip {
 		err := r.cleanupWeaviate(ctx, idx)

@@ -585,3 +585,63 @@ func completeJob(t *testing.T, job *batchv1.Job, at time.Time) {
 		t.Fatalf("complete Job %s: %v", job.Name, err)
 	}
 }
+
+// Fault: an Index deleted while its build Job runs. The Job is stopped first and the
+// collection outlives the Job's pods (a starting pod would recreate it); then the alias,
+// the collection, the plan ConfigMap and the Index go, nothing orphaned.
+func TestIndexDeletedWhileItsBuildRuns(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	ctx := context.Background()
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "building revision", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		return len(idx.Status.Revisions) == 1, nil
+	})
+	rev := idx.Status.Revisions[0]
+	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", rev.Name))
+	writeChunks(t, rev.Collection, rev.Name) // the pod is writing
+	if err := env.Client.Delete(ctx, idx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "build Job stopped", func() (bool, error) {
+		var j batchv1.Job
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)
+		return err == nil && !j.DeletionTimestamp.IsZero(), err
+	})
+	s := directStore(t)
+	idx = getIndex(t, ns, "besluiten")
+	if ok, err := s.CollectionExists(ctx, rev.Collection); err != nil || !ok {
+		t.Fatalf("collection %s deleted while the Job's pods may still run (err %v)", rev.Collection, err)
+	}
+	if c := condition(idx, ragopsv1alpha1.ConditionDeletionBlocked); c == nil || !strings.Contains(c.Message, job.Name) {
+		t.Errorf("DeletionBlocked %+v, want one naming Job %s", c, job.Name)
+	}
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &cm); err == nil {
+		t.Errorf("plan ConfigMap %s survives its stopped Job", cm.Name)
+	}
+	// The garbage collector removes the Job once its pods are gone (envtest has none).
+	var j batchv1.Job
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+		t.Fatal(err)
+	}
+	j.Finalizers = nil
+	if err := env.Client.Update(ctx, &j); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "Index gone", func() (bool, error) {
+		var ix ragopsv1alpha1.Index
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &ix)
+		return client.IgnoreNotFound(err) == nil && err != nil, nil
+	})
+	if ok, err := s.CollectionExists(ctx, rev.Collection); err != nil || ok {
+		t.Errorf("collection %s exists=%v (err %v) after the Index's deletion", rev.Collection, ok, err)
+	}
+	if got := aliasTarget(t, ns, "besluiten"); got != "" {
+		t.Errorf("alias points at %q after the Index's deletion", got)
+	}
+	if jobs := ownedJobs(t, ns, idx); len(jobs) != 0 {
+		t.Errorf("%d Jobs of the deleted Index remain", len(jobs))
+	}
+}
