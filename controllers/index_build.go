@@ -115,6 +115,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		}
 		rev.Chunks, rev.Documents = int64(n), int64(d)
 		rev.Message = fmt.Sprintf("the results of shard(s) %s were lost (pods deleted before they were read): documents and chunks counted in Weaviate, tokens and skipped documents unknown", strings.Join(lost, ","))
+		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Build", "revision %s: %s", rev.Name, rev.Message)
 	}
 	var seconds float64
 	for _, br := range results {

@@ -17,6 +17,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -536,6 +537,18 @@ func TestShardResultsSurviveTheirPods(t *testing.T) {
 	if r := idx.Status.Revisions[0]; r.Chunks != 6 || r.Documents != 3 || r.Tokens != 0 {
 		t.Fatalf("revision %d documents %d chunks %d tokens: want 3 and 6 counted in Weaviate, tokens unknown", r.Documents, r.Chunks, r.Tokens)
 	}
+	eventually(t, 30*time.Second, "Warning Event ShardResultsLost", func() (bool, error) {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "ShardResultsLost" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, rev2.Name) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }
 
 // Defect 12: an Index whose deletion is held by a user's finalizer no longer claims to serve
