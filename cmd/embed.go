@@ -5,29 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/chunkers"
-	"github.com/ragops/ragops/chunkers/docchunk"
-	"github.com/ragops/ragops/chunkers/registry"
-	"github.com/ragops/ragops/corpus"
-	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/internal/plan"
-	"github.com/ragops/ragops/reader"
-	"github.com/ragops/ragops/reader/formats"
-	"github.com/ragops/ragops/reader/pdf"
-	"github.com/ragops/ragops/vectorstore"
+	"github.com/ragops/ragops/pipeline/build"
 )
-
-// embedBatchDocuments is how many documents are embedded together (their chunks share
-// length-sorted batches) and written in one upsert.
-const embedBatchDocuments = 16
 
 func newEmbedCommand() *cobra.Command {
 	var (
@@ -63,7 +48,7 @@ The result (documents, chunks, tokens, skipped by reason) is written to the term
 				if device != "" {
 					p.Embedder.Device = ragopsv1alpha1.Device(device)
 				}
-				return Embed(ctx, log, p, EmbedOptions{Shard: shard, LibraryPath: lib, ProgressEvery: w.progressEvery})
+				return build.Run(ctx, log, p, build.Options{Shard: shard, LibraryPath: lib, ProgressEvery: w.progressEvery})
 			}, func(r *plan.BuildResult, e string) { r.Error = e })
 		},
 	}
@@ -73,224 +58,4 @@ The result (documents, chunks, tokens, skipped by reason) is written to the term
 	f.IntVar(&shard, "shard", -1, "shard to embed (default $JOB_COMPLETION_INDEX, else 0)")
 	f.StringVar(&device, "device", "", "override the plan's device (cpu or cuda)")
 	return c
-}
-
-// EmbedOptions configure Embed.
-type EmbedOptions struct {
-	Shard         int
-	LibraryPath   string
-	ProgressEvery time.Duration
-}
-
-// lazyReaders starts the format readers (PDFium takes seconds) only when a file needs them.
-type lazyReaders struct {
-	once sync.Once
-	r    *formats.Readers
-	err  error
-	max  int
-}
-
-func (l *lazyReaders) Read(ctx context.Context, data []byte) (reader.Document, error) {
-	l.once.Do(func() {
-		l.r, l.err = formats.New(ctx, formats.Options{MaxBytes: l.max, PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "pdfium-cache")}})
-	})
-	if l.err != nil {
-		return reader.Document{}, l.err
-	}
-	return l.r.Read(ctx, data)
-}
-
-func (l *lazyReaders) Close() {
-	if l.r != nil {
-		_ = l.r.Close()
-	}
-}
-
-// Embed runs one shard of a build plan.
-func Embed(ctx context.Context, log *slog.Logger, p plan.Build, o EmbedOptions) (plan.BuildResult, error) {
-	start := time.Now()
-	res := plan.BuildResult{Shard: o.Shard, Skipped: map[string]int64{}}
-	if p.Shards < 1 {
-		p.Shards = 1
-	}
-	if o.Shard >= p.Shards {
-		return res, fmt.Errorf("shard %d is outside the plan's %d shards", o.Shard, p.Shards)
-	}
-	if err := checkModelLimits(p); err != nil {
-		return res, err
-	}
-	late := p.Strategy.Late != nil && p.Strategy.Late.Enabled
-	mopts := embedder.Options{
-		LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
-		IntraOpThreads: int(p.Embedder.Threads), BatchTokens: int(p.Embedder.BatchTokens),
-	}
-	if late {
-		mopts.WindowTokens, mopts.WindowOverlap = int(p.Strategy.Late.Window), int(p.Strategy.Late.WindowOverlap)
-	}
-	model, err := loadModel(p.ModelDir, mopts)
-	if err != nil {
-		return res, err
-	}
-	defer model.Close()
-	log.Info("model loaded", "dir", p.ModelDir, "provider", model.Provider(), "dimension", model.Dimension(), "late", late)
-
-	chunker, err := registry.New(p.Strategy, model.Tokenizer(), model)
-	if err != nil {
-		return res, fmt.Errorf("strategy: %w", err)
-	}
-	mode := embedder.Naive
-	if late {
-		mode = embedder.Late
-	}
-	cfg, err := vectorstore.EndpointConfig(p.Weaviate.URL, p.Weaviate.GRPCAddress, os.Getenv(plan.EnvWeaviateAPIKey))
-	if err != nil {
-		return res, err
-	}
-	if cfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
-		return res, err
-	}
-	store, err := vectorstore.New(cfg)
-	if err != nil {
-		return res, err
-	}
-	if err := store.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: p.Collection, Revision: p.Revision, Dimensions: model.Dimension(),
-		Index: vectorIndex(p.VectorIndex)}); err != nil {
-		return res, err
-	}
-
-	readers := &lazyReaders{max: int(p.Source.MaxDocumentBytes)}
-	defer readers.Close()
-	src, err := corpus.Open(ctx, p.Source, os.TempDir(), readers)
-	if err != nil {
-		return res, err
-	}
-	mine := func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
-
-	var existing map[string]string
-	if p.Incremental {
-		if existing, err = store.DocumentHashes(ctx, p.Collection, 0); err != nil {
-			return res, err
-		}
-	}
-	var total int64
-	if err := src.Walk(ctx, true, mine, func(corpus.Document) error { total++; return nil }, func(corpus.Skipped) {}); err != nil {
-		return res, err
-	}
-	log.Info("shard", "shard", o.Shard, "shards", p.Shards, "documents", total, "incremental", p.Incremental, "existing", len(existing))
-
-	prog := newProgress(log, "embedding", total, o.ProgressEvery)
-	seen := map[string]bool{}
-	var pending []corpus.Document
-	var pendingChunks [][]chunkers.Chunk
-	var done int64
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		docs := make([]embedder.Document, len(pending))
-		for i, d := range pending {
-			docs[i] = embedder.Document{Text: d.Doc.Text, Chunks: pendingChunks[i]}
-		}
-		vecs, err := model.EmbedDocuments(ctx, docs, mode)
-		if err != nil {
-			return err
-		}
-		var batch []vectorstore.Chunk
-		for i, d := range pending {
-			var objs []vectorstore.Chunk
-			for j, c := range pendingChunks[i] {
-				first, last, _ := d.Doc.PageRange(c.Start, c.End)
-				objs = append(objs, vectorstore.Chunk{
-					DocID: d.ID, Ordinal: c.Ordinal, Start: c.Start, End: c.End, Text: c.Text(d.Doc.Text),
-					HeadingPath: c.HeadingPath, PageStart: first, PageEnd: last, DocHash: d.Hash, Vector: vecs[i][j],
-				})
-			}
-			res.Chunks += int64(len(objs))
-			if p.Incremental {
-				if err := store.ReplaceDocument(ctx, p.Collection, d.ID, objs); err != nil {
-					return err
-				}
-				continue
-			}
-			batch = append(batch, objs...)
-		}
-		if len(batch) > 0 {
-			if err := store.Upsert(ctx, p.Collection, batch); err != nil {
-				return err
-			}
-		}
-		done += int64(len(pending))
-		res.Documents += int64(len(pending))
-		pending, pendingChunks = pending[:0], pendingChunks[:0]
-		prog.tick(done+res.Unchanged, false, "chunks", res.Chunks)
-		return nil
-	}
-	err = src.Walk(ctx, false, mine, func(d corpus.Document) error {
-		seen[d.ID] = true
-		if p.Incremental && existing[d.ID] == d.Hash && d.Hash != "" {
-			res.Unchanged++
-			return nil
-		}
-		chunks, err := docchunk.Chunk(ctx, chunker, d.Doc)
-		if err != nil {
-			res.Skipped["ChunkingFailed"]++
-			log.Warn("document skipped", "document", d.ID, "reason", "ChunkingFailed", "error", err)
-			return nil
-		}
-		if len(chunks) == 0 {
-			res.Skipped[string(reader.Empty)]++
-			log.Warn("document skipped", "document", d.ID, "reason", reader.Empty)
-			return nil
-		}
-		pending = append(pending, d)
-		pendingChunks = append(pendingChunks, chunks)
-		if len(pending) >= embedBatchDocuments {
-			return flush()
-		}
-		return nil
-	}, func(sk corpus.Skipped) {
-		res.Skipped[sk.Reason]++
-		log.Warn("document skipped", "document", sk.ID, "reason", sk.Reason, "error", sk.Err)
-	})
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
-		return res, err
-	}
-	if p.Incremental {
-		for id := range existing {
-			if !seen[id] && mine(id) {
-				if _, err := store.DeleteDocument(ctx, p.Collection, id); err != nil {
-					return res, err
-				}
-				res.Deleted++
-			}
-		}
-	}
-	res.Tokens, res.TruncatedChunks = model.Stats().Tokens, model.Stats().TruncatedChunks
-	res.Seconds = time.Since(start).Seconds()
-	if len(res.Skipped) == 0 {
-		res.Skipped = nil
-	}
-	prog.tick(done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted)
-	return res, nil
-}
-
-// vectorIndex maps the Index's vector index settings to the store's; the HNSW parameters
-// (defaulted in the CRD) apply to hnsw only.
-func vectorIndex(vi ragopsv1alpha1.VectorIndexSpec) vectorstore.VectorIndex {
-	out := vectorstore.VectorIndex{Type: string(vi.Type), Distance: vi.Distance}
-	if vi.Type != "flat" {
-		out.EfConstruction, out.MaxConnections, out.Ef = int(vi.EfConstruction), int(vi.MaxConnections), int(vi.Ef)
-	}
-	return out
-}
-
-// loadModel loads the embedding model.
-func loadModel(dir string, o embedder.Options) (*embedder.Model, error) {
-	if dir == "" {
-		return nil, fmt.Errorf("plan has no model folder")
-	}
-	return embedder.Load(dir, o)
 }

@@ -2,20 +2,12 @@ package cmd
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/embedder"
-	"github.com/ragops/ragops/evaluator"
-	"github.com/ragops/ragops/evaluator/metrics"
 	"github.com/ragops/ragops/internal/plan"
-	"github.com/ragops/ragops/vectorstore"
+	"github.com/ragops/ragops/pipeline/evaluate"
 )
 
 func newEvaluateCommand() *cobra.Command {
@@ -34,7 +26,7 @@ func newEvaluateCommand() *cobra.Command {
 				if err := plan.Read(w.planPath, &p); err != nil {
 					return plan.EvaluateResult{}, err
 				}
-				return Evaluate(ctx, log, p, EvaluateOptions{LibraryPath: lib, OutDir: outDir})
+				return evaluate.Run(ctx, log, p, evaluate.Options{LibraryPath: lib, OutDir: outDir})
 			}, func(r *plan.EvaluateResult, e string) { r.Error = e })
 		},
 	}
@@ -42,123 +34,4 @@ func newEvaluateCommand() *cobra.Command {
 	c.Flags().StringVar(&lib, "onnxruntime-lib", "", "ONNX Runtime shared library (default $RAGOPS_ONNXRUNTIME_LIB)")
 	c.Flags().StringVar(&outDir, "out", "/tmp/evaluation", "folder for the TREC run file, per-query metrics and the summary")
 	return c
-}
-
-// EvaluateOptions configure Evaluate.
-type EvaluateOptions struct {
-	LibraryPath string
-	OutDir      string
-}
-
-// queryEncoder adapts the embedding model to evaluator.QueryEncoder (with its query prefix).
-type queryEncoder struct{ m *embedder.Model }
-
-func (q queryEncoder) EncodeQuery(ctx context.Context, text string) ([]float32, error) {
-	v, err := q.m.EmbedQueries(ctx, []string{text})
-	if err != nil {
-		return nil, err
-	}
-	return v[0], nil
-}
-
-// Evaluate runs one evaluation plan.
-func Evaluate(ctx context.Context, log *slog.Logger, p plan.Evaluate, o EvaluateOptions) (plan.EvaluateResult, error) {
-	var res plan.EvaluateResult
-	cfg := evaluator.Config{
-		Split: p.Split, Cutoffs: p.K, MaxQueries: p.MaxQueries, OutDir: o.OutDir,
-		Alpha: p.Alpha,
-	}
-	switch p.Fusion {
-	case ragopsv1alpha1.FusionRanked:
-		cfg.Fusion = evaluator.RankedFusion
-	case ragopsv1alpha1.FusionRelativeScore, "":
-		cfg.Fusion = evaluator.RelativeScoreFusion
-	default:
-		return res, fmt.Errorf("plan fusion %q: want RankedFusion or RelativeScoreFusion", p.Fusion)
-	}
-	switch p.Mode {
-	case ragopsv1alpha1.ModeDense:
-		cfg.Mode = evaluator.Dense
-	case ragopsv1alpha1.ModeBM25:
-		cfg.Mode = evaluator.BM25
-	case ragopsv1alpha1.ModeHybrid:
-		cfg.Mode = evaluator.Hybrid
-	default:
-		return res, fmt.Errorf("plan mode %q: want Dense, BM25 or Hybrid", p.Mode)
-	}
-	switch {
-	case p.Dataset.Dir != "":
-		cfg.Dataset = evaluator.DatasetSource{Dir: p.Dataset.Dir}
-	case p.Dataset.HTTP != nil:
-		cfg.Dataset = evaluator.DatasetSource{URL: p.Dataset.HTTP.URL, SHA256: p.Dataset.HTTP.SHA256}
-	default:
-		return res, errors.New("plan dataset: neither a folder nor an HTTP archive")
-	}
-	if cfg.Mode != evaluator.BM25 {
-		model, err := loadModel(p.ModelDir, embedder.Options{
-			LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
-			IntraOpThreads: int(p.Embedder.Threads),
-		})
-		if err != nil {
-			return res, err
-		}
-		defer model.Close()
-		cfg.Encoder = queryEncoder{model}
-	}
-	if p.Rerank != nil {
-		rr, err := embedder.LoadCrossEncoder(p.Rerank.ModelDir, embedder.Options{
-			LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
-			IntraOpThreads: int(p.Embedder.Threads),
-		})
-		if err != nil {
-			return res, fmt.Errorf("rerank model: %w", err)
-		}
-		defer rr.Close()
-		cfg.Reranker, cfg.RerankTopN = rr, p.Rerank.TopN
-	}
-	vcfg, err := vectorstore.EndpointConfig(p.Weaviate.URL, p.Weaviate.GRPCAddress, os.Getenv(plan.EnvWeaviateAPIKey))
-	if err != nil {
-		return res, err
-	}
-	if vcfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
-		return res, err
-	}
-	store, err := vectorstore.New(vcfg)
-	if err != nil {
-		return res, err
-	}
-	cfg.Retriever = evaluator.StoreRetriever{Store: store, Target: p.Collection, WithText: p.Rerank != nil}
-	log.Info("evaluating", "collection", p.Collection, "revision", p.Revision, "mode", cfg.Mode, "k", p.K)
-	sum, err := evaluator.Run(ctx, cfg)
-	if err != nil && !errors.Is(err, evaluator.ErrQueriesFailed) {
-		return res, err
-	}
-	res = ResultFromSummary(sum)
-	log.Info("evaluated", "queries", res.Queries, "metrics", sum.Metrics, "failedQueries", sum.FailedQueries)
-	return res, err
-}
-
-// ResultFromSummary converts the evaluator's Summary to the termination-message result.
-func ResultFromSummary(sum evaluator.Summary) plan.EvaluateResult {
-	res := plan.EvaluateResult{Queries: sum.Queries, UnknownQrels: sum.Dropped.UnknownQueries + sum.Dropped.UnknownDocuments}
-	for _, k := range sum.Cutoffs {
-		name := func(m metrics.Measure) string { return fmt.Sprintf("%s@%d", m, k) }
-		if _, ok := sum.Metrics[name(metrics.Recall)]; !ok {
-			continue
-		}
-		res.Metrics = append(res.Metrics, plan.MetricsAtK{
-			K: k, Recall: sum.Metrics[name(metrics.Recall)], NDCG: sum.Metrics[name(metrics.NDCG)],
-			MRR: sum.Metrics[name(metrics.MRR)], Success: sum.Metrics[name(metrics.Success)], MAP: sum.Metrics[name(metrics.MAP)],
-		})
-	}
-	for name, v := range sum.Metrics {
-		if strings.HasPrefix(name, "spanHit@10") {
-			v := v
-			res.SpanHitRate = &v
-		}
-	}
-	if len(sum.Errors) > 0 {
-		res.Error = fmt.Sprintf("%d queries failed, e.g. %s", sum.FailedQueries, sum.Errors[0])
-	}
-	return res
 }

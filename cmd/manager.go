@@ -55,7 +55,7 @@ func newManagerCommand() *cobra.Command {
 					cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 				}
 			}
-			mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+			opts := ctrl.Options{
 				Scheme:                  Scheme(),
 				Cache:                   cacheOpts,
 				Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
@@ -63,7 +63,9 @@ func newManagerCommand() *cobra.Command {
 				LeaderElection:          leaderElect,
 				LeaderElectionID:        "ragops-manager.ragops.dev",
 				LeaderElectionNamespace: leaderElectionNS,
-			})
+			}
+			controllers.ScopeCache(&opts)
+			mgr, err := ctrl.NewManager(cfg, opts)
 			if err != nil {
 				return err
 			}

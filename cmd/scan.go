@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/pipeline/scan"
 )
 
 func newScanCommand() *cobra.Command {
@@ -23,40 +23,10 @@ func newScanCommand() *cobra.Command {
 				if err := plan.Read(w.planPath, &p); err != nil {
 					return plan.ScanResult{}, err
 				}
-				return Scan(ctx, log, p.Source, os.TempDir())
+				return scan.Run(ctx, log, p.Source, os.TempDir())
 			}, func(r *plan.ScanResult, e string) { r.Error = e })
 		},
 	}
 	w.bind(c)
 	return c
-}
-
-// Scan lists a source without extracting text: document count, bytes, content revision and
-// documents skipped by reason.
-func Scan(ctx context.Context, log *slog.Logger, src plan.Source, workDir string) (plan.ScanResult, error) {
-	s, err := corpus.Open(ctx, src, workDir, nil)
-	if err != nil {
-		return plan.ScanResult{}, err
-	}
-	var docs []corpus.Document
-	res := plan.ScanResult{Skipped: map[string]int64{}}
-	err = s.Walk(ctx, true, nil, func(d corpus.Document) error {
-		docs = append(docs, d)
-		res.Bytes += d.Size
-		return nil
-	}, func(sk corpus.Skipped) {
-		res.Skipped[sk.Reason]++
-		log.Warn("document skipped", "document", sk.ID, "reason", sk.Reason, "error", sk.Err)
-	})
-	if err != nil {
-		return res, err
-	}
-	if len(res.Skipped) == 0 {
-		res.Skipped = nil
-	}
-	res.Documents = int64(len(docs))
-	res.Revision = corpus.Revision(docs)
-	res.Commit = s.Commit()
-	log.Info("scanned", "root", s.Root(), "documents", res.Documents, "bytes", res.Bytes, "revision", res.Revision, "commit", res.Commit)
-	return res, nil
 }

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -49,39 +48,4 @@ func runWorker[R any](w *workerFlags, fn func(ctx context.Context, log *slog.Log
 		return err
 	}
 	return nil
-}
-
-// progress logs done/total, rate and ETA at a steady interval.
-type progress struct {
-	log   *slog.Logger
-	what  string
-	total int64
-	start time.Time
-	every time.Duration
-	last  time.Time
-}
-
-func newProgress(log *slog.Logger, what string, total int64, every time.Duration) *progress {
-	now := time.Now()
-	return &progress{log: log, what: what, total: total, start: now, last: now, every: every}
-}
-
-// tick logs when the interval has passed (or force is set).
-func (p *progress) tick(done int64, force bool, attrs ...any) {
-	now := time.Now()
-	if !force && now.Sub(p.last) < p.every {
-		return
-	}
-	p.last = now
-	el := now.Sub(p.start).Seconds()
-	rate := 0.0
-	if el > 0 {
-		rate = float64(done) / el
-	}
-	eta := "unknown"
-	if rate > 0 && p.total >= done {
-		eta = (time.Duration(float64(p.total-done)/rate) * time.Second).Round(time.Second).String()
-	}
-	args := append([]any{"done", done, "total", p.total, "rate_per_s", fmt.Sprintf("%.1f", rate), "eta", eta}, attrs...)
-	p.log.Info(p.what, args...)
 }

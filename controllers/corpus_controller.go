@@ -54,7 +54,7 @@ type CorpusReconciler struct {
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=corpora,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ragops.dev,resources=corpora/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -209,7 +209,13 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 	if err := r.List(ctx, &jobs, client.InNamespace(c.Namespace), client.MatchingFields{jobOwnerKey: "Corpus/" + c.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
-	sort.Slice(jobs.Items, func(i, j int) bool { return jobs.Items[i].Name > jobs.Items[j].Name }) // newest first (time-suffixed)
+	sort.Slice(jobs.Items, func(i, j int) bool { // newest first
+		a, b := jobs.Items[i].CreationTimestamp, jobs.Items[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return b.Before(&a)
+		}
+		return jobs.Items[i].Name > jobs.Items[j].Name
+	})
 	var current *batchv1.Job
 	for i := range jobs.Items {
 		if jobs.Items[i].Labels[LabelRevision] == strconv.FormatInt(c.Generation, 10) {
@@ -221,8 +227,10 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 	if interval <= 0 {
 		interval = time.Hour
 	}
+	request := c.Annotations[annotationScanRequested]
+	requested := request != "" && request != c.Status.LastHandledScanRequest
 	due := c.Status.LastSyncTime == nil || c.Status.ObservedGeneration != c.Generation ||
-		r.now().Sub(c.Status.LastSyncTime.Time) >= interval || c.Annotations[annotationScanRequested] != ""
+		r.now().Sub(c.Status.LastSyncTime.Time) >= interval || requested
 	if current != nil {
 		state, failure := stateOf(current)
 		switch state {
@@ -257,9 +265,21 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 		}
 		return ctrl.Result{RequeueAfter: max(next, time.Second)}, nil
 	}
-	w := r.scanWorkload(c)
-	if _, err := w.ensure(ctx, r.Client); err != nil {
+	newest := ""
+	if len(jobs.Items) > 0 {
+		newest = jobs.Items[0].Name
+	}
+	w := r.scanWorkload(c, newest, request)
+	if _, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client)); err != nil {
+		var conflict *JobConflictError
+		if errors.As(err, &conflict) {
+			conditions.MarkStalled(c, ReasonJobConflict, conflict.Error())
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, err
+	}
+	if requested {
+		c.Status.LastHandledScanRequest = request
 	}
 	conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s started", w.name))
 	return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
@@ -309,13 +329,21 @@ func (r *CorpusReconciler) pruneScanJobs(ctx context.Context, c *ragopsv1alpha1.
 	}
 }
 
-func (r *CorpusReconciler) scanWorkload(c *ragopsv1alpha1.Corpus) *workload {
-	name := fmt.Sprintf("%s-scan-%d", truncate(c.Name, 40), r.now().Unix())
+// scanWorkload describes the next scan Job. Its name is derived from what made the scan due
+// (generation, last sync, scan request, the newest scan Job), not from the clock: two
+// reconciles on a stale cache name the same Job and only one is created.
+func (r *CorpusReconciler) scanWorkload(c *ragopsv1alpha1.Corpus, newest, request string) *workload {
+	var last string
+	if c.Status.LastSyncTime != nil {
+		last = c.Status.LastSyncTime.UTC().Format(time.RFC3339)
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s/%s/%s", c.Generation, last, request, newest))
+	name := fmt.Sprintf("%s-scan-%s", objectName(c.Name, 40), hex.EncodeToString(sum[:])[:10])
 	w := &workload{owner: c, name: name, component: "scan", revision: strconv.FormatInt(c.Generation, 10),
 		args: []string{"scan"}, image: r.Options.WorkerImage}
 	src := plan.Source{Format: c.Spec.Format, Include: c.Spec.Include, Exclude: c.Spec.Exclude, MaxDocumentBytes: c.Spec.MaxDocumentBytes}
 	corpusSource(w, c, &src)
-	w.plan = plan.Scan{Namespace: c.Namespace, Corpus: c.Name, Source: src}
+	w.plan = plan.Scan{Version: plan.Version, Namespace: c.Namespace, Corpus: c.Name, Source: src}
 	return w
 }
 
@@ -371,9 +399,9 @@ func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ragopsv1alpha1.Corpus{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
-		Watches(&corev1.ConfigMap{}, bySource).
-		Watches(&corev1.Secret{}, bySource).
-		Watches(&corev1.PersistentVolumeClaim{}, bySource).
+		Watches(&corev1.ConfigMap{}, bySource, builder.OnlyMetadata).
+		Watches(&corev1.Secret{}, bySource, builder.OnlyMetadata).
+		Watches(&corev1.PersistentVolumeClaim{}, bySource, builder.OnlyMetadata).
 		Named("corpus").
 		Complete(r)
 }

@@ -116,7 +116,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	w := r.workload(&ev, &idx, rev)
-	job, err := w.ensure(ctx, r.Client)
+	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -211,7 +211,7 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 // evaluationJobName is unique per (generation, revision) so a new revision or spec runs anew.
 func evaluationJobName(ev *ragopsv1alpha1.Evaluation, rev string) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s", ev.Generation, rev))
-	return fmt.Sprintf("%s-%s", truncate(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
+	return fmt.Sprintf("%s-%s", objectName(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
 }
 
 func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) *workload {
@@ -236,7 +236,7 @@ func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *rago
 		}
 	}
 	slices.Sort(ks)
-	pl := plan.Evaluate{
+	pl := plan.Evaluate{Version: plan.Version,
 		Namespace: ev.Namespace, Evaluation: ev.Name, Revision: rev.Name, Collection: rev.Collection,
 		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
 		Embedder: idx.Spec.Embedder,

@@ -2,12 +2,9 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -16,20 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
-	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -50,6 +44,8 @@ const (
 	ReasonCollectionLost     = "CollectionLost"
 	ReasonCleanupFailed      = "CleanupFailed"
 	ReasonIndexSuspended     = "Suspended"
+	ReasonJobConflict        = "JobConflict"
+	ReasonDeleting           = "Deleting"
 	annotationLastCorpusSync = "ragops.dev/corpus-revision"
 )
 
@@ -100,8 +96,16 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 			return ctrl.Result{}, err
 		}
 	}
-	st := &indexState{idx: &idx}
 	defer func() { idx.Status.ObservedGeneration = idx.Generation }()
+	if idx.Spec.Suspend {
+		// Nothing is built, synced, rolled out or pruned; the active revision keeps serving.
+		conditions.Remove(&idx, ragopsv1alpha1.ConditionReconciling)
+		if c := meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			conditions.MarkStalled(&idx, ReasonIndexSuspended, "the Index is suspended (spec.suspend): nothing is built")
+		}
+		return ctrl.Result{}, nil
+	}
+	st := &indexState{idx: &idx}
 	defer func() {
 		b := idx.Status.Build
 		if b == nil {
@@ -110,21 +114,56 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 		}
 		metrics.SetBuildProgress(idx.Namespace, idx.Name, true, b.Revision, b.DocumentsDone, b.DocumentsTotal)
 	}()
-	var result ctrl.Result
-	for _, step := range []func(context.Context, *indexState) (ctrl.Result, bool, error){
+	var result stepResult
+	for _, step := range []func(context.Context, *indexState) (stepResult, error){
 		r.resolveInputs,
 		r.reconcileBuild,
 		r.reconcileRollout,
 		r.reconcileCorpusSync,
 		r.pruneRevisions,
 	} {
-		res, done, err := step(ctx, st)
-		if err != nil || done {
-			return res, err
+		res, err := step(ctx, st)
+		if err != nil {
+			return ctrl.Result{}, err // the work queue backs off
 		}
-		result = soonest(result, res)
+		result = result.merge(res)
+		if res.Stop {
+			break
+		}
 	}
-	return result, nil
+	return ctrl.Result{RequeueAfter: result.RequeueAfter}, nil
+}
+
+// stepResult is what one sub-reconciler of an Index decided: whether the later steps run
+// and when to look again. Each step sets the conditions that explain a Stop.
+type stepResult struct {
+	// Stop ends this reconcile after the step: it waits for a Job, an Evaluation, another
+	// object or a user's change.
+	Stop bool
+	// RequeueAfter asks for another reconcile after this long (0: on the next event only).
+	RequeueAfter time.Duration
+}
+
+var (
+	// proceed lets the next step run.
+	proceed = stepResult{}
+	// stop ends the reconcile until an event (or the error's backoff).
+	stop = stepResult{Stop: true}
+)
+
+// stopFor ends the reconcile and looks again after d.
+func stopFor(d time.Duration) stepResult { return stepResult{Stop: true, RequeueAfter: d} }
+
+// proceedFor lets the next step run and looks again after d.
+func proceedFor(d time.Duration) stepResult { return stepResult{RequeueAfter: d} }
+
+// merge keeps the soonest requeue of two steps and b's Stop.
+func (a stepResult) merge(b stepResult) stepResult {
+	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
+		a.RequeueAfter = b.RequeueAfter
+	}
+	a.Stop = b.Stop
+	return a
 }
 
 // jitter spreads periodic checks of many Indexes: d plus up to 10% at random.
@@ -132,631 +171,72 @@ func jitter(d time.Duration) time.Duration {
 	return d + rand.N(d/10+1)
 }
 
-// soonest merges the requeue requests of two steps.
-func soonest(a, b ctrl.Result) ctrl.Result {
-	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
-		return b
-	}
-	return a
-}
-
 // resolveInputs fetches the Corpus, the strategy and the API key, computes the revision and
 // opens the store. It stops with a condition that names what is missing.
-func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (ctrl.Result, bool, error) {
+func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (stepResult, error) {
 	idx := st.idx
 	var corpus ragopsv1alpha1.Corpus
 	if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: idx.Spec.CorpusRef.Name}, &corpus); err != nil {
 		if apierrors.IsNotFound(err) {
 			conditions.MarkStalled(idx, ReasonCorpusNotFound, fmt.Sprintf("spec.corpusRef.name: Corpus %q not found", idx.Spec.CorpusRef.Name))
-			return ctrl.Result{}, true, nil
+			return stop, nil
 		}
-		return ctrl.Result{}, true, err
+		return stop, err
 	}
 	st.corpus = &corpus
 	var cs ragopsv1alpha1.ChunkingStrategy
 	if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: idx.Spec.StrategyRef.Name}, &cs); err != nil {
 		if apierrors.IsNotFound(err) {
 			conditions.MarkStalled(idx, ReasonStrategyNotFound, fmt.Sprintf("spec.strategyRef.name: ChunkingStrategy %q not found", idx.Spec.StrategyRef.Name))
-			return ctrl.Result{}, true, nil
+			return stop, nil
 		}
-		return ctrl.Result{}, true, err
+		return stop, err
 	}
 	if err := ValidateStrategy(cs.Spec); err != nil {
 		conditions.MarkStalled(idx, ReasonStrategyInvalid, fmt.Sprintf("ChunkingStrategy %q: %v", cs.Name, err))
-		return ctrl.Result{}, true, nil
+		return stop, nil
 	}
 	st.strategy = &cs
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
 		if msg, reason := checkSecretKeys(ctx, r.Client, idx.Namespace, "spec.weaviate.apiKeySecretRef", ref.Name, ref.Key); msg != "" {
 			conditions.MarkStalled(idx, reason, msg)
-			return ctrl.Result{}, true, nil
+			return stop, nil
 		}
 		var sec corev1.Secret
 		if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: ref.Name}, &sec); err != nil {
-			return ctrl.Result{}, true, err
+			return stop, err
 		}
 		st.apiKey = string(sec.Data[ref.Key])
 	}
 	ca, msg, reason, err := weaviateCABundle(ctx, r.Client, idx.Namespace, idx.Spec.Weaviate)
 	if err != nil {
-		return ctrl.Result{}, true, err
+		return stop, err
 	}
 	if msg != "" {
 		conditions.MarkStalled(idx, reason, msg)
-		return ctrl.Result{}, true, nil
+		return stop, nil
 	}
 	alias, err := vectorstore.AliasName(idx.Namespace, idx.Name)
 	if err != nil {
 		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
-		return ctrl.Result{}, true, nil
+		return stop, nil
 	}
 	st.alias = alias
 	idx.Status.Alias = alias
 	st.store, err = r.Options.NewStore(idx.Spec.Weaviate, st.apiKey, ca)
 	if err != nil {
 		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
-		return ctrl.Result{}, true, nil
+		return stop, nil
 	}
 	st.revision = Revision(cs.Spec, idx, corpus.Spec.Format)
 	idx.Status.Revision = st.revision
-	return ctrl.Result{}, false, nil
+	return proceed, nil
 }
 
 func findRevision(idx *ragopsv1alpha1.Index, name string) *ragopsv1alpha1.RevisionStatus {
 	for i := range idx.Status.Revisions {
 		if idx.Status.Revisions[i].Name == name {
 			return &idx.Status.Revisions[i]
-		}
-	}
-	return nil
-}
-
-func buildJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) string {
-	name := fmt.Sprintf("%s-%s-build", truncate(idx.Name, 40), rev.Name)
-	if rev.Attempt > 1 {
-		name += fmt.Sprintf("-%d", rev.Attempt)
-	}
-	return name
-}
-
-func syncJobName(idx *ragopsv1alpha1.Index, rev, corpusRev string) string {
-	return fmt.Sprintf("%s-%s-sync-%s", truncate(idx.Name, 32), rev, truncate(corpusRev, 8))
-}
-
-// reconcileBuild starts or follows the build of the desired revision.
-func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (ctrl.Result, bool, error) {
-	idx := st.idx
-	rev := findRevision(idx, st.revision)
-	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionFailed {
-		retry := idx.Annotations[AnnotationRetry]
-		if retry == "" || retry == idx.Status.LastHandledRetry {
-			conditions.MarkStalled(idx, buildFailureReason(rev.Message), fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx)))
-			return ctrl.Result{}, true, nil
-		}
-		idx.Status.LastHandledRetry = retry
-		if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("retry requested (%s=%s)", AnnotationRetry, retry)); err != nil {
-			return ctrl.Result{}, true, err
-		}
-	}
-	if rev != nil && rev.Phase != ragopsv1alpha1.RevisionBuilding {
-		return ctrl.Result{}, false, nil
-	}
-	if !conditions.IsReady(st.corpus) || st.corpus.Status.Revision == "" {
-		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonCorpusNotReady, fmt.Sprintf("waiting for Corpus %q to sync", st.corpus.Name))
-		return ctrl.Result{}, true, nil
-	}
-	if idx.Spec.Suspend {
-		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonIndexSuspended, fmt.Sprintf("revision %s waits: the Index is suspended", st.revision))
-		return ctrl.Result{}, true, nil
-	}
-	collection, err := vectorstore.CollectionName(idx.Namespace, idx.Name, st.revision)
-	if err != nil {
-		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
-		return ctrl.Result{}, true, nil
-	}
-	if rev == nil {
-		idx.Status.Revisions = append([]ragopsv1alpha1.RevisionStatus{{
-			Name: st.revision, Collection: collection, Phase: ragopsv1alpha1.RevisionBuilding,
-			CorpusRevision: st.corpus.Status.Revision, CreationTime: ptr.To(metav1.Now()),
-		}}, idx.Status.Revisions...)
-		rev = &idx.Status.Revisions[0]
-	}
-	w := r.embedWorkload(st, rev, false)
-	job, err := w.ensure(ctx, r.Client)
-	if err != nil {
-		return ctrl.Result{}, true, err
-	}
-	state, failure := stateOf(job)
-	switch state {
-	case jobRunning:
-		r.refreshProgress(ctx, st, rev, job)
-		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress))
-		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
-	case jobFailed:
-		msg, err := jobFailure(ctx, r.Client, job, failure)
-		if err != nil {
-			return ctrl.Result{}, true, err
-		}
-		rev.Phase, rev.Message = ragopsv1alpha1.RevisionFailed, truncate(msg, 1024)
-		rev.CompletionTime = ptr.To(metav1.Now())
-		idx.Status.Build, idx.Status.Progress = nil, ""
-		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		conditions.MarkStalled(idx, buildFailureReason(rev.Message), fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx)))
-		return ctrl.Result{}, true, nil
-	}
-	results, err := r.shardResults(ctx, job)
-	if err != nil {
-		return ctrl.Result{}, true, err
-	}
-	applyBuildResults(rev, results, job)
-	r.observeTruncation(idx, rev, results)
-	var seconds float64
-	for _, br := range results {
-		seconds = max(seconds, br.Seconds)
-	}
-	metrics.ObserveBuild(idx.Namespace, idx.Name, rev.Name, rev.Documents, rev.Chunks, rev.Tokens, seconds)
-	rev.Phase = ragopsv1alpha1.RevisionReady
-	idx.Status.Build, idx.Status.Progress = nil, ""
-	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
-	return ctrl.Result{}, false, nil
-}
-
-// retryHint tells how to rebuild a Failed revision once its cause is fixed.
-func retryHint(idx *ragopsv1alpha1.Index) string {
-	return fmt.Sprintf(" (to retry: kubectl annotate index %s %s=\"$(date +%%s)\" --overwrite)", idx.Name, AnnotationRetry)
-}
-
-func (r *IndexReconciler) shardResults(ctx context.Context, job *batchv1.Job) ([]plan.BuildResult, error) {
-	ok, _, err := podResults(ctx, r.Client, job)
-	if err != nil {
-		return nil, err
-	}
-	if want := int(ptr.Deref(job.Spec.Completions, 1)); len(ok) < want {
-		// The pod cache can lag behind the Job's: retry with backoff.
-		return nil, fmt.Errorf("job %s succeeded but only %d of %d shard results are visible yet", job.Name, len(ok), want)
-	}
-	out := make([]plan.BuildResult, 0, len(ok))
-	for idx, msg := range ok {
-		var br plan.BuildResult
-		if err := json.Unmarshal([]byte(msg), &br); err != nil {
-			return nil, fmt.Errorf("Job %s shard %s: unreadable result %q: %w", job.Name, idx, truncate(msg, 200), err)
-		}
-		out = append(out, br)
-	}
-	return out, nil
-}
-
-// applyBuildResults adds shard results to a revision's figures.
-func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult, job *batchv1.Job) {
-	var docs, chunks, tokens int64
-	var seconds float64
-	skipped := map[string]int64{}
-	for _, br := range results {
-		docs += br.Documents
-		chunks += br.Chunks
-		tokens += br.Tokens
-		seconds = max(seconds, br.Seconds)
-		for k, v := range br.Skipped {
-			skipped[k] += v
-		}
-	}
-	rev.Documents, rev.Chunks, rev.Tokens = docs, chunks, tokens
-	if seconds > 0 {
-		rev.TokensPerSecond = int64(float64(tokens) / seconds)
-	}
-	if len(skipped) > 0 {
-		rev.Skipped = skipped
-	}
-	if job.Status.CompletionTime != nil {
-		rev.CompletionTime = job.Status.CompletionTime.DeepCopy()
-	} else {
-		rev.CompletionTime = ptr.To(metav1.Now())
-	}
-}
-
-// refreshProgress reads the running build's progress from Weaviate (documents with chunks
-// and chunk count in the revision collection) and the Job (succeeded shards).
-func (r *IndexReconciler) refreshProgress(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, job *batchv1.Job) {
-	idx := st.idx
-	p := idx.Status.Build
-	if p == nil || p.Revision != rev.Name {
-		p = &ragopsv1alpha1.BuildProgress{Revision: rev.Name}
-	}
-	p.DocumentsTotal = st.corpus.Status.Documents
-	p.ShardsSucceeded = job.Status.Succeeded
-	if n, err := st.store.Count(ctx, rev.Collection); err == nil {
-		p.Chunks = int64(n)
-	}
-	if n, err := st.store.CountDocuments(ctx, rev.Collection); err == nil {
-		p.DocumentsDone = int64(n)
-	}
-	p.UpdateTime = ptr.To(metav1.Now())
-	idx.Status.Build = p
-	idx.Status.Progress = progressString(p.DocumentsDone, p.DocumentsTotal)
-}
-
-func progressString(done, total int64) string {
-	if total <= 0 {
-		return fmt.Sprintf("%d/?", done)
-	}
-	return fmt.Sprintf("%d/%d (%d%%)", done, total, done*100/total)
-}
-
-// embedWorkload describes the embedder Job of a revision (full build, or incremental sync).
-func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) *workload {
-	idx := st.idx
-	name := buildJobName(idx, rev)
-	if incremental {
-		name = syncJobName(idx, rev.Name, st.corpus.Status.Revision)
-	}
-	e := idx.Spec.Embedder
-	w := &workload{owner: idx, name: name, component: "embed", revision: rev.Name, args: []string{"embed"},
-		template: e.Template, image: r.Options.WorkerImage, shards: max(e.Shards, 1), gpu: e.Device == ragopsv1alpha1.DeviceCUDA}
-	var src plan.Source
-	corpusSource(w, st.corpus, &src)
-	if g := st.corpus.Spec.Git; g != nil && st.corpus.Status.Commit != "" {
-		// Embed the commit the Corpus counted, not wherever the branch is now.
-		pinned := *g
-		pinned.Ref = st.corpus.Status.Commit
-		src.Git = &pinned
-	}
-	modelDir := modelMounts(w, "model", plan.ModelDir, idx.Spec.Model, w.image)
-	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
-		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))
-	}
-	weaviateCAMounts(w, idx.Spec.Weaviate)
-	w.plan = plan.Build{
-		Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
-		Incremental: incremental, Shards: int(w.shards), Source: src, Strategy: st.strategy.Spec,
-		ModelDir: modelDir, Embedder: e, VectorIndex: idx.Spec.VectorIndex,
-		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress},
-	}
-	return w
-}
-
-// reconcileRollout moves the alias to the desired revision once it is built and, under
-// EvaluationGated, once its gating Evaluation passed.
-func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) (ctrl.Result, bool, error) {
-	idx := st.idx
-	rev := findRevision(idx, st.revision)
-	if rev == nil {
-		return ctrl.Result{}, true, nil
-	}
-	active := findRevision(idx, idx.Status.ActiveRevision)
-	if rev.Phase == ragopsv1alpha1.RevisionActive {
-		// Make sure Weaviate agrees: the collection still exists (data lost, deleted by hand) and
-		// the alias points at it (an alias deleted behind our back is restored).
-		if ok, err := st.store.CollectionExists(ctx, rev.Collection); err != nil || !ok {
-			if err == nil {
-				err = &vectorstore.CollectionNotFoundError{Op: "check collection", Collection: rev.Collection}
-			}
-			return r.collectionError(ctx, st, rev, "read collection "+rev.Collection, err)
-		}
-		target, found, err := st.store.GetAlias(ctx, st.alias)
-		if err != nil {
-			conditions.MarkNotReady(idx, ReasonWeaviateError, fmt.Sprintf("read alias %s: %v", st.alias, err))
-			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
-		}
-		if !found || target != rev.Collection {
-			if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
-				return r.collectionError(ctx, st, rev, fmt.Sprintf("point alias %s at %s", st.alias, rev.Collection), err)
-			}
-		}
-		idx.Status.Chunks = rev.Chunks
-		metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
-		return ctrl.Result{RequeueAfter: jitter(r.Options.DriftInterval)}, false, nil
-	}
-	if rev.Phase == ragopsv1alpha1.RevisionRejected {
-		conditions.MarkStalled(idx, ReasonGateFailed, rev.Message)
-		return ctrl.Result{}, true, nil
-	}
-	gated := idx.Spec.Rollout.Policy == ragopsv1alpha1.RolloutEvaluationGated && idx.Spec.Rollout.Gate != nil
-	// A kept revision that served before (a revert) takes the alias back without a gate.
-	if gated && rev.GateRecall == nil && active != nil {
-		passed, msg, wait, err := r.reconcileGate(ctx, st, rev, active)
-		if err != nil || wait {
-			return ctrl.Result{}, true, err
-		}
-		if !passed {
-			rev.Phase, rev.Message = ragopsv1alpha1.RevisionRejected, msg
-			conditions.MarkStalled(idx, ReasonGateFailed, msg)
-			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonGateFailed, "Rollout", "%s", msg)
-			return ctrl.Result{}, true, nil
-		}
-	}
-	if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
-		return r.collectionError(ctx, st, rev, fmt.Sprintf("point alias %s at %s", st.alias, rev.Collection), err)
-	}
-	from := idx.Status.ActiveRevision
-	if active != nil {
-		active.Phase = ragopsv1alpha1.RevisionReady
-	}
-	rev.Phase = ragopsv1alpha1.RevisionActive
-	rev.Message = ""
-	idx.Status.ActiveRevision = rev.Name
-	idx.Status.Chunks = rev.Chunks
-	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
-	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
-	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
-	return ctrl.Result{RequeueAfter: jitter(r.Options.DriftInterval)}, false, nil
-}
-
-// collectionError handles a failed Weaviate call about a built revision's collection. When
-// the collection is gone (Weaviate's data lost, deleted by hand) no alias can point at it
-// again, so the revision is rebuilt under a new Job (Attempt + 1) and the Index is not Ready
-// meanwhile; any other failure retries after ProgressInterval.
-func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, op string, err error) (ctrl.Result, bool, error) {
-	idx := st.idx
-	var nf *vectorstore.CollectionNotFoundError
-	if !errors.As(err, &nf) || nf.Collection != rev.Collection {
-		conditions.MarkNotReady(idx, ReasonWeaviateError, fmt.Sprintf("%s: %v", op, err))
-		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
-	}
-	if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("collection %s is missing from Weaviate", rev.Collection)); err != nil {
-		return ctrl.Result{}, true, err
-	}
-	conditions.MarkNotReady(idx, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message))
-	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCollectionLost, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
-	return ctrl.Result{RequeueAfter: time.Second}, true, nil
-}
-
-// restartBuild turns rev back into a Building revision with the next Attempt, whose Job
-// (<index>-<revision>-build-<attempt>) the build step then creates; the previous attempt's
-// Job is deleted. why goes into the revision's message and the log.
-func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, why string) error {
-	idx := st.idx
-	if err := deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev)); err != nil {
-		return err
-	}
-	rev.Attempt = max(rev.Attempt, 1) + 1
-	rev.Phase = ragopsv1alpha1.RevisionBuilding
-	rev.Message = fmt.Sprintf("%s: rebuilding (attempt %d)", why, rev.Attempt)
-	rev.CorpusRevision = st.corpus.Status.Revision
-	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped = 0, 0, 0, 0, nil
-	rev.CreationTime, rev.CompletionTime = ptr.To(metav1.Now()), nil
-	if idx.Status.ActiveRevision == rev.Name {
-		// Nothing serves now; the rebuilt revision takes the alias without a gate.
-		idx.Status.ActiveRevision, idx.Status.Chunks = "", 0
-	}
-	log.FromContext(ctx).Info("rebuilding revision", "revision", rev.Name, "attempt", rev.Attempt, "why", why)
-	return nil
-}
-
-// gateEvaluationName names the gating Evaluation of a revision.
-func gateEvaluationName(idx *ragopsv1alpha1.Index, rev string) string {
-	return fmt.Sprintf("%s-gate-%s", truncate(idx.Name, 40), rev)
-}
-
-// reconcileGate runs the gating Evaluations of the candidate (and of the active revision
-// when maxRegression needs its baseline) and decides.
-func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, cand, active *ragopsv1alpha1.RevisionStatus) (passed bool, msg string, wait bool, err error) {
-	idx := st.idx
-	gate := idx.Spec.Rollout.Gate
-	cand.Phase = ragopsv1alpha1.RevisionGating
-	candRecall, ready, err := r.gateRecall(ctx, idx, cand.Name)
-	if err != nil || !ready {
-		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonGating, fmt.Sprintf("revision %s waits for its gating Evaluation %s", cand.Name, gateEvaluationName(idx, cand.Name)))
-		return false, "", true, err
-	}
-	cand.GateRecall = ptr.To(candRecall)
-	if gate.MinRecall != nil && candRecall < *gate.MinRecall {
-		return false, fmt.Sprintf("revision %s recall@10 %.4f is below minRecall %.4f; alias stays on %s", cand.Name, candRecall, *gate.MinRecall, active.Name), false, nil
-	}
-	if gate.MaxRegression != nil {
-		base := active.GateRecall
-		if base == nil {
-			recall, ready, err := r.gateRecall(ctx, idx, active.Name)
-			if err != nil || !ready {
-				conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonGating, fmt.Sprintf("measuring the active revision %s as the gate's baseline", active.Name))
-				return false, "", true, err
-			}
-			base = ptr.To(recall)
-			active.GateRecall = base
-		}
-		if candRecall < *base-*gate.MaxRegression-1e-9 {
-			return false, fmt.Sprintf("revision %s recall@10 %.4f regresses more than %.4f from the active revision %s (%.4f); alias stays", cand.Name, candRecall, *gate.MaxRegression, active.Name, *base), false, nil
-		}
-	}
-	return true, "", false, nil
-}
-
-// gateRecall ensures the gating Evaluation of a revision exists and returns its recall@10
-// once it is Ready.
-func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) (float64, bool, error) {
-	name := gateEvaluationName(idx, rev)
-	var ev ragopsv1alpha1.Evaluation
-	err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: name}, &ev)
-	if apierrors.IsNotFound(err) {
-		ev = ragopsv1alpha1.Evaluation{
-			ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: name, Labels: map[string]string{
-				LabelManagedBy: managedBy, LabelComponent: "gate", LabelOwner: idx.Name, LabelRevision: rev,
-			}},
-			Spec: ragopsv1alpha1.EvaluationSpec{
-				IndexRef: ragopsv1alpha1.LocalObjectReference{Name: idx.Name}, Revision: rev,
-				RerunOnRevisionChange: ptr.To(false), EvaluationParameters: *idx.Spec.Rollout.Gate.Evaluation.DeepCopy(),
-			},
-		}
-		if err := controllerutil.SetControllerReference(idx, &ev, r.Scheme()); err != nil {
-			return 0, false, err
-		}
-		return 0, false, r.Create(ctx, &ev)
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	if !conditions.IsReady(&ev) || ev.Status.RecallAt10 == nil || ev.Status.Revision != rev {
-		return 0, false, nil
-	}
-	return *ev.Status.RecallAt10, true, nil
-}
-
-// reconcileCorpusSync re-embeds changed documents and deletes removed ones in the active
-// revision when the Corpus content revision moved on.
-func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexState) (ctrl.Result, bool, error) {
-	idx := st.idx
-	rev := findRevision(idx, st.revision)
-	if rev == nil || rev.Phase != ragopsv1alpha1.RevisionActive {
-		return ctrl.Result{}, false, nil
-	}
-	if rev.CorpusRevision == st.corpus.Status.Revision || st.corpus.Status.Revision == "" || idx.Spec.Suspend {
-		conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias)+truncationNote(rev))
-		return ctrl.Result{}, false, nil
-	}
-	w := r.embedWorkload(st, rev, true)
-	job, err := w.ensure(ctx, r.Client)
-	if err != nil {
-		return ctrl.Result{}, true, err
-	}
-	state, failure := stateOf(job)
-	switch state {
-	case jobRunning:
-		r.refreshProgress(ctx, st, rev, job)
-		conditions.MarkReconcilingKeepReady(idx, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", st.corpus.Status.Revision, rev.Name))
-		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, true, nil
-	case jobFailed:
-		msg, err := jobFailure(ctx, r.Client, job, failure)
-		if err != nil {
-			return ctrl.Result{}, true, err
-		}
-		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("corpus sync Job %s failed: %s", job.Name, truncate(msg, 1024)))
-		return ctrl.Result{}, true, nil
-	}
-	results, err := r.shardResults(ctx, job)
-	if err != nil {
-		return ctrl.Result{}, true, err
-	}
-	var changed, deleted, chunks, tokens int64
-	for _, br := range results {
-		changed += br.Documents
-		deleted += br.Deleted
-		chunks += br.Chunks
-		tokens += br.Tokens
-	}
-	metrics.ObserveEmbedded(idx.Namespace, idx.Name, changed, chunks, tokens)
-	if n, err := st.store.Count(ctx, rev.Collection); err == nil {
-		rev.Chunks = int64(n)
-	}
-	if n, err := st.store.CountDocuments(ctx, rev.Collection); err == nil {
-		rev.Documents = int64(n)
-	}
-	rev.CorpusRevision = st.corpus.Status.Revision
-	idx.Status.Chunks = rev.Chunks
-	idx.Status.Build, idx.Status.Progress = nil, ""
-	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted", rev.Name, changed, deleted)
-	_ = deleteJob(ctx, r.Client, idx.Namespace, job.Name)
-	conditions.MarkReady(idx, ReasonActive, fmt.Sprintf("revision %s serves %d chunks through alias %s", rev.Name, rev.Chunks, st.alias)+truncationNote(rev))
-	return ctrl.Result{}, false, nil
-}
-
-// pruneRevisions keeps RevisionHistoryLimit revisions (the active and the desired one always
-// among them) and deletes the collections, Jobs and gating Evaluations of the rest.
-func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (ctrl.Result, bool, error) {
-	idx := st.idx
-	limit := int(max(idx.Spec.Rollout.RevisionHistoryLimit, 1))
-	revs := idx.Status.Revisions
-	sort.SliceStable(revs, func(i, j int) bool {
-		ti, tj := revs[i].CreationTime, revs[j].CreationTime
-		if ti == nil || tj == nil {
-			return tj == nil && ti != nil
-		}
-		return tj.Before(ti)
-	})
-	kept := map[string]bool{st.revision: true}
-	if a := idx.Status.ActiveRevision; a != "" {
-		kept[a] = true
-	}
-	for _, rev := range revs {
-		if len(kept) >= limit {
-			break
-		}
-		kept[rev.Name] = true
-	}
-	var keep []ragopsv1alpha1.RevisionStatus
-	for _, rev := range revs {
-		if kept[rev.Name] {
-			keep = append(keep, rev)
-			continue
-		}
-		if err := st.store.DeleteCollection(ctx, rev.Collection); err != nil {
-			log.FromContext(ctx).Info("revision collection not deleted yet", "collection", rev.Collection, "error", err.Error())
-			keep = append(keep, rev)
-			continue
-		}
-		_ = deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, &rev))
-		_ = client.IgnoreNotFound(r.Delete(ctx, &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: gateEvaluationName(idx, rev.Name)}}))
-		metrics.ForgetRevision(idx.Namespace, idx.Name, rev.Name)
-		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionPruned", "Prune", "revision %s and collection %s deleted (revisionHistoryLimit %d)", rev.Name, rev.Collection, limit)
-	}
-	idx.Status.Revisions = keep
-	return ctrl.Result{}, false, nil
-}
-
-// reconcileDelete removes the alias, then every revision collection, then the finalizer. With
-// Weaviate unreachable it sets DeletionBlocked and retries with backoff; after
-// FinalizerTimeout it gives up with a Warning event naming what is left behind.
-func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alpha1.Index) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(idx, Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	skip := idx.Annotations[AnnotationSkipCleanup] == "true"
-	var leftovers []string
-	if !skip {
-		err := r.cleanupWeaviate(ctx, idx)
-		if err != nil {
-			age := time.Since(idx.DeletionTimestamp.Time)
-			if age < r.Options.FinalizerTimeout {
-				conditions.Set(idx, ragopsv1alpha1.ConditionDeletionBlocked, metav1.ConditionTrue, ReasonCleanupFailed,
-					fmt.Sprintf("cannot delete Weaviate alias/collections yet (retrying with backoff; annotate %s=true to skip): %v", AnnotationSkipCleanup, err))
-				return ctrl.Result{}, fmt.Errorf("index %s/%s cleanup: %w", idx.Namespace, idx.Name, err)
-			}
-			for _, rev := range idx.Status.Revisions {
-				leftovers = append(leftovers, rev.Collection)
-			}
-			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCleanupFailed, "Delete", "gave up after %s: left behind alias %s and collections %s: %v",
-				r.Options.FinalizerTimeout, idx.Status.Alias, strings.Join(leftovers, ","), err)
-		}
-	}
-	metrics.ForgetIndex(idx.Namespace, idx.Name)
-	base := idx.DeepCopy()
-	controllerutil.RemoveFinalizer(idx, Finalizer)
-	return ctrl.Result{}, r.Patch(ctx, idx, client.MergeFrom(base))
-}
-
-func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alpha1.Index) error {
-	apiKey := ""
-	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
-		var sec corev1.Secret
-		if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: ref.Name}, &sec); err == nil {
-			apiKey = string(sec.Data[ref.Key])
-		}
-	}
-	ca, _, _, _ := weaviateCABundle(ctx, r.Client, idx.Namespace, idx.Spec.Weaviate)
-	store, err := r.Options.NewStore(idx.Spec.Weaviate, apiKey, ca)
-	if err != nil {
-		return err
-	}
-	alias, err := vectorstore.AliasName(idx.Namespace, idx.Name)
-	if err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := store.DeleteAlias(cctx, alias); err != nil {
-		return err
-	}
-	names := map[string]bool{}
-	for _, rev := range idx.Status.Revisions {
-		names[rev.Collection] = true
-	}
-	if idx.Status.Revision != "" {
-		if n, err := vectorstore.CollectionName(idx.Namespace, idx.Name, idx.Status.Revision); err == nil {
-			names[n] = true
-		}
-	}
-	for n := range names {
-		if err := store.DeleteCollection(cctx, n); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -777,7 +257,7 @@ func (r *IndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&ragopsv1alpha1.Evaluation{}, builder.WithPredicates(statusChanged)).
 		Watches(&ragopsv1alpha1.Corpus{}, by(indexByCorpus), builder.WithPredicates(statusChanged)).
 		Watches(&ragopsv1alpha1.ChunkingStrategy{}, by(indexByStrategy), builder.WithPredicates(statusChanged)).
-		Watches(&corev1.Secret{}, by(indexBySecret)).
+		Watches(&corev1.Secret{}, by(indexBySecret), builder.OnlyMetadata).
 		Named("index").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.IndexConcurrency}).
 		Complete(r)

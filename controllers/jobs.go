@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -10,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +33,11 @@ const (
 	LabelOwner     = "ragops.dev/owner"
 	LabelRevision  = "ragops.dev/revision"
 	managedBy      = "ragops"
+
+	// labelJobKind tells an Index's build Jobs from its sync Jobs.
+	labelJobKind = "ragops.dev/job-kind"
+	jobKindBuild = "build"
+	jobKindSync  = "sync"
 
 	jobOwnerKey = ".metadata.controller"
 
@@ -52,6 +60,7 @@ type workload struct {
 	owner     client.Object
 	name      string
 	component string // scan, embed, evaluate
+	kind      string // build or sync for embed Jobs
 	revision  string
 	plan      any
 	args      []string
@@ -74,14 +83,48 @@ func (w *workload) labels() map[string]string {
 	if w.revision != "" {
 		l[LabelRevision] = w.revision
 	}
+	if w.kind != "" {
+		l[labelJobKind] = w.kind
+	}
 	return l
 }
 
+// JobConflictError is a Job or plan ConfigMap that has a workload's name but is not
+// controlled by the workload's owner: ragops never adopts (and never reads the results of)
+// an object another owner controls.
+type JobConflictError struct {
+	Kind, Name string
+	// Owner is the object's controller ("Kind/name"), or "" when it has none.
+	Owner string
+}
+
+func (e *JobConflictError) Error() string {
+	owner := "no controller"
+	if e.Owner != "" {
+		owner = "controller " + e.Owner
+	}
+	return fmt.Sprintf("%s %s exists with %s; delete or rename it", e.Kind, e.Name, owner)
+}
+
+func conflictOf(kind string, o metav1.Object) error {
+	e := &JobConflictError{Kind: kind, Name: o.GetName()}
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		e.Owner = ref.Kind + "/" + ref.Name
+	}
+	return e
+}
+
 // ensure creates the plan ConfigMap and the Job when they do not exist and returns the Job.
-func (w *workload) ensure(ctx context.Context, c client.Client) (*batchv1.Job, error) {
+// An existing Job (or ConfigMap) of that name is used only when the owner controls it;
+// otherwise the error is a *JobConflictError. live reads from the API server: a Job another
+// owner made is outside the manager's label-scoped cache.
+func (w *workload) ensure(ctx context.Context, c client.Client, live client.Reader) (*batchv1.Job, error) {
 	var job batchv1.Job
 	err := c.Get(ctx, client.ObjectKey{Namespace: w.owner.GetNamespace(), Name: w.name}, &job)
 	if err == nil {
+		if !metav1.IsControlledBy(&job, w.owner) {
+			return nil, conflictOf("Job", &job)
+		}
 		return &job, nil
 	}
 	if client.IgnoreNotFound(err) != nil {
@@ -98,17 +141,46 @@ func (w *workload) ensure(ctx context.Context, c client.Client) (*batchv1.Job, e
 	if err := controllerutil.SetControllerReference(w.owner, cm, c.Scheme()); err != nil {
 		return nil, err
 	}
-	if err := c.Create(ctx, cm); client.IgnoreAlreadyExists(err) != nil {
+	if err := c.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+		var old corev1.ConfigMap
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &old); err != nil {
+			return nil, err
+		}
+		if !metav1.IsControlledBy(&old, w.owner) {
+			return nil, conflictOf("ConfigMap", &old)
+		}
+	} else if err != nil {
 		return nil, fmt.Errorf("create plan ConfigMap %s: %w", w.name, err)
 	}
 	j := w.job()
 	if err := controllerutil.SetControllerReference(w.owner, j, c.Scheme()); err != nil {
 		return nil, err
 	}
-	if err := c.Create(ctx, j); err != nil {
+	if err := c.Create(ctx, j); apierrors.IsAlreadyExists(err) {
+		// Another reconcile on a stale cache created it first (use it if ours), or someone
+		// else did (not in the cache, so ask the API server).
+		if err := live.Get(ctx, client.ObjectKeyFromObject(j), &job); err != nil {
+			return nil, err
+		}
+		if !metav1.IsControlledBy(&job, w.owner) {
+			return nil, conflictOf("Job", &job)
+		}
+		return &job, nil
+	} else if err != nil {
 		return nil, fmt.Errorf("create Job %s: %w", w.name, err)
 	}
 	return j, nil
+}
+
+// objectName returns prefix when it fits n bytes, else its first n-9 bytes, "-" and 8 hex
+// digits of its SHA-256: names derived from two long object names that share their first n
+// bytes stay apart.
+func objectName(prefix string, n int) string {
+	if len(prefix) <= n {
+		return prefix
+	}
+	sum := sha256.Sum256([]byte(prefix))
+	return strings.TrimRight(prefix[:n-9], "-.") + "-" + hex.EncodeToString(sum[:])[:8]
 }
 
 func (w *workload) job() *batchv1.Job {
@@ -182,10 +254,12 @@ func (w *workload) job() *batchv1.Job {
 	return job
 }
 
-// deleteJob deletes a Job and its pods (background propagation) and its plan ConfigMap.
+// deleteJob deletes a Job and its pods and its plan ConfigMap. Propagation is foreground:
+// the Job stays (with a deletionTimestamp) until its pods are gone, so "no Job" means no pod
+// of it still writes.
 func deleteJob(ctx context.Context, c client.Client, ns, name string) error {
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if err := c.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+	if err := c.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
 		return err
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
@@ -250,6 +324,53 @@ func podResults(ctx context.Context, c client.Client, job *batchv1.Job) (succeed
 		}
 	}
 	return succeeded, failed, nil
+}
+
+// resultKey is the plan ConfigMap key that keeps a shard's result.
+func resultKey(shard string) string { return "result-" + shard + ".json" }
+
+// saveResults copies the termination messages of a Job's succeeded pods into its plan
+// ConfigMap (keys result-<shard>.json), so results survive the pods (garbage-collected, or
+// evicted with their node) and returns every saved result by shard.
+func saveResults(ctx context.Context, c client.Client, job *batchv1.Job) (map[string]string, error) {
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKeyFromObject(job), &cm); err != nil {
+		return nil, fmt.Errorf("plan ConfigMap of Job %s: %w", job.Name, err)
+	}
+	if !sameController(&cm, job) {
+		return nil, conflictOf("ConfigMap", &cm)
+	}
+	ok, _, err := podResults(ctx, c, job)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	base := cm.DeepCopy()
+	for k, v := range cm.Data {
+		if shard, found := strings.CutPrefix(k, "result-"); found {
+			out[strings.TrimSuffix(shard, ".json")] = v
+		}
+	}
+	changed := false
+	for shard, msg := range ok {
+		if _, had := out[shard]; !had {
+			out[shard] = msg
+			cm.Data[resultKey(shard)] = msg
+			changed = true
+		}
+	}
+	if changed {
+		if err := c.Patch(ctx, &cm, client.MergeFrom(base)); err != nil {
+			return nil, fmt.Errorf("save shard results of Job %s: %w", job.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// sameController reports whether a and b have the same controlling owner.
+func sameController(a, b metav1.Object) bool {
+	ra, rb := metav1.GetControllerOf(a), metav1.GetControllerOf(b)
+	return ra != nil && rb != nil && ra.UID == rb.UID
 }
 
 // jobFailure returns why a failed Job failed: the error its last failed pod reported in its

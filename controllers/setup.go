@@ -13,7 +13,10 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
@@ -36,6 +39,21 @@ type Options struct {
 	// FinalizerTimeout bounds how long deletion waits for Weaviate before giving up with a
 	// Warning event that names what was left behind.
 	FinalizerTimeout time.Duration
+	// ResultGrace is how long after a Job completed its shard results may stay invisible (the
+	// pod cache lags) before they count as lost (default 30 s).
+	ResultGrace time.Duration
+	// APIReader reads from the API server, not the cache (the manager's GetAPIReader; set by
+	// SetupWithManager): it tells a Job ragops cannot see in its label-scoped cache from one
+	// that does not exist.
+	APIReader client.Reader
+}
+
+// reader returns APIReader, or c when none is set (reconcilers built by hand in tests).
+func (o *Options) reader(c client.Client) client.Reader {
+	if o.APIReader != nil {
+		return o.APIReader
+	}
+	return c
 }
 
 func (o *Options) defaults() {
@@ -56,6 +74,9 @@ func (o *Options) defaults() {
 	}
 	if o.FinalizerTimeout <= 0 {
 		o.FinalizerTimeout = 15 * time.Minute
+	}
+	if o.ResultGrace <= 0 {
+		o.ResultGrace = 30 * time.Second
 	}
 }
 
@@ -78,9 +99,31 @@ const AnnotationRetry = "ragops.dev/retry"
 // AnnotationSkipCleanup on an Index ("true") deletes it without touching Weaviate.
 const AnnotationSkipCleanup = "ragops.dev/skip-cleanup"
 
+// ScopeCache limits what the manager caches, so its memory does not grow with the cluster
+// and it holds no Secret data: Jobs and Pods only when ragops made them (label
+// app.kubernetes.io/managed-by=ragops, which the Job template gives its pods); Secrets,
+// ConfigMaps and PersistentVolumeClaims are watched as metadata only (the reconcilers map
+// them to the objects that name them) and read from the API server when a reconcile needs
+// one. Call it on the options before ctrl.NewManager.
+func ScopeCache(o *ctrl.Options) {
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: managedBy})}
+	if o.Cache.ByObject == nil {
+		o.Cache.ByObject = map[client.Object]cache.ByObject{}
+	}
+	o.Cache.ByObject[&batchv1.Job{}] = ours
+	o.Cache.ByObject[&corev1.Pod{}] = ours
+	if o.Client.Cache == nil {
+		o.Client.Cache = &client.CacheOptions{}
+	}
+	o.Client.Cache.DisableFor = append(o.Client.Cache.DisableFor, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.PersistentVolumeClaim{})
+}
+
 // SetupWithManager registers the field indexes and all four reconcilers.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	opts.defaults()
+	if opts.APIReader == nil {
+		opts.APIReader = mgr.GetAPIReader()
+	}
 	fi := mgr.GetFieldIndexer()
 	indexes := []struct {
 		obj client.Object

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/vectorstore"
@@ -39,7 +42,13 @@ func NewWeaviateStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle 
 	return vectorstore.New(cfg)
 }
 
-// StoreConfig converts a WeaviateSpec to a vectorstore.Config.
+// StoreTimeout bounds each Weaviate request a reconciler makes. Reconcilers do not retry
+// within a reconcile: a failed call returns, and the work queue backs off, so one
+// unreachable endpoint holds a worker for seconds, not the workers' minutes.
+const StoreTimeout = 10 * time.Second
+
+// StoreConfig converts a WeaviateSpec to the vectorstore.Config of a reconciler: requests
+// bounded by StoreTimeout and a single attempt each.
 //
 // Errors: the URL does not parse or has no host; the message names spec.weaviate.url.
 func StoreConfig(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte) (vectorstore.Config, error) {
@@ -48,6 +57,8 @@ func StoreConfig(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byt
 		return cfg, fmt.Errorf("spec.weaviate.url: %w", err)
 	}
 	cfg.CABundle = caBundle
+	cfg.Timeout = StoreTimeout
+	cfg.Retry = wait.Backoff{Steps: 1}
 	return cfg, nil
 }
 

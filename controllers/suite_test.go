@@ -68,7 +68,9 @@ func run(m *testing.M) int {
 	defer func() { _ = wv.Stop() }()
 
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.Level(zapLevel()))))
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: cmd.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	mopts := ctrl.Options{Scheme: cmd.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}}
+	controllers.ScopeCache(&mopts)
+	mgr, err := ctrl.NewManager(env.Config, mopts)
 	if err != nil {
 		fmt.Println(err)
 		return 1
@@ -235,7 +237,7 @@ func finishJob(t *testing.T, job *batchv1.Job, exitCode int32, messages ...strin
 	for i, msg := range messages {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
-				Labels:      map[string]string{"batch.kubernetes.io/job-name": job.Name},
+				Labels:      podLabels(job),
 				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
 			Spec: *job.Spec.Template.Spec.DeepCopy(),
 		}
@@ -317,6 +319,17 @@ func buildAttempt(t *testing.T, ns, name string, n int) (rev, collection string)
 	if p.Collection != collection || p.Revision != rev {
 		t.Fatalf("plan names collection %s revision %s, want %s %s", p.Collection, p.Revision, collection, rev)
 	}
+	chunks := writeChunks(t, collection, rev)
+	res, _ := json.Marshal(plan.BuildResult{Shard: 0, Documents: 3, Chunks: int64(chunks), Tokens: 600, Seconds: 2})
+	finishJob(t, job, 0, string(res))
+	return rev, collection
+}
+
+// writeChunks does what an embedder pod does for fixture's corpus: it creates the revision's
+// collection in the real Weaviate and writes two chunks of each of its three documents. It
+// returns the number of chunks written (6).
+func writeChunks(t *testing.T, collection, rev string) int {
+	t.Helper()
 	ctx := context.Background()
 	s := directStore(t)
 	if err := s.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: collection, Revision: rev, Dimensions: dims}); err != nil {
@@ -333,9 +346,7 @@ func buildAttempt(t *testing.T, ns, name string, n int) (rev, collection string)
 	if err := s.Upsert(ctx, collection, chunks); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := json.Marshal(plan.BuildResult{Shard: 0, Documents: 3, Chunks: int64(len(chunks)), Tokens: 600, Seconds: 2})
-	finishJob(t, job, 0, string(res))
-	return rev, collection
+	return len(chunks)
 }
 
 func planOf(t *testing.T, ns, name string) string {
@@ -381,4 +392,14 @@ func setStrategySize(t *testing.T, ns string, size int32) {
 	if err := env.Client.Update(context.Background(), &cs); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// podLabels are the labels the Job controller gives a Job's pods: the template's and the
+// job-name label.
+func podLabels(job *batchv1.Job) map[string]string {
+	l := map[string]string{"batch.kubernetes.io/job-name": job.Name}
+	for k, v := range job.Spec.Template.Labels {
+		l[k] = v
+	}
+	return l
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/ragops/ragops/evaluator/beir"
@@ -103,9 +104,9 @@ func (c *Config) defaults() error {
 			return fmt.Errorf("evaluator: mode %s needs a query encoder", c.Mode)
 		}
 	case "":
-		return errors.New("evaluator: no retrieval mode (want dense, bm25 or hybrid)")
+		return errors.New("evaluator: no retrieval mode (want Dense, BM25 or Hybrid)")
 	default:
-		return fmt.Errorf("evaluator: retrieval mode %q, want dense, bm25 or hybrid", c.Mode)
+		return fmt.Errorf("evaluator: retrieval mode %q, want Dense, BM25 or Hybrid", c.Mode)
 	}
 	if c.Mode == Hybrid {
 		if c.Alpha < 0 || c.Alpha > 1 {
@@ -137,7 +138,7 @@ func (c *Config) defaults() error {
 		c.Concurrency = 4
 	}
 	if c.RunTag == "" {
-		c.RunTag = "ragops-" + string(c.Mode)
+		c.RunTag = "ragops-" + strings.ToLower(string(c.Mode))
 	}
 	return nil
 }

@@ -370,7 +370,7 @@ func TestConfigErrors(t *testing.T) {
 		"k=0":                   {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: BM25, Cutoffs: []int{0}},
 		"qrels/nope.tsv":        {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: BM25, Split: "nope"},
 		"hybrid alpha 1.5":      {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Encoder: nilEncoder{}, Mode: Hybrid, Alpha: 1.5},
-		`fusion "rrf", want ranked or relativeScore`: {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Encoder: nilEncoder{}, Mode: Hybrid, Alpha: 0.5, Fusion: "rrf"},
+		`fusion "rrf", want RankedFusion or RelativeScoreFusion`: {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Encoder: nilEncoder{}, Mode: Hybrid, Alpha: 0.5, Fusion: "rrf"},
 	}
 	for want, cfg := range cases {
 		if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), want) {

@@ -5,33 +5,36 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 )
 
-// Mode is a retrieval mode.
-type Mode string
+// Mode is a retrieval mode: one type shared with the API (Evaluation.spec.mode) and
+// package vectorstore.
+type Mode = ragopsv1alpha1.RetrievalMode
 
-// Retrieval modes, as Weaviate names its searches.
+// Retrieval modes.
 const (
 	// Dense ranks chunks by vector similarity to the query embedding (Weaviate nearVector).
-	Dense Mode = "dense"
+	Dense = ragopsv1alpha1.ModeDense
 	// BM25 ranks chunks by BM25F over their text (Weaviate bm25).
-	BM25 Mode = "bm25"
+	BM25 = ragopsv1alpha1.ModeBM25
 	// Hybrid fuses a BM25 and a dense ranking (Weaviate hybrid) with Query.Alpha and Query.Fusion.
-	Hybrid Mode = "hybrid"
+	Hybrid = ragopsv1alpha1.ModeHybrid
 )
 
-// Fusion is how a hybrid search merges its BM25 and dense rankings (Weaviate fusionType;
-// the values are those of package vectorstore).
-type Fusion string
+// Fusion is how a hybrid search merges its BM25 and dense rankings (Weaviate fusionType):
+// one type shared with the API and package vectorstore.
+type Fusion = ragopsv1alpha1.FusionType
 
 // Fusion types of Weaviate's hybrid search.
 const (
 	// RankedFusion sums 1/(60+rank) over the two rankings (reciprocal rank fusion,
 	// Cormack et al. 2009), weighted by alpha.
-	RankedFusion Fusion = "ranked"
+	RankedFusion = ragopsv1alpha1.FusionRanked
 	// RelativeScoreFusion min-max normalises each ranking's scores and sums them, weighted by
 	// alpha (Weaviate's default since 1.24).
-	RelativeScoreFusion Fusion = "relativeScore"
+	RelativeScoreFusion = ragopsv1alpha1.FusionRelativeScore
 )
 
 // Query is one search request. Vector is set for Dense and Hybrid and nil for BM25.

@@ -32,9 +32,9 @@ func (r StoreRetriever) Search(ctx context.Context, q Query, limit int) ([]Chunk
 	case BM25:
 		vq.Mode, vq.Vector = vectorstore.ModeBM25, nil
 	case Hybrid:
-		vq.Mode, vq.Alpha, vq.Fusion = vectorstore.ModeHybrid, float32(q.Alpha), vectorstore.Fusion(q.Fusion)
+		vq.Mode, vq.Alpha, vq.Fusion = vectorstore.ModeHybrid, float32(q.Alpha), q.Fusion
 	default:
-		return nil, fmt.Errorf("evaluator: retrieval mode %q, want dense, bm25 or hybrid", q.Mode)
+		return nil, fmt.Errorf("evaluator: retrieval mode %q, want Dense, BM25 or Hybrid", q.Mode)
 	}
 	attempts := r.Attempts
 	if attempts <= 0 {

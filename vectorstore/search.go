@@ -7,30 +7,34 @@ import (
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 )
 
-// Mode is a retrieval mode.
-type Mode string
+// Mode is a retrieval mode: the type the API (Evaluation.spec.mode), the evaluator and the
+// store share.
+type Mode = ragopsv1alpha1.RetrievalMode
 
 // Retrieval modes.
 const (
-	// ModeNearVector ranks chunks by vector distance to Query.Vector.
-	ModeNearVector Mode = "nearVector"
+	// ModeNearVector ranks chunks by vector distance to Query.Vector (Weaviate nearVector).
+	ModeNearVector = ragopsv1alpha1.ModeDense
 	// ModeBM25 ranks chunks by BM25 (Robertson & Zaragoza 2009) of Query.Text over the text property.
-	ModeBM25 Mode = "bm25"
+	ModeBM25 = ragopsv1alpha1.ModeBM25
 	// ModeHybrid fuses BM25 of Query.Text and vector similarity to Query.Vector, weighted by Alpha.
-	ModeHybrid Mode = "hybrid"
+	ModeHybrid = ragopsv1alpha1.ModeHybrid
 )
 
-// Fusion is how hybrid search merges its BM25 and vector result lists.
-type Fusion string
+// Fusion is how hybrid search merges its BM25 and vector result lists: the type the API,
+// the evaluator and the store share.
+type Fusion = ragopsv1alpha1.FusionType
 
 // Hybrid fusion methods (Weaviate's rankedFusion and relativeScoreFusion).
 const (
 	// FusionRanked adds 1/(60+rank) per list (reciprocal rank fusion, Cormack et al. 2009).
-	FusionRanked Fusion = "ranked"
+	FusionRanked = ragopsv1alpha1.FusionRanked
 	// FusionRelativeScore min-max normalises each list's scores, then adds them weighted by alpha.
-	FusionRelativeScore Fusion = "relativeScore"
+	FusionRelativeScore = ragopsv1alpha1.FusionRelativeScore
 )
 
 // Query is one search. Limit is required (> 0).

@@ -201,6 +201,10 @@ type CorpusStatus struct {
 	// LastSyncTime is when the source was last read successfully.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// LastHandledScanRequest is the value of the ragops.dev/scan-requested annotation last
+	// acted on: a new value starts one scan.
+	// +optional
+	LastHandledScanRequest string `json:"lastHandledScanRequest,omitempty"`
 	// Skipped counts documents left out at sync, by reason (TooLarge, Unreadable, ...).
 	// +optional
 	Skipped map[string]int64 `json:"skipped,omitempty"`

@@ -200,7 +200,7 @@ type RolloutGate struct {
 }
 
 // RevisionPhase is the life-cycle phase of one revision.
-// +kubebuilder:validation:Enum=Building;Gating;Ready;Active;Failed;Rejected
+// +kubebuilder:validation:Enum=Building;Gating;Ready;Active;Failed;Rejected;Superseded
 type RevisionPhase string
 
 // Revision phases.
@@ -211,6 +211,9 @@ const (
 	RevisionActive   RevisionPhase = "Active"
 	RevisionFailed   RevisionPhase = "Failed"
 	RevisionRejected RevisionPhase = "Rejected"
+	// RevisionSuperseded: the spec moved to another revision before this one's build
+	// finished; its Job was stopped. Coming back to it builds it anew (next attempt).
+	RevisionSuperseded RevisionPhase = "Superseded"
 )
 
 // RevisionStatus is one built (or building) revision and its collection.

@@ -112,11 +112,16 @@ func (p *player) finish(ctx context.Context, key client.ObjectKey) error {
 	return nil
 }
 
-// createPod creates the succeeded pod of one completion index, as the kubelet would leave it.
+// createPod creates the succeeded pod of one completion index, as the kubelet would leave it,
+// with the labels the Job controller gives it (the template's and job-name).
 func (p *player) createPod(ctx context.Context, job *batchv1.Job, i int, msg string) error {
+	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name}
+	for k, v := range job.Spec.Template.Labels {
+		labels[k] = v
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
-			Labels:      map[string]string{"batch.kubernetes.io/job-name": job.Name},
+			Labels:      labels,
 			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
 		Spec: *job.Spec.Template.Spec.DeepCopy(),
 	}

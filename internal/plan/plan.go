@@ -5,6 +5,7 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,13 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 )
+
+// Version is the plan format this build writes and reads. A plan of another version (a
+// worker image older or newer than the manager) is refused instead of misread; bump it on
+// any change a worker of the previous version would misread (a field renamed, a meaning
+// changed). New optional fields keep the version but are refused by older workers, since
+// Read rejects unknown fields.
+const Version = "ragops.dev/plan/v1"
 
 // Mount paths inside worker pods.
 const (
@@ -76,6 +84,8 @@ type Weaviate struct {
 
 // Scan asks `ragops scan` to list a corpus source.
 type Scan struct {
+	// Version is [Version].
+	Version   string `json:"version"`
 	Namespace string `json:"namespace"`
 	Corpus    string `json:"corpus"`
 	Source    Source `json:"source"`
@@ -95,6 +105,8 @@ type ScanResult struct {
 // Build asks `ragops embed` to chunk, embed and write one shard of a corpus into a revision
 // collection.
 type Build struct {
+	// Version is [Version].
+	Version    string `json:"version"`
 	Namespace  string `json:"namespace"`
 	Index      string `json:"index"`
 	Revision   string `json:"revision"`
@@ -113,15 +125,18 @@ type Build struct {
 
 // BuildResult is the termination message of one embedder pod.
 type BuildResult struct {
-	Shard     int              `json:"shard"`
-	Documents int64            `json:"documents"`
-	Chunks    int64            `json:"chunks"`
-	Tokens    int64            `json:"tokens"`
-	Deleted   int64            `json:"deleted,omitempty"`
-	Unchanged int64            `json:"unchanged,omitempty"`
-	Seconds   float64          `json:"seconds"`
-	Skipped   map[string]int64 `json:"skipped,omitempty"`
-	Error     string           `json:"error,omitempty"`
+	Shard     int   `json:"shard"`
+	Documents int64 `json:"documents"`
+	Chunks    int64 `json:"chunks"`
+	Tokens    int64 `json:"tokens"`
+	Deleted   int64 `json:"deleted,omitempty"`
+	Unchanged int64 `json:"unchanged,omitempty"`
+	// Kept counts documents of an incremental sync that failed to read (or chunk) and kept
+	// their previous chunks; they are also in Skipped by reason.
+	Kept    int64            `json:"kept,omitempty"`
+	Seconds float64          `json:"seconds"`
+	Skipped map[string]int64 `json:"skipped,omitempty"`
+	Error   string           `json:"error,omitempty"`
 
 	// TruncatedChunks counts chunks cut to the model's positions (embedder.Stats.TruncatedChunks).
 	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
@@ -129,6 +144,8 @@ type BuildResult struct {
 
 // Evaluate asks `ragops evaluate` to run a dataset's queries against a collection or alias.
 type Evaluate struct {
+	// Version is [Version].
+	Version    string                       `json:"version"`
 	Namespace  string                       `json:"namespace"`
 	Evaluation string                       `json:"evaluation"`
 	Revision   string                       `json:"revision"`
@@ -171,7 +188,12 @@ type EvaluateResult struct {
 	Error        string       `json:"error,omitempty"`
 }
 
-// Read decodes the plan at Dir/File (or at path when not empty) into v.
+// Read decodes the plan at Dir/File (or at path when not empty) into v (a *Scan, *Build
+// or *Evaluate).
+//
+// Errors: the file is unreadable; its "version" is not [Version] (the manager and the
+// worker image disagree on the format); it has a field v does not know (a newer manager);
+// it is not valid JSON.
 func Read(path string, v any) error {
 	if path == "" {
 		path = filepath.Join(Dir, File)
@@ -180,8 +202,27 @@ func Read(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("read plan: %w", err)
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := Decode(raw, v); err != nil {
 		return fmt.Errorf("plan %s: %w", path, err)
+	}
+	return nil
+}
+
+// Decode decodes a plan strictly, as [Read] does.
+func Decode(raw []byte, v any) error {
+	var head struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return err
+	}
+	if head.Version != Version {
+		return fmt.Errorf("plan version %q, this worker reads %q: run the worker image that matches the manager", head.Version, Version)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w (a manager newer than this worker image?)", err)
 	}
 	return nil
 }

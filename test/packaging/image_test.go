@@ -57,7 +57,7 @@ func TestImageLayoutEmbedsWithTheLibraryAtTheDockerfilePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := plan.Build{
-		Namespace: "packaging", Index: "image", Revision: "r1", Collection: collection, Shards: 1,
+		Version: plan.Version, Namespace: "packaging", Index: "image", Revision: "r1", Collection: collection, Shards: 1,
 		Source:   plan.Source{Dir: corpusDir, Format: ragopsv1alpha1.FormatBEIR},
 		Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitTokens, Size: 64},
 		ModelDir: modelDir,

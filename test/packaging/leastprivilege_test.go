@@ -336,10 +336,16 @@ func ready(o interface{ GetConditions() *[]metav1.Condition }, gen int64) bool {
 func finishJob(t *testing.T, c client.Client, job *batchv1.Job, messages ...string) {
 	t.Helper()
 	ctx := context.Background()
+	// The Job controller gives pods the template's labels and job-name (the manager caches
+	// only pods labelled app.kubernetes.io/managed-by=ragops).
+	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name}
+	for k, v := range job.Spec.Template.Labels {
+		labels[k] = v
+	}
 	for i, msg := range messages {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
-				Labels:      map[string]string{"batch.kubernetes.io/job-name": job.Name},
+				Labels:      labels,
 				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
 			Spec: *job.Spec.Template.Spec.DeepCopy(),
 		}

@@ -27,9 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/cmd"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/pipeline/scan"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -197,7 +197,7 @@ func runScan(t *testing.T, job *batchv1.Job) string {
 		t.Setenv(e.Name, v)
 	}
 	log := slog.New(slog.NewTextHandler(&workerLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	res, err := cmd.Scan(ctx, log, p.Source, t.TempDir())
+	res, err := scan.Run(ctx, log, p.Source, t.TempDir())
 	if err != nil {
 		t.Fatalf("scan worker: %v", err)
 	}

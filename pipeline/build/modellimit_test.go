@@ -1,4 +1,4 @@
-package cmd
+package build
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"github.com/ragops/ragops/internal/plan"
 )
 
-// TestEmbedRefusesAStrategyOverTheModelLimit: a build plan with Fixed 800 tokens for
+// TestRunRefusesAStrategyOverTheModelLimit: a build plan with Fixed 800 tokens for
 // all-MiniLM-L6-v2 (512 positions) fails before the model is loaded or Weaviate is touched,
 // with a ModelLimitError naming spec.size, 802 positions and the limit 512; the CRD default
 // and a late window of 512 pass the check.
-func TestEmbedRefusesAStrategyOverTheModelLimit(t *testing.T) {
+func TestRunRefusesAStrategyOverTheModelLimit(t *testing.T) {
 	dir := os.Getenv("RAGOPS_MODEL_DIR")
 	if dir == "" {
 		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
@@ -26,9 +26,9 @@ func TestEmbedRefusesAStrategyOverTheModelLimit(t *testing.T) {
 		t.Skip("RAGOPS_MODEL_DIR is not set: run hack/prepare.d/embedder.sh")
 	}
 	p := plan.Build{ModelDir: dir, Collection: "Rag_unused", Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Size: 800, Overlap: 400}}
-	_, err := Embed(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), p, EmbedOptions{})
+	_, err := Run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), p, Options{})
 	if !registry.IsModelLimit(err) {
-		t.Fatalf("Embed: %v, want a ModelLimitError", err)
+		t.Fatalf("Run: %v, want a ModelLimitError", err)
 	}
 	for _, s := range []string{registry.ReasonModelLimitExceeded + ":", "spec.size 800", "802 positions", "limit of 512"} {
 		if !strings.Contains(err.Error(), s) {

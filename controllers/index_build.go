@@ -1,0 +1,328 @@
+package controllers
+
+// Build: the desired revision is built by an embedder Job; superseded builds stop.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+func buildJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) string {
+	name := fmt.Sprintf("%s-%s-build", objectName(idx.Name, 40), rev.Name)
+	if rev.Attempt > 1 {
+		name += fmt.Sprintf("-%d", rev.Attempt)
+	}
+	return name
+}
+
+// reconcileBuild starts or follows the build of the desired revision.
+func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (stepResult, error) {
+	idx := st.idx
+	if err := r.stopSupersededBuilds(ctx, st); err != nil {
+		return stop, err
+	}
+	rev := findRevision(idx, st.revision)
+	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionSuperseded {
+		if err := r.restartBuild(ctx, st, rev, "the spec came back to this revision after its build was stopped"); err != nil {
+			return stop, err
+		}
+	}
+	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionFailed {
+		retry := idx.Annotations[AnnotationRetry]
+		if retry == "" || retry == idx.Status.LastHandledRetry {
+			conditions.MarkStalled(idx, buildFailureReason(rev.Message), fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx)))
+			return stop, nil
+		}
+		idx.Status.LastHandledRetry = retry
+		if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("retry requested (%s=%s)", AnnotationRetry, retry)); err != nil {
+			return stop, err
+		}
+	}
+	if rev != nil && rev.Phase != ragopsv1alpha1.RevisionBuilding {
+		return proceed, nil
+	}
+	if !conditions.IsReady(st.corpus) || st.corpus.Status.Revision == "" {
+		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonCorpusNotReady, fmt.Sprintf("waiting for Corpus %q to sync", st.corpus.Name))
+		return stop, nil
+	}
+	collection, err := vectorstore.CollectionName(idx.Namespace, idx.Name, st.revision)
+	if err != nil {
+		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
+		return stop, nil
+	}
+	if rev == nil {
+		idx.Status.Revisions = append([]ragopsv1alpha1.RevisionStatus{{
+			Name: st.revision, Collection: collection, Phase: ragopsv1alpha1.RevisionBuilding,
+			CorpusRevision: st.corpus.Status.Revision, CreationTime: ptr.To(metav1.Now()),
+		}}, idx.Status.Revisions...)
+		rev = &idx.Status.Revisions[0]
+	}
+	w := r.embedWorkload(st, rev, false)
+	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
+	if err != nil {
+		return r.ensureFailed(idx, err)
+	}
+	state, failure := stateOf(job)
+	switch state {
+	case jobRunning:
+		r.refreshProgress(ctx, st, rev, job)
+		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress))
+		return stopFor(r.Options.ProgressInterval), nil
+	case jobFailed:
+		msg, err := jobFailure(ctx, r.Client, job, failure)
+		if err != nil {
+			return stop, err
+		}
+		rev.Phase, rev.Message = ragopsv1alpha1.RevisionFailed, truncate(msg, 1024)
+		rev.CompletionTime = ptr.To(metav1.Now())
+		idx.Status.Build, idx.Status.Progress = nil, ""
+		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
+		conditions.MarkStalled(idx, buildFailureReason(rev.Message), fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx)))
+		return stop, nil
+	}
+	results, lost, err := r.shardResults(ctx, job)
+	if err != nil {
+		return stop, err
+	}
+	applyBuildResults(rev, results, job)
+	r.observeTruncation(idx, rev, results)
+	if len(lost) > 0 {
+		// The pods went before their results were read: count what Weaviate holds.
+		n, err := st.store.Count(ctx, rev.Collection)
+		if err != nil {
+			return r.collectionError(ctx, st, rev, "count chunks of "+rev.Collection, err)
+		}
+		d, err := st.store.CountDocuments(ctx, rev.Collection)
+		if err != nil {
+			return r.collectionError(ctx, st, rev, "count documents of "+rev.Collection, err)
+		}
+		rev.Chunks, rev.Documents = int64(n), int64(d)
+		rev.Message = fmt.Sprintf("the results of shard(s) %s were lost (pods deleted before they were read): documents and chunks counted in Weaviate, tokens and skipped documents unknown", strings.Join(lost, ","))
+		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Build", "revision %s: %s", rev.Name, rev.Message)
+	}
+	var seconds float64
+	for _, br := range results {
+		seconds = max(seconds, br.Seconds)
+	}
+	metrics.ObserveBuild(idx.Namespace, idx.Name, rev.Name, rev.Documents, rev.Chunks, rev.Tokens, seconds)
+	rev.Phase = ragopsv1alpha1.RevisionReady
+	idx.Status.Build, idx.Status.Progress = nil, ""
+	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
+	return proceed, nil
+}
+
+// retryHint tells how to rebuild a Failed revision once its cause is fixed.
+func retryHint(idx *ragopsv1alpha1.Index) string {
+	return fmt.Sprintf(" (to retry: kubectl annotate index %s %s=\"$(date +%%s)\" --overwrite)", idx.Name, AnnotationRetry)
+}
+
+// shardResults returns the parsed results of a finished embedder Job's shards: those saved in
+// its plan ConfigMap while it ran, and those its pods still hold (saved too). lost names the
+// shards whose pods went before their results were read, once ResultGrace has passed since
+// the Job completed; until then missing results are an error (the pod cache can lag behind
+// the Job's) and the reconcile retries with backoff.
+func (r *IndexReconciler) shardResults(ctx context.Context, job *batchv1.Job) (results []plan.BuildResult, lost []string, err error) {
+	msgs, err := saveResults(ctx, r.Client, job)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := int(ptr.Deref(job.Spec.Completions, 1))
+	for i := range want {
+		msg, ok := msgs[strconv.Itoa(i)]
+		if !ok {
+			lost = append(lost, strconv.Itoa(i))
+			continue
+		}
+		var br plan.BuildResult
+		if err := json.Unmarshal([]byte(msg), &br); err != nil {
+			return nil, nil, fmt.Errorf("Job %s shard %d: unreadable result %q: %w", job.Name, i, truncate(msg, 200), err)
+		}
+		results = append(results, br)
+	}
+	if len(lost) > 0 {
+		done := job.Status.CompletionTime
+		if done == nil || time.Since(done.Time) < r.Options.ResultGrace {
+			return nil, nil, fmt.Errorf("job %s succeeded but the results of shard(s) %s are not visible yet", job.Name, strings.Join(lost, ","))
+		}
+	}
+	return results, lost, nil
+}
+
+// applyBuildResults adds shard results to a revision's figures.
+func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult, job *batchv1.Job) {
+	var docs, chunks, tokens int64
+	var seconds float64
+	skipped := map[string]int64{}
+	for _, br := range results {
+		docs += br.Documents
+		chunks += br.Chunks
+		tokens += br.Tokens
+		seconds = max(seconds, br.Seconds)
+		for k, v := range br.Skipped {
+			skipped[k] += v
+		}
+	}
+	rev.Documents, rev.Chunks, rev.Tokens = docs, chunks, tokens
+	if seconds > 0 {
+		rev.TokensPerSecond = int64(float64(tokens) / seconds)
+	}
+	if len(skipped) > 0 {
+		rev.Skipped = skipped
+	}
+	if job.Status.CompletionTime != nil {
+		rev.CompletionTime = job.Status.CompletionTime.DeepCopy()
+	} else {
+		rev.CompletionTime = ptr.To(metav1.Now())
+	}
+}
+
+// refreshProgress reads the running build's progress from Weaviate (documents with chunks
+// and chunk count in the revision collection) and the Job (succeeded shards).
+func (r *IndexReconciler) refreshProgress(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, job *batchv1.Job) {
+	idx := st.idx
+	p := idx.Status.Build
+	if p == nil || p.Revision != rev.Name {
+		p = &ragopsv1alpha1.BuildProgress{Revision: rev.Name}
+	}
+	p.DocumentsTotal = st.corpus.Status.Documents
+	p.ShardsSucceeded = job.Status.Succeeded
+	if _, err := saveResults(ctx, r.Client, job); err != nil {
+		log.FromContext(ctx).Info("shard results not saved yet", "job", job.Name, "error", err.Error())
+	}
+	if n, err := st.store.Count(ctx, rev.Collection); err == nil {
+		p.Chunks = int64(n)
+	}
+	if n, err := st.store.CountDocuments(ctx, rev.Collection); err == nil {
+		p.DocumentsDone = int64(n)
+	}
+	p.UpdateTime = ptr.To(metav1.Now())
+	idx.Status.Build = p
+	idx.Status.Progress = progressString(p.DocumentsDone, p.DocumentsTotal)
+}
+
+func progressString(done, total int64) string {
+	if total <= 0 {
+		return fmt.Sprintf("%d/?", done)
+	}
+	return fmt.Sprintf("%d/%d (%d%%)", done, total, done*100/total)
+}
+
+// embedWorkload describes the embedder Job of a revision (full build, or incremental sync).
+func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) *workload {
+	idx := st.idx
+	name, kind := buildJobName(idx, rev), jobKindBuild
+	if incremental {
+		name, kind = syncJobName(idx, rev.Name, st.corpus.Status.Revision), jobKindSync
+	}
+	e := idx.Spec.Embedder
+	w := &workload{owner: idx, name: name, component: "embed", kind: kind, revision: rev.Name, args: []string{"embed"},
+		template: e.Template, image: r.Options.WorkerImage, shards: max(e.Shards, 1), gpu: e.Device == ragopsv1alpha1.DeviceCUDA}
+	var src plan.Source
+	corpusSource(w, st.corpus, &src)
+	if g := st.corpus.Spec.Git; g != nil && st.corpus.Status.Commit != "" {
+		// Embed the commit the Corpus counted, not wherever the branch is now.
+		pinned := *g
+		pinned.Ref = st.corpus.Status.Commit
+		src.Git = &pinned
+	}
+	modelDir := modelMounts(w, "model", plan.ModelDir, idx.Spec.Model, w.image)
+	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
+		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))
+	}
+	weaviateCAMounts(w, idx.Spec.Weaviate)
+	w.plan = plan.Build{
+		Version: plan.Version, Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
+		Incremental: incremental, Shards: int(w.shards), Source: src, Strategy: st.strategy.Spec,
+		ModelDir: modelDir, Embedder: e, VectorIndex: idx.Spec.VectorIndex,
+		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress},
+	}
+	return w
+}
+
+// restartBuild turns rev back into a Building revision with the next Attempt, whose Job
+// (<index>-<revision>-build-<attempt>) the build step then creates; the previous attempt's
+// Job is deleted. why goes into the revision's message and the log.
+func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, why string) error {
+	idx := st.idx
+	if err := deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev)); err != nil {
+		return err
+	}
+	rev.Attempt = max(rev.Attempt, 1) + 1
+	rev.Phase = ragopsv1alpha1.RevisionBuilding
+	rev.Message = fmt.Sprintf("%s: rebuilding (attempt %d)", why, rev.Attempt)
+	rev.CorpusRevision = st.corpus.Status.Revision
+	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped = 0, 0, 0, 0, nil
+	rev.CreationTime, rev.CompletionTime = ptr.To(metav1.Now()), nil
+	if idx.Status.ActiveRevision == rev.Name {
+		// Nothing serves now; the rebuilt revision takes the alias without a gate.
+		idx.Status.ActiveRevision, idx.Status.Chunks = "", 0
+	}
+	log.FromContext(ctx).Info("rebuilding revision", "revision", rev.Name, "attempt", rev.Attempt, "why", why)
+	return nil
+}
+
+// stopSupersededBuilds stops the build Jobs of revisions the spec moved away from (their
+// pods may hold GPUs) and marks those revisions Superseded; their collections are pruned
+// like any other once the Jobs' pods are gone.
+func (r *IndexReconciler) stopSupersededBuilds(ctx context.Context, st *indexState) error {
+	idx := st.idx
+	for i := range idx.Status.Revisions {
+		rev := &idx.Status.Revisions[i]
+		if rev.Name == st.revision || rev.Phase != ragopsv1alpha1.RevisionBuilding {
+			continue
+		}
+		if err := deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev)); err != nil {
+			return err
+		}
+		rev.Phase = ragopsv1alpha1.RevisionSuperseded
+		rev.Message = fmt.Sprintf("superseded by revision %s before its build finished: its Job was stopped", st.revision)
+		rev.CompletionTime = ptr.To(metav1.Now())
+		idx.Status.Build, idx.Status.Progress = nil, ""
+		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "BuildSuperseded", "Build", "revision %s: %s", rev.Name, rev.Message)
+	}
+	return nil
+}
+
+// ensureFailed turns a failed Job creation into the step's result: a Job of that name that
+// another object controls stalls the Index with a condition naming it.
+func (r *IndexReconciler) ensureFailed(idx *ragopsv1alpha1.Index, err error) (stepResult, error) {
+	var conflict *JobConflictError
+	if errors.As(err, &conflict) {
+		conditions.MarkStalled(idx, ReasonJobConflict, conflict.Error())
+		return stop, nil
+	}
+	return stop, err
+}
+
+// revisionJobs lists the Jobs this Index controls for one revision (builds and syncs).
+func (r *IndexReconciler) revisionJobs(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) ([]batchv1.Job, error) {
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(idx.Namespace), client.MatchingFields{jobOwnerKey: "Index/" + idx.Name}); err != nil {
+		return nil, err
+	}
+	var out []batchv1.Job
+	for _, j := range jobs.Items {
+		if j.Labels[LabelRevision] == rev && metav1.IsControlledBy(&j, idx) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,151 @@
+package controllers
+
+// Delete: the alias and every revision collection go before the finalizer is removed.
+
+import (
+	"context"
+
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// stopRunningJobs deletes the Index's running Jobs (foreground: each goes once its pods are
+// gone) and returns the names of those not gone yet.
+func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alpha1.Index) ([]string, error) {
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(idx.Namespace), client.MatchingFields{jobOwnerKey: "Index/" + idx.Name}); err != nil {
+		return nil, err
+	}
+	var running []string
+	for _, j := range jobs.Items {
+		if !metav1.IsControlledBy(&j, idx) {
+			continue
+		}
+		if s, _ := stateOf(&j); s != jobRunning {
+			continue
+		}
+		if j.DeletionTimestamp.IsZero() {
+			if err := deleteJob(ctx, r.Client, j.Namespace, j.Name); err != nil {
+				return nil, err
+			}
+		}
+		running = append(running, j.Name)
+	}
+	return running, nil
+}
+
+// reconcileDelete stops running Jobs, then removes the alias, then every revision
+// collection, then the finalizer. With
+// Weaviate unreachable it sets DeletionBlocked and retries with backoff; after
+// FinalizerTimeout it gives up with a Warning event naming what is left behind.
+func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alpha1.Index) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(idx, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	skip := idx.Annotations[AnnotationSkipCleanup] == "true"
+	if !skip {
+		// A running build or sync pod could write into (or, starting, recreate) a collection
+		// deleted under it: stop the running Jobs and wait until their pods are gone.
+		running, err := r.stopRunningJobs(ctx, idx)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if len(running) > 0 {
+			conditions.Set(idx, ragopsv1alpha1.ConditionDeletionBlocked, metav1.ConditionTrue, ReasonDeleting,
+				fmt.Sprintf("waiting for the pods of Job(s) %s to stop before deleting the collections", strings.Join(running, ",")))
+			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+		}
+	}
+	var leftovers []string
+	if !skip {
+		err := r.cleanupWeaviate(ctx, idx)
+		if err != nil {
+			age := time.Since(idx.DeletionTimestamp.Time)
+			if age < r.Options.FinalizerTimeout {
+				conditions.Set(idx, ragopsv1alpha1.ConditionDeletionBlocked, metav1.ConditionTrue, ReasonCleanupFailed,
+					fmt.Sprintf("cannot delete Weaviate alias/collections yet (retrying with backoff; annotate %s=true to skip): %v", AnnotationSkipCleanup, err))
+				return ctrl.Result{}, fmt.Errorf("index %s/%s cleanup: %w", idx.Namespace, idx.Name, err)
+			}
+			for _, rev := range idx.Status.Revisions {
+				leftovers = append(leftovers, rev.Collection)
+			}
+			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCleanupFailed, "Delete", "gave up after %s: left behind alias %s and collections %s: %v",
+				r.Options.FinalizerTimeout, idx.Status.Alias, strings.Join(leftovers, ","), err)
+		}
+	}
+	metrics.ForgetIndex(idx.Namespace, idx.Name)
+	base := idx.DeepCopy()
+	controllerutil.RemoveFinalizer(idx, Finalizer)
+	if err := r.Patch(ctx, idx, client.MergeFrom(base)); err != nil {
+		return ctrl.Result{}, err
+	}
+	// Other finalizers may keep the object: its status must not claim it still serves.
+	idx.Status.ActiveRevision, idx.Status.Chunks, idx.Status.Build, idx.Status.Progress = "", 0, nil, ""
+	msg := fmt.Sprintf("deleted: alias %s and its collections are gone", idx.Status.Alias)
+	if skip {
+		msg = fmt.Sprintf("deleted: Weaviate left alone (%s=true)", AnnotationSkipCleanup)
+	} else if len(leftovers) > 0 {
+		msg = fmt.Sprintf("deleted: cleanup gave up, left behind alias %s and collections %s", idx.Status.Alias, strings.Join(leftovers, ","))
+	}
+	if len(idx.Finalizers) > 0 {
+		msg += fmt.Sprintf("; waiting for finalizers %s", strings.Join(idx.Finalizers, ","))
+	}
+	conditions.Set(idx, ragopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, msg)
+	conditions.Remove(idx, ragopsv1alpha1.ConditionReconciling)
+	conditions.Remove(idx, ragopsv1alpha1.ConditionStalled)
+	conditions.Remove(idx, ragopsv1alpha1.ConditionDeletionBlocked)
+	return ctrl.Result{}, nil
+}
+
+func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alpha1.Index) error {
+	apiKey := ""
+	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
+		var sec corev1.Secret
+		if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: ref.Name}, &sec); err == nil {
+			apiKey = string(sec.Data[ref.Key])
+		}
+	}
+	ca, _, _, _ := weaviateCABundle(ctx, r.Client, idx.Namespace, idx.Spec.Weaviate)
+	store, err := r.Options.NewStore(idx.Spec.Weaviate, apiKey, ca)
+	if err != nil {
+		return err
+	}
+	alias, err := vectorstore.AliasName(idx.Namespace, idx.Name)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := store.DeleteAlias(cctx, alias); err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for _, rev := range idx.Status.Revisions {
+		names[rev.Collection] = true
+	}
+	if idx.Status.Revision != "" {
+		if n, err := vectorstore.CollectionName(idx.Namespace, idx.Name, idx.Status.Revision); err == nil {
+			names[n] = true
+		}
+	}
+	for n := range names {
+		if err := store.DeleteCollection(cctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

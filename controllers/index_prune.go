@@ -1,0 +1,79 @@
+package controllers
+
+// Prune: revisions beyond revisionHistoryLimit go, with their collections, once no Job writes to them.
+
+import (
+	"context"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/metrics"
+)
+
+// pruneRevisions keeps RevisionHistoryLimit revisions (the active and the desired one always
+// among them) and deletes the collections, Jobs and gating Evaluations of the rest.
+func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (stepResult, error) {
+	idx := st.idx
+	limit := int(max(idx.Spec.Rollout.RevisionHistoryLimit, 1))
+	revs := idx.Status.Revisions
+	sort.SliceStable(revs, func(i, j int) bool {
+		ti, tj := revs[i].CreationTime, revs[j].CreationTime
+		if ti == nil || tj == nil {
+			return tj == nil && ti != nil
+		}
+		return tj.Before(ti)
+	})
+	kept := map[string]bool{st.revision: true}
+	if a := idx.Status.ActiveRevision; a != "" {
+		kept[a] = true
+	}
+	for _, rev := range revs {
+		if len(kept) >= limit {
+			break
+		}
+		kept[rev.Name] = true
+	}
+	var keep []ragopsv1alpha1.RevisionStatus
+	for _, rev := range revs {
+		if kept[rev.Name] {
+			keep = append(keep, rev)
+			continue
+		}
+		if busy, err := r.jobsStillRun(ctx, idx, rev.Name); err != nil || busy {
+			// A Job (or its pods) may still write into the collection: prune it later.
+			keep = append(keep, rev)
+			continue
+		}
+		if err := st.store.DeleteCollection(ctx, rev.Collection); err != nil {
+			log.FromContext(ctx).Info("revision collection not deleted yet", "collection", rev.Collection, "error", err.Error())
+			keep = append(keep, rev)
+			continue
+		}
+		_ = deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, &rev))
+		_ = client.IgnoreNotFound(r.Delete(ctx, &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: gateEvaluationName(idx, rev.Name)}}))
+		metrics.ForgetRevision(idx.Namespace, idx.Name, rev.Name)
+		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionPruned", "Prune", "revision %s and collection %s deleted (revisionHistoryLimit %d)", rev.Name, rev.Collection, limit)
+	}
+	idx.Status.Revisions = keep
+	return proceed, nil
+}
+
+// jobsStillRun reports whether a Job of the revision runs or is still being deleted (its
+// pods may still write).
+func (r *IndexReconciler) jobsStillRun(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) (bool, error) {
+	jobs, err := r.revisionJobs(ctx, idx, rev)
+	if err != nil {
+		return false, err
+	}
+	for _, j := range jobs {
+		if s, _ := stateOf(&j); s == jobRunning || !j.DeletionTimestamp.IsZero() {
+			return true, nil
+		}
+	}
+	return false, nil
+}

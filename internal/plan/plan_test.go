@@ -1,0 +1,43 @@
+package plan
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Defect 11 of issue 16: a plan of another version, or with a field this worker does not
+// know, is refused instead of misread.
+func TestReadRefusesOtherVersionsAndUnknownFields(t *testing.T) {
+	good, err := json.Marshal(Build{Version: Version, Namespace: "ns", Index: "ix", Revision: "r1", Collection: "C", Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	read := func(raw string) (Build, error) {
+		p := filepath.Join(dir, File)
+		if err := os.WriteFile(p, []byte(raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var b Build
+		return b, Read(p, &b)
+	}
+	b, err := read(string(good))
+	if err != nil || b.Shards != 2 || b.Collection != "C" {
+		t.Fatalf("current plan: %+v, %v", b, err)
+	}
+	for name, raw := range map[string]string{
+		"no version (an older manager)": strings.Replace(string(good), `"version":"`+Version+`",`, "", 1),
+		"a newer version":               strings.Replace(string(good), Version, "ragops.dev/plan/v2", 1),
+		"an unknown field":              strings.Replace(string(good), `"shards":2`, `"shards":2,"shardKey":"docId"`, 1),
+	} {
+		if raw == string(good) {
+			t.Fatalf("%s: the fixture did not change", name)
+		}
+		if _, err := read(raw); err == nil {
+			t.Errorf("%s: read without error", name)
+		}
+	}
+}

@@ -1,0 +1,301 @@
+// Package build runs one shard of an Index build plan (the `ragops embed` worker): it reads
+// the shard's documents, chunks them with docchunk, embeds the chunks naively or with late
+// chunking and writes them into the revision's Weaviate collection. With an incremental plan
+// it syncs an existing collection: unchanged documents are left alone, changed ones replaced,
+// removed ones deleted, and documents that fail to read keep their previous chunks.
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/chunkers"
+	"github.com/ragops/ragops/chunkers/docchunk"
+	"github.com/ragops/ragops/chunkers/registry"
+	"github.com/ragops/ragops/corpus"
+	"github.com/ragops/ragops/embedder"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/pipeline/progress"
+	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/reader/formats"
+	"github.com/ragops/ragops/reader/pdf"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// embedBatchDocuments is how many documents are embedded together (their chunks share
+// length-sorted batches) and written in one upsert.
+const embedBatchDocuments = 16
+
+// Options configure Run.
+type Options struct {
+	// Shard is the shard to run, 0 <= Shard < plan.Shards.
+	Shard int
+	// LibraryPath is the ONNX Runtime shared library (empty: $RAGOPS_ONNXRUNTIME_LIB).
+	LibraryPath string
+	// ProgressEvery is how often progress is logged.
+	ProgressEvery time.Duration
+	// Readers turns raw bytes into documents; nil starts the format readers (PDFium, OCR)
+	// the first time a document needs them. A reader that returns a *ReadersError cannot
+	// read any document: the shard fails.
+	Readers corpus.DocumentReader
+}
+
+// ReadersError is a document reader that could not start (PDFium failed to load, say): no
+// document can be read, so Run fails the shard instead of counting every document as
+// unreadable (which, in an incremental sync, would look like a corpus of unreadable files).
+type ReadersError struct{ Err error }
+
+func (e *ReadersError) Error() string { return "document readers did not start: " + e.Err.Error() }
+func (e *ReadersError) Unwrap() error { return e.Err }
+
+// lazyReaders starts the format readers (PDFium takes seconds) only when a file needs them.
+type lazyReaders struct {
+	once sync.Once
+	r    *formats.Readers
+	err  error
+	max  int
+}
+
+func (l *lazyReaders) Read(ctx context.Context, data []byte) (reader.Document, error) {
+	l.once.Do(func() {
+		l.r, l.err = formats.New(ctx, formats.Options{MaxBytes: l.max, PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "pdfium-cache")}})
+	})
+	if l.err != nil {
+		return reader.Document{}, &ReadersError{Err: l.err}
+	}
+	return l.r.Read(ctx, data)
+}
+
+func (l *lazyReaders) Close() {
+	if l.r != nil {
+		_ = l.r.Close()
+	}
+}
+
+// Run runs one shard of a build plan and returns its figures (the pod's termination message).
+//
+// Documents that fail to read, are too large or fail to chunk are counted in Skipped by
+// reason; in an incremental sync, those that had chunks keep them and are also counted in
+// Kept (a document that cannot be read now is not a removed document). Errors: the model,
+// Weaviate or the corpus source fail, or the readers cannot start (*ReadersError).
+func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.BuildResult, error) {
+	start := time.Now()
+	res := plan.BuildResult{Shard: o.Shard, Skipped: map[string]int64{}}
+	if p.Shards < 1 {
+		p.Shards = 1
+	}
+	if o.Shard >= p.Shards {
+		return res, fmt.Errorf("shard %d is outside the plan's %d shards", o.Shard, p.Shards)
+	}
+	if err := checkModelLimits(p); err != nil {
+		return res, err
+	}
+	late := p.Strategy.Late != nil && p.Strategy.Late.Enabled
+	mopts := embedder.Options{
+		LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
+		IntraOpThreads: int(p.Embedder.Threads), BatchTokens: int(p.Embedder.BatchTokens),
+	}
+	if late {
+		mopts.WindowTokens, mopts.WindowOverlap = int(p.Strategy.Late.Window), int(p.Strategy.Late.WindowOverlap)
+	}
+	model, err := loadModel(p.ModelDir, mopts)
+	if err != nil {
+		return res, err
+	}
+	defer model.Close()
+	log.Info("model loaded", "dir", p.ModelDir, "provider", model.Provider(), "dimension", model.Dimension(), "late", late)
+
+	chunker, err := registry.New(p.Strategy, model.Tokenizer(), model)
+	if err != nil {
+		return res, fmt.Errorf("strategy: %w", err)
+	}
+	mode := embedder.Naive
+	if late {
+		mode = embedder.Late
+	}
+	cfg, err := vectorstore.EndpointConfig(p.Weaviate.URL, p.Weaviate.GRPCAddress, os.Getenv(plan.EnvWeaviateAPIKey))
+	if err != nil {
+		return res, err
+	}
+	if cfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
+		return res, err
+	}
+	store, err := vectorstore.New(cfg)
+	if err != nil {
+		return res, err
+	}
+	if err := store.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: p.Collection, Revision: p.Revision, Dimensions: model.Dimension(),
+		Index: vectorIndex(p.VectorIndex)}); err != nil {
+		return res, err
+	}
+
+	readers := o.Readers
+	if readers == nil {
+		lazy := &lazyReaders{max: int(p.Source.MaxDocumentBytes)}
+		defer lazy.Close()
+		readers = lazy
+	}
+	src, err := corpus.Open(ctx, p.Source, os.TempDir(), readers)
+	if err != nil {
+		return res, err
+	}
+	mine := func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
+
+	var existing map[string]string
+	if p.Incremental {
+		if existing, err = store.DocumentHashes(ctx, p.Collection, 0); err != nil {
+			return res, err
+		}
+	}
+	var total int64
+	if err := src.Walk(ctx, true, mine, func(corpus.Document) error { total++; return nil }, func(corpus.Skipped) {}); err != nil {
+		return res, err
+	}
+	log.Info("shard", "shard", o.Shard, "shards", p.Shards, "documents", total, "incremental", p.Incremental, "existing", len(existing))
+
+	prog := progress.New(log, "embedding", total, o.ProgressEvery)
+	seen := map[string]bool{}
+	var pending []corpus.Document
+	var pendingChunks [][]chunkers.Chunk
+	var done int64
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		docs := make([]embedder.Document, len(pending))
+		for i, d := range pending {
+			docs[i] = embedder.Document{Text: d.Doc.Text, Chunks: pendingChunks[i]}
+		}
+		vecs, err := model.EmbedDocuments(ctx, docs, mode)
+		if err != nil {
+			return err
+		}
+		var batch []vectorstore.Chunk
+		for i, d := range pending {
+			var objs []vectorstore.Chunk
+			for j, c := range pendingChunks[i] {
+				first, last, _ := d.Doc.PageRange(c.Start, c.End)
+				objs = append(objs, vectorstore.Chunk{
+					DocID: d.ID, Ordinal: c.Ordinal, Start: c.Start, End: c.End, Text: c.Text(d.Doc.Text),
+					HeadingPath: c.HeadingPath, PageStart: first, PageEnd: last, DocHash: d.Hash, Vector: vecs[i][j],
+				})
+			}
+			res.Chunks += int64(len(objs))
+			if p.Incremental {
+				if err := store.ReplaceDocument(ctx, p.Collection, d.ID, objs); err != nil {
+					return err
+				}
+				continue
+			}
+			batch = append(batch, objs...)
+		}
+		if len(batch) > 0 {
+			if err := store.Upsert(ctx, p.Collection, batch); err != nil {
+				return err
+			}
+		}
+		done += int64(len(pending))
+		res.Documents += int64(len(pending))
+		pending, pendingChunks = pending[:0], pendingChunks[:0]
+		prog.Tick(done+res.Unchanged, false, "chunks", res.Chunks)
+		return nil
+	}
+	// A reader that cannot start stops the walk: wctx is cancelled and fatal says why.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var fatal error
+	err = src.Walk(wctx, false, mine, func(d corpus.Document) error {
+		seen[d.ID] = true
+		if p.Incremental && existing[d.ID] == d.Hash && d.Hash != "" {
+			res.Unchanged++
+			return nil
+		}
+		chunks, err := docchunk.Chunk(ctx, chunker, d.Doc)
+		if err != nil {
+			res.Skipped["ChunkingFailed"]++
+			if _, had := existing[d.ID]; had {
+				res.Kept++
+			}
+			log.Warn("document skipped", "document", d.ID, "reason", "ChunkingFailed", "error", err)
+			return nil
+		}
+		if len(chunks) == 0 {
+			res.Skipped[string(reader.Empty)]++
+			log.Warn("document skipped", "document", d.ID, "reason", reader.Empty)
+			return nil
+		}
+		pending = append(pending, d)
+		pendingChunks = append(pendingChunks, chunks)
+		if len(pending) >= embedBatchDocuments {
+			return flush()
+		}
+		return nil
+	}, func(sk corpus.Skipped) {
+		var re *ReadersError
+		if errors.As(sk.Err, &re) {
+			if fatal == nil {
+				fatal = re
+			}
+			cancel()
+			return
+		}
+		res.Skipped[sk.Reason]++
+		if _, had := existing[sk.ID]; had {
+			// Its previous chunks stay: the document is still in the corpus.
+			seen[sk.ID] = true
+			res.Kept++
+		}
+		log.Warn("document skipped", "document", sk.ID, "reason", sk.Reason, "error", sk.Err, "keptPreviousChunks", seen[sk.ID])
+	})
+	if fatal != nil {
+		return res, fatal
+	}
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return res, err
+	}
+	if p.Incremental {
+		for id := range existing {
+			if !seen[id] && mine(id) {
+				if _, err := store.DeleteDocument(ctx, p.Collection, id); err != nil {
+					return res, err
+				}
+				res.Deleted++
+			}
+		}
+	}
+	res.Tokens, res.TruncatedChunks = model.Stats().Tokens, model.Stats().TruncatedChunks
+	res.Seconds = time.Since(start).Seconds()
+	if len(res.Skipped) == 0 {
+		res.Skipped = nil
+	}
+	prog.Tick(done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted, "kept", res.Kept)
+	return res, nil
+}
+
+// vectorIndex maps the Index's vector index settings to the store's; the HNSW parameters
+// (defaulted in the CRD) apply to hnsw only.
+func vectorIndex(vi ragopsv1alpha1.VectorIndexSpec) vectorstore.VectorIndex {
+	out := vectorstore.VectorIndex{Type: string(vi.Type), Distance: vi.Distance}
+	if vi.Type != "flat" {
+		out.EfConstruction, out.MaxConnections, out.Ef = int(vi.EfConstruction), int(vi.MaxConnections), int(vi.Ef)
+	}
+	return out
+}
+
+// loadModel loads the embedding model.
+func loadModel(dir string, o embedder.Options) (*embedder.Model, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("plan has no model folder")
+	}
+	return embedder.Load(dir, o)
+}

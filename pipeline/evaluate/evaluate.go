@@ -1,0 +1,133 @@
+// Package evaluate runs an Evaluation plan (the `ragops evaluate` worker): a BEIR data set's
+// queries against a revision's collection or alias, with recall@k, nDCG@k, MRR@k, success@k,
+// MAP@k and span hit rate@10 in the result.
+package evaluate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/ragops/ragops/embedder"
+	"github.com/ragops/ragops/evaluator"
+	"github.com/ragops/ragops/evaluator/metrics"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// Options configure Run.
+type Options struct {
+	// LibraryPath is the ONNX Runtime shared library (empty: $RAGOPS_ONNXRUNTIME_LIB).
+	LibraryPath string
+	// OutDir receives the TREC run file, per-query metrics and the summary.
+	OutDir string
+}
+
+// queryEncoder adapts the embedding model to evaluator.QueryEncoder (with its query prefix).
+type queryEncoder struct{ m *embedder.Model }
+
+func (q queryEncoder) EncodeQuery(ctx context.Context, text string) ([]float32, error) {
+	v, err := q.m.EmbedQueries(ctx, []string{text})
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
+// Run runs one evaluation plan and returns its result (the pod's termination message).
+// Errors: the plan's mode, fusion or dataset is invalid; the model or Weaviate fail; some
+// queries failed (evaluator.ErrQueriesFailed, with the metrics of the others in the result).
+func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (plan.EvaluateResult, error) {
+	var res plan.EvaluateResult
+	cfg := evaluator.Config{
+		Split: p.Split, Cutoffs: p.K, MaxQueries: p.MaxQueries, OutDir: o.OutDir,
+		Alpha: p.Alpha,
+	}
+	// The plan's mode and fusion are the evaluator's (one type); the evaluator validates them.
+	cfg.Mode, cfg.Fusion = p.Mode, p.Fusion
+	switch {
+	case p.Dataset.Dir != "":
+		cfg.Dataset = evaluator.DatasetSource{Dir: p.Dataset.Dir}
+	case p.Dataset.HTTP != nil:
+		cfg.Dataset = evaluator.DatasetSource{URL: p.Dataset.HTTP.URL, SHA256: p.Dataset.HTTP.SHA256}
+	default:
+		return res, errors.New("plan dataset: neither a folder nor an HTTP archive")
+	}
+	if cfg.Mode != evaluator.BM25 {
+		model, err := loadModel(p.ModelDir, embedder.Options{
+			LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
+			IntraOpThreads: int(p.Embedder.Threads),
+		})
+		if err != nil {
+			return res, err
+		}
+		defer model.Close()
+		cfg.Encoder = queryEncoder{model}
+	}
+	if p.Rerank != nil {
+		rr, err := embedder.LoadCrossEncoder(p.Rerank.ModelDir, embedder.Options{
+			LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
+			IntraOpThreads: int(p.Embedder.Threads),
+		})
+		if err != nil {
+			return res, fmt.Errorf("rerank model: %w", err)
+		}
+		defer rr.Close()
+		cfg.Reranker, cfg.RerankTopN = rr, p.Rerank.TopN
+	}
+	vcfg, err := vectorstore.EndpointConfig(p.Weaviate.URL, p.Weaviate.GRPCAddress, os.Getenv(plan.EnvWeaviateAPIKey))
+	if err != nil {
+		return res, err
+	}
+	if vcfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
+		return res, err
+	}
+	store, err := vectorstore.New(vcfg)
+	if err != nil {
+		return res, err
+	}
+	cfg.Retriever = evaluator.StoreRetriever{Store: store, Target: p.Collection, WithText: p.Rerank != nil}
+	log.Info("evaluating", "collection", p.Collection, "revision", p.Revision, "mode", cfg.Mode, "k", p.K)
+	sum, err := evaluator.Run(ctx, cfg)
+	if err != nil && !errors.Is(err, evaluator.ErrQueriesFailed) {
+		return res, err
+	}
+	res = ResultFromSummary(sum)
+	log.Info("evaluated", "queries", res.Queries, "metrics", sum.Metrics, "failedQueries", sum.FailedQueries)
+	return res, err
+}
+
+// ResultFromSummary converts the evaluator's Summary to the termination-message result.
+func ResultFromSummary(sum evaluator.Summary) plan.EvaluateResult {
+	res := plan.EvaluateResult{Queries: sum.Queries, UnknownQrels: sum.Dropped.UnknownQueries + sum.Dropped.UnknownDocuments}
+	for _, k := range sum.Cutoffs {
+		name := func(m metrics.Measure) string { return fmt.Sprintf("%s@%d", m, k) }
+		if _, ok := sum.Metrics[name(metrics.Recall)]; !ok {
+			continue
+		}
+		res.Metrics = append(res.Metrics, plan.MetricsAtK{
+			K: k, Recall: sum.Metrics[name(metrics.Recall)], NDCG: sum.Metrics[name(metrics.NDCG)],
+			MRR: sum.Metrics[name(metrics.MRR)], Success: sum.Metrics[name(metrics.Success)], MAP: sum.Metrics[name(metrics.MAP)],
+		})
+	}
+	for name, v := range sum.Metrics {
+		if name == "spanHit@10" {
+			v := v
+			res.SpanHitRate = &v
+		}
+	}
+	if len(sum.Errors) > 0 {
+		res.Error = fmt.Sprintf("%d queries failed, e.g. %s", sum.FailedQueries, sum.Errors[0])
+	}
+	return res
+}
+
+// loadModel loads the query embedding model.
+func loadModel(dir string, o embedder.Options) (*embedder.Model, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("plan has no model folder")
+	}
+	return embedder.Load(dir, o)
+}

@@ -1,0 +1,41 @@
+// Package scan runs a Corpus scan plan (the `ragops scan` worker): it lists a source without
+// extracting text and returns its documents, bytes, content revision and skipped documents.
+package scan
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/ragops/ragops/corpus"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+// Run lists a source without extracting text: document count, bytes, content revision and
+// documents skipped by reason.
+func Run(ctx context.Context, log *slog.Logger, src plan.Source, workDir string) (plan.ScanResult, error) {
+	s, err := corpus.Open(ctx, src, workDir, nil)
+	if err != nil {
+		return plan.ScanResult{}, err
+	}
+	var docs []corpus.Document
+	res := plan.ScanResult{Skipped: map[string]int64{}}
+	err = s.Walk(ctx, true, nil, func(d corpus.Document) error {
+		docs = append(docs, d)
+		res.Bytes += d.Size
+		return nil
+	}, func(sk corpus.Skipped) {
+		res.Skipped[sk.Reason]++
+		log.Warn("document skipped", "document", sk.ID, "reason", sk.Reason, "error", sk.Err)
+	})
+	if err != nil {
+		return res, err
+	}
+	if len(res.Skipped) == 0 {
+		res.Skipped = nil
+	}
+	res.Documents = int64(len(docs))
+	res.Revision = corpus.Revision(docs)
+	res.Commit = s.Commit()
+	log.Info("scanned", "root", s.Root(), "documents", res.Documents, "bytes", res.Bytes, "revision", res.Revision, "commit", res.Commit)
+	return res, nil
+}
