@@ -11,16 +11,22 @@ import (
 	"github.com/ragops/ragops/reader/beir"
 )
 
-const datasets = "../../../shared/datasets"
+// datasetsDir is RAGOPS_DATASETS (hack/datasets.sh) or, without it, ../shared beside the clone.
+func datasetsDir() string {
+	if d := os.Getenv("RAGOPS_DATASETS"); d != "" {
+		return d
+	}
+	return "../../../shared/datasets"
+}
 
 func open(t *testing.T, name string) *os.File {
 	t.Helper()
-	f, err := os.Open(datasets + "/" + name + "/corpus.jsonl")
+	f, err := os.Open(datasetsDir() + "/" + name + "/corpus.jsonl")
 	if err != nil {
 		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
-			t.Fatalf("BEIR data set %s missing (../shared/datasets): %v", name, err)
+			t.Fatalf("BEIR data set %s missing (RAGOPS_DATASETS or ../shared/datasets): %v", name, err)
 		}
-		t.Skipf("BEIR data set %s missing (../shared/datasets): %v", name, err)
+		t.Skipf("BEIR data set %s missing (RAGOPS_DATASETS or ../shared/datasets): %v", name, err)
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
