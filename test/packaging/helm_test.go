@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -159,7 +160,7 @@ var everyOption = []string{
 	"--set", "image.digest=sha256:" + strings.Repeat("ab", 32), "--set", "metrics.port=9090",
 	"--set", "extraArgs={--index-concurrency=8}", "--set", "tolerations[0].key=dedicated",
 	"--set", "tolerations[0].operator=Exists", "--set", "nodeSelector.pool=system",
-	"--set", "resources.limits.memory=1Gi",
+	"--set", "resources.limits.memory=1Gi", "--set", "networkPolicy.enabled=true",
 }
 
 // TestChartDefaultsRenderConfigDefault renders the chart with its default values and
@@ -207,6 +208,33 @@ func TestChartServiceMonitorMatchesConfigPrometheus(t *testing.T) {
 		o.SetLabels(l)
 	}
 	compareRenderings(t, mon, want)
+}
+
+// TestChartNetworkPolicyMatchesConfig: with networkPolicy.enabled the chart renders the
+// manager's NetworkPolicy of config/network-policy, and it follows metrics.port; by default it
+// renders none (config/default has none either).
+func TestChartNetworkPolicyMatchesConfig(t *testing.T) {
+	var pols []*unstructured.Unstructured
+	for _, o := range helmTemplate(t, "--set", "networkPolicy.enabled=true") {
+		if o.GetKind() == "NetworkPolicy" {
+			pols = append(pols, o)
+		}
+	}
+	compareRenderings(t, pols, render(t, "network-policy"))
+	for _, o := range helmTemplate(t) {
+		if o.GetKind() == "NetworkPolicy" {
+			t.Errorf("default values render NetworkPolicy %s", o.GetName())
+		}
+	}
+	for _, o := range helmTemplate(t, "--set", "networkPolicy.enabled=true", "--set", "metrics.port=9090") {
+		if o.GetKind() != "NetworkPolicy" {
+			continue
+		}
+		ports, _, _ := unstructured.NestedSlice(o.Object, "spec", "ingress")
+		if got := fmt.Sprint(ports); !strings.Contains(got, "port:9090") {
+			t.Errorf("ingress %s does not follow metrics.port=9090", got)
+		}
+	}
 }
 
 // TestChartValuesReachTheManager renders the chart with every option on and checks the
