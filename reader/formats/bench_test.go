@@ -55,7 +55,11 @@ func BenchmarkRead(b *testing.B) {
 
 // BenchmarkBEIRScan reads the real SciFact corpus.jsonl (8.1 MB, 5,183 documents).
 func BenchmarkBEIRScan(b *testing.B) {
-	data, err := os.ReadFile("../../../shared/datasets/scifact/corpus.jsonl")
+	dir := os.Getenv("RAGOPS_DATASETS")
+	if dir == "" {
+		dir = "../../../shared/datasets"
+	}
+	data, err := os.ReadFile(dir + "/scifact/corpus.jsonl")
 	if err != nil {
 		b.Skipf("SciFact corpus missing (../shared/datasets/scifact): %v", err)
 	}

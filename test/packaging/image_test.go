@@ -20,10 +20,14 @@ import (
 // scifactDocs writes the first n SciFact documents as a BEIR corpus.jsonl into a folder.
 func scifactDocs(t *testing.T, n int) string {
 	t.Helper()
-	src := filepath.Join(root, "..", "shared", "datasets", "scifact", "corpus.jsonl")
+	datasets := os.Getenv("RAGOPS_DATASETS") // hack/datasets.sh; else ../shared beside the checkout
+	if datasets == "" {
+		datasets = filepath.Join(root, "..", "shared", "datasets")
+	}
+	src := filepath.Join(datasets, "scifact", "corpus.jsonl")
 	f, err := os.Open(src)
 	if err != nil {
-		need(t, "SciFact corpus missing: "+err.Error()+" (shared/datasets/scifact beside the checkout)")
+		need(t, "SciFact corpus missing: "+err.Error()+" (RAGOPS_DATASETS, or shared/datasets beside the checkout)")
 	}
 	defer f.Close()
 	var out bytes.Buffer
