@@ -213,7 +213,7 @@ Ingetrokken.
 	chunks := run(t, h, text)
 	checkChunks(t, text, chunks, checkOpts{max: 1000, sizer: RuneSizer{}, ordered: true})
 	for in, want := range map[string]string{
-		"nieuwe archiefverordening":      "Overwegende dat:",
+		"nieuwe archiefverordening":       "Overwegende dat:",
 		"De Archiefverordening 2026 vast": "Beslispunten",
 		"het gemeentelijk archief":        "BESLUIT: > Hoofdstuk 1 Algemeen > 1.1 Begrippen",
 		"belast met het beheer":           "BESLUIT: > Hoofdstuk 1 Algemeen > 1.1 Begrippen > Artikel 2",
