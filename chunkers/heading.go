@@ -44,6 +44,11 @@ type HeadingOptions struct {
 	NumberedSections bool
 	// Patterns are user heading patterns, tried before numbered sections.
 	Patterns []HeadingPattern
+	// PathPrefix sets each chunk's Chunk.PathPrefix to its heading path ("A > B > C\n") so
+	// the embedding sees where the chunk stands. The prefix counts toward the size: a
+	// section is cut to size minus the prefix's size. A path measuring more than half the
+	// size keeps only its innermost titles that fit in half; text and offsets are unchanged.
+	PathPrefix bool
 }
 
 // HeadingChunker cuts text at section headings: every chunk lies inside one section and
@@ -329,9 +334,24 @@ func (h *HeadingChunker) chunk(text string, lines []line, outline []OutlineEntry
 	var path []string
 	section := func(s, e int) {
 		before := len(out)
-		out = h.section(text, lines, s, e, out)
+		sp, prefix := h.sp, ""
+		if h.opts.PathPrefix {
+			var pn int
+			prefix, pn = h.pathPrefix(path)
+			if pn > 0 {
+				cp := *h.sp
+				cp.max -= pn
+				cp.overlap = min(cp.overlap, cp.max-1)
+				sp = &cp
+			}
+		}
+		out = h.section(sp, text, lines, s, e, out)
 		for i := before; i < len(out); i++ {
 			out[i].HeadingPath = path
+			if prefix != "" {
+				out[i].PathPrefix = prefix
+				out[i].TokenCount = h.sp.sizer.Size(out[i].EmbedText(text))
+			}
 		}
 	}
 	section(0, firstStart(outline, len(text)))
@@ -363,14 +383,27 @@ func firstStart(outline []OutlineEntry, n int) int {
 // sepRowRe matches a Markdown table delimiter row such as |---|:--:|.
 var sepRowRe = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
 
-// section appends the chunks of the section [s, e): the whole section when it fits, else
-// its tables row by row and the text between them split recursively.
-func (h *HeadingChunker) section(text string, lines []line, s, e int, out []Chunk) []Chunk {
+// pathPrefix returns the PathPrefix line for a heading path and its size: the titles
+// joined by " > " and a newline, outer titles dropped until it measures at most half the
+// chunk size; "" and 0 when not even the innermost title fits.
+func (h *HeadingChunker) pathPrefix(path []string) (string, int) {
+	for k := 0; k < len(path); k++ {
+		p := strings.Join(path[k:], " > ") + "\n"
+		if n := h.sp.sizer.Size(p); 2*n <= h.sp.max {
+			return p, n
+		}
+	}
+	return "", 0
+}
+
+// section appends the chunks of the section [s, e), cut by sp: the whole section when it
+// fits, else its tables row by row and the text between them split recursively.
+func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e int, out []Chunk) []Chunk {
 	ts, te := trimSpan(text, s, e)
 	if ts == te {
 		return out
 	}
-	if n := h.sp.sizer.Size(text[ts:te]); n <= h.sp.max {
+	if n := sp.sizer.Size(text[ts:te]); n <= sp.max {
 		return append(out, Chunk{Start: ts, End: te, TokenCount: n})
 	}
 	var segs []seg
@@ -396,11 +429,11 @@ func (h *HeadingChunker) section(text string, lines []line, s, e int, out []Chun
 			prefix += "\n"
 		}
 		segs = append(segs, head)
-		pn := h.sp.sizer.Size(prefix)
+		pn := sp.sizer.Size(prefix)
 		j := i + 2
 		for ; j < len(lines) && lines[j].s < e && !lines[j].fence && isRow(text, lines[j]); j++ {
 			row := seg{s: lines[j].s, e: min(lines[j].next, e), atomic: true, prefix: prefix}
-			if _, te := trimSpan(text, row.s, row.e); pn+h.sp.sizer.Size(text[row.s:te]) > h.sp.max {
+			if _, te := trimSpan(text, row.s, row.e); pn+sp.sizer.Size(text[row.s:te]) > sp.max {
 				// The header would push a row that fits on its own over the size: a chunk
 				// starting with this row goes without it rather than being flagged Oversize.
 				row.prefix = ""
@@ -413,7 +446,7 @@ func (h *HeadingChunker) section(text string, lines []line, s, e int, out []Chun
 	if textStart < e {
 		segs = append(segs, seg{s: textStart, e: e})
 	}
-	return h.sp.pack(text, segs, -1, out)
+	return sp.pack(text, segs, -1, out)
 }
 
 // isRow reports whether a line looks like a Markdown table row (holds a pipe, not blank).

@@ -274,3 +274,64 @@ func TestSentenceDutchAbbreviations(t *testing.T) {
 		t.Errorf("%d chunks at size 100, want at least 3", len(chunks))
 	}
 }
+
+// TestHeadingPathPrefix: with PathPrefix every chunk's embedded text starts with its heading
+// path, the whole embedded text measures at most the size (TokenCount exact), the stored
+// text stays text[Start:End], and a path too long for half the size keeps its inner titles.
+func TestHeadingPathPrefix(t *testing.T) {
+	const size = 120
+	with, _ := NewHeading(RuneSizer{}, size, 10, HeadingOptions{Markdown: true, NumberedSections: true, PathPrefix: true})
+	without, _ := NewHeading(RuneSizer{}, size, 10, HeadingOptions{Markdown: true, NumberedSections: true})
+	chunks := run(t, with, dutchLaw)
+	checkChunks(t, dutchLaw, chunks, checkOpts{max: size, sizer: RuneSizer{}, ordered: true})
+	prefixed := 0
+	for _, c := range chunks {
+		emb := c.EmbedText(dutchLaw)
+		if c.Text(dutchLaw) != dutchLaw[c.Start:c.End] {
+			t.Errorf("chunk %d stored text %q is not its span", c.Ordinal, c.Text(dutchLaw))
+		}
+		if n := utf8.RuneCountInString(emb); n != c.TokenCount || n > size {
+			t.Errorf("chunk %d: embedded text %d runes, TokenCount %d, size %d: %q", c.Ordinal, n, c.TokenCount, size, emb)
+		}
+		if len(c.HeadingPath) == 0 {
+			if c.PathPrefix != "" {
+				t.Errorf("chunk %d without a path has prefix %q", c.Ordinal, c.PathPrefix)
+			}
+			continue
+		}
+		prefixed++
+		full := strings.Join(c.HeadingPath, " > ") + "\n"
+		if !strings.HasSuffix(full, c.PathPrefix) || !strings.HasSuffix(c.PathPrefix, c.HeadingPath[len(c.HeadingPath)-1]+"\n") {
+			t.Errorf("chunk %d: prefix %q is not the tail of path %q", c.Ordinal, c.PathPrefix, full)
+		}
+		if utf8.RuneCountInString(full) <= size/2 && c.PathPrefix != full {
+			t.Errorf("chunk %d: prefix %q, want the whole path %q", c.Ordinal, c.PathPrefix, full)
+		}
+		if utf8.RuneCountInString(c.PathPrefix) > size/2 {
+			t.Errorf("chunk %d: prefix %q over half the size", c.Ordinal, c.PathPrefix)
+		}
+	}
+	if p := pathOf(t, dutchLaw, chunks, "bedoeld in het eerste lid"); p == "" {
+		t.Fatal("no path")
+	}
+	// Artikel 6:12's path (106 runes) is over half the size: the outer titles go.
+	for _, c := range chunks {
+		if strings.Contains(dutchLaw[c.Start:c.End], "bedoeld in het eerste lid") {
+			if want := "Hoofdstuk 2 Overbrenging > § 1 Termijnen > Artikel 6:12\n"; c.PathPrefix != want {
+				t.Errorf("Artikel 6:12 prefix %q, want %q", c.PathPrefix, want)
+			}
+		}
+	}
+	if prefixed == 0 {
+		t.Fatal("no chunk has a prefix")
+	}
+	// The budget shrinks: at least as many chunks as without the prefix, and more here.
+	if n, m := len(chunks), len(run(t, without, dutchLaw)); n <= m {
+		t.Errorf("%d chunks with the prefix, %d without: the prefix did not count toward the size", n, m)
+	}
+	for _, c := range run(t, without, dutchLaw) {
+		if c.PathPrefix != "" {
+			t.Fatalf("prefix %q without the option", c.PathPrefix)
+		}
+	}
+}

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/chunkers/docchunk"
+	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/beir"
 	"github.com/ragops/ragops/reader/formats"
@@ -242,4 +244,29 @@ func spans(chunks []chunkers.Chunk) [][2]int {
 		out[i] = [2]int{c.Start, c.End}
 	}
 	return out
+}
+
+// TestPathPrefixFromSpec builds the Heading strategy from a ChunkingStrategy spec with
+// heading.pathPrefix, as a build does, and chunks a legalqa-nl style BEIR record: the
+// embedded text starts with the law > chapter > article path, the stored text does not.
+func TestPathPrefixFromSpec(t *testing.T) {
+	spec := v1alpha1.ChunkingStrategySpec{Type: v1alpha1.StrategyHeading, Unit: v1alpha1.UnitCharacters, Size: 200,
+		Heading: &v1alpha1.HeadingOptions{PathPrefix: true}}
+	c, err := registry.New(spec, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := beir.FromFields("Vreemdelingenwet 2000", "# Vreemdelingenwet 2000\n\n## Hoofdstuk 3\n\n### Artikel 20\n\n1 Onze Minister is bevoegd de aanvraag in te willigen.\n")
+	chunks, err := docchunk.Chunk(context.Background(), c, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := holding(t, doc.Text, chunks, "Onze Minister")
+	want := "Vreemdelingenwet 2000 > Hoofdstuk 3 > Artikel 20\n"
+	if ch.PathPrefix != want || !strings.HasPrefix(ch.EmbedText(doc.Text), want+"### Artikel 20") || strings.Contains(ch.Text(doc.Text), "Hoofdstuk 3 >") {
+		t.Errorf("prefix %q, embedded %q, stored %q", ch.PathPrefix, ch.EmbedText(doc.Text), ch.Text(doc.Text))
+	}
+	if ch.TokenCount != len([]rune(ch.EmbedText(doc.Text))) {
+		t.Errorf("TokenCount %d does not count the prefix (%q)", ch.TokenCount, ch.EmbedText(doc.Text))
+	}
 }
