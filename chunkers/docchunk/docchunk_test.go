@@ -270,3 +270,100 @@ func TestPathPrefixFromSpec(t *testing.T) {
 		t.Errorf("TokenCount %d does not count the prefix (%q)", ch.TokenCount, ch.EmbedText(doc.Text))
 	}
 }
+
+// TestLegalQANLArticlesAreSections chunks the laws of legalqa-nl that hold a gold article
+// (spans.jsonl) as a build does: every chunk overlapping a gold article lies inside it and
+// carries its heading path (law title first, the article last), and Recursive at the same
+// size cuts differently. The data set comes from $RAGOPS_DATASETS (default
+// ../../../shared/datasets); the test skips without it, or fails under RAGOPS_REQUIRE_ALL=1.
+func TestLegalQANLArticlesAreSections(t *testing.T) {
+	dir := os.Getenv("RAGOPS_DATASETS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "datasets")
+	}
+	spansFile, err := os.ReadFile(filepath.Join(dir, "legalqa-nl", "spans.jsonl"))
+	if err != nil {
+		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+			t.Fatalf("legalqa-nl missing: %v", err)
+		}
+		t.Skipf("legalqa-nl missing (set RAGOPS_DATASETS): %v", err)
+	}
+	type span struct {
+		Doc         string   `json:"doc_id"`
+		Article     string   `json:"article"`
+		HeadingPath []string `json:"heading_path"`
+		Start       int      `json:"start_byte"`
+		End         int      `json:"end_byte"`
+	}
+	byDoc := map[string][]span{}
+	for _, l := range strings.Split(strings.TrimSpace(string(spansFile)), "\n") {
+		var s span
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			t.Fatal(err)
+		}
+		byDoc[s.Doc] = append(byDoc[s.Doc], s)
+	}
+	f, err := os.Open(filepath.Join(dir, "legalqa-nl", "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec, err := chunkers.NewRecursive(chunkers.WordSizer{}, 300, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := chunkers.NewHeading(chunkers.WordSizer{}, 300, 0, chunkers.HeadingOptions{Markdown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	laws, checked, differ := 0, 0, 0
+	err = beir.Scan(f, func(e beir.Entry) error {
+		gold := byDoc[e.ID]
+		if e.Err != nil || len(gold) == 0 {
+			return e.Err
+		}
+		laws++
+		chunks, err := docchunk.Chunk(context.Background(), h, e.Doc)
+		if err != nil {
+			return err
+		}
+		recChunks, err := docchunk.Chunk(context.Background(), rec, e.Doc)
+		if err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(spans(chunks), spans(recChunks)) {
+			differ++
+		}
+		for _, s := range gold {
+			start, end := e.BodyStart+s.Start, e.BodyStart+s.End
+			if !strings.HasPrefix(e.Doc.Text[start:end], "#") || !strings.Contains(e.Doc.Text[start:start+80], s.Article) {
+				t.Fatalf("%s %s: span does not start at its heading: %.80q", e.ID, s.Article, e.Doc.Text[start:])
+			}
+			n := 0
+			for _, c := range chunks {
+				if c.End <= start || c.Start >= end {
+					continue
+				}
+				n++
+				if c.Start < start || c.End > end {
+					t.Errorf("%s %s [%d,%d): chunk [%d,%d) crosses the article's bounds", e.ID, s.Article, start, end, c.Start, c.End)
+				}
+				p := c.HeadingPath
+				if len(p) < len(s.HeadingPath)+1 || !reflect.DeepEqual(p[len(p)-len(s.HeadingPath):], s.HeadingPath) || p[0] != e.Doc.Outline[0].Title {
+					t.Errorf("%s %s: chunk path %q, want the title then ... %q", e.ID, s.Article, p, s.HeadingPath)
+				}
+			}
+			if n == 0 {
+				t.Errorf("%s %s: no chunk", e.ID, s.Article)
+			}
+			checked++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if laws < 10 || checked != 57 || differ != laws {
+		t.Errorf("%d laws, %d gold articles checked (want 57), %d laws cut differently from Recursive (want all)", laws, checked, differ)
+	}
+}

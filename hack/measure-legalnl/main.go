@@ -1,0 +1,162 @@
+// Command measure-legalnl measures the legalqa-nl strategies through the in-process path
+// (cmd.Embed and cmd.Evaluate, the code the Index and Evaluation Jobs run) against a running
+// Weaviate, without a cluster: for each ChunkingStrategy in a samples file it builds one
+// collection, then evaluates it in the given retrieval modes and prints a Markdown table of
+// chunks, tokens, build seconds, recall@10 (law level) and SpanHit@10 (a top-10 chunk
+// overlaps the gold article), with each evaluation's seconds.
+//
+//	go run ./hack/measure-legalnl -data DIR [-samples config/samples/demo-legalnl/10-strategies.yaml]
+//	    [-strategies a,b] [-modes dense,bm25,hybrid-rrf,hybrid-rsf] [-weaviate http://127.0.0.1:18080]
+//	    [-grpc 127.0.0.1:18079] [-model $RAGOPS_MODEL_DIR] [-threads 1]
+//
+// DIR is a BEIR folder (corpus.jsonl, queries.jsonl, qrels/dev.tsv, query_spans.jsonl), e.g.
+// a subset written by hack/demo.sh's RAGOPS_DEMO_DOCS step. ONNX Runtime comes from
+// $RAGOPS_ONNXRUNTIME_LIB (hack/prepare.d/embedder.sh prints it and the model folder).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/cmd"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+type mode struct {
+	name   string
+	mode   ragopsv1alpha1.RetrievalMode
+	fusion ragopsv1alpha1.FusionType
+}
+
+var modes = map[string]mode{
+	"dense":      {"dense", ragopsv1alpha1.ModeDense, ""},
+	"bm25":       {"bm25", ragopsv1alpha1.ModeBM25, ""},
+	"hybrid-rrf": {"hybrid-rrf", ragopsv1alpha1.ModeHybrid, ragopsv1alpha1.FusionRanked},
+	"hybrid-rsf": {"hybrid-rsf", ragopsv1alpha1.ModeHybrid, ragopsv1alpha1.FusionRelativeScore},
+}
+
+func main() {
+	var (
+		data     = flag.String("data", "", "BEIR folder with corpus.jsonl, queries.jsonl, qrels/dev.tsv, query_spans.jsonl")
+		samples  = flag.String("samples", "config/samples/demo-legalnl/10-strategies.yaml", "ChunkingStrategy manifests")
+		only     = flag.String("strategies", "", "comma-separated strategy names (default all in -samples)")
+		modeList = flag.String("modes", "dense,bm25,hybrid-rrf,hybrid-rsf", "retrieval modes")
+		url      = flag.String("weaviate", "http://127.0.0.1:18080", "Weaviate HTTP URL")
+		grpc     = flag.String("grpc", "127.0.0.1:18079", "Weaviate gRPC address")
+		model    = flag.String("model", os.Getenv("RAGOPS_MODEL_DIR"), "embedding model folder")
+		threads  = flag.Int("threads", 1, "ONNX Runtime intra-op threads")
+		prefix   = flag.String("collection-prefix", "LegalnlMeasure", "collection name prefix")
+	)
+	flag.Parse()
+	if *data == "" || *model == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(*data, *samples, *only, *modeList, *url, *grpc, *model, *threads, *prefix); err != nil {
+		fmt.Fprintln(os.Stderr, "measure-legalnl:", err)
+		os.Exit(1)
+	}
+}
+
+func run(data, samples, only, modeList, url, grpc, model string, threads int, prefix string) error {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	strategies, err := readStrategies(samples, only)
+	if err != nil {
+		return err
+	}
+	lib := os.Getenv("RAGOPS_ONNXRUNTIME_LIB")
+	weaviate := plan.Weaviate{URL: url, GRPCAddress: grpc}
+	embedderSpec := ragopsv1alpha1.EmbedderSpec{Device: "cpu", Threads: int32(threads), BatchTokens: 8192}
+	fmt.Println("| strategy | chunks | tokens | build s | mode | recall@10 | SpanHit@10 | eval s |")
+	fmt.Println("|---|---:|---:|---:|---|---:|---:|---:|")
+	for _, s := range strategies {
+		collection := prefix + "_" + strings.ReplaceAll(s.Name, "-", "_")
+		start := time.Now()
+		b, err := cmd.Embed(ctx, log, plan.Build{
+			Namespace: "measure", Index: s.Name, Revision: "m1", Collection: collection, Shards: 1,
+			Source:   plan.Source{Dir: data, Format: ragopsv1alpha1.FormatBEIR, Include: []string{"corpus.jsonl"}},
+			Strategy: s.Spec, ModelDir: model, Embedder: embedderSpec,
+			VectorIndex: ragopsv1alpha1.VectorIndexSpec{Type: "flat", Distance: "cosine"}, Weaviate: weaviate,
+		}, cmd.EmbedOptions{LibraryPath: lib})
+		if err != nil {
+			return fmt.Errorf("%s: build: %w", s.Name, err)
+		}
+		build := time.Since(start).Seconds()
+		for _, m := range strings.Split(modeList, ",") {
+			md, ok := modes[m]
+			if !ok {
+				return fmt.Errorf("mode %q: want dense, bm25, hybrid-rrf or hybrid-rsf", m)
+			}
+			out, err := os.MkdirTemp("", "measure-legalnl-")
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			r, err := cmd.Evaluate(ctx, log, plan.Evaluate{
+				Namespace: "measure", Evaluation: s.Name + "-" + m, Revision: "m1", Collection: collection,
+				Dataset: plan.Source{Dir: data}, Split: "dev", Mode: md.mode, Alpha: 0.5, Fusion: md.fusion,
+				K: []int{10}, ModelDir: model, Embedder: embedderSpec, Weaviate: weaviate,
+			}, cmd.EvaluateOptions{LibraryPath: lib, OutDir: out})
+			_ = os.RemoveAll(out)
+			if err != nil {
+				return fmt.Errorf("%s %s: evaluate: %w", s.Name, m, err)
+			}
+			recall, span := "-", "-"
+			for _, k := range r.Metrics {
+				if k.K == 10 {
+					recall = fmt.Sprintf("%.3f", k.Recall)
+				}
+			}
+			if r.SpanHitRate != nil {
+				span = fmt.Sprintf("%.3f", *r.SpanHitRate)
+			}
+			fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %s | %.0f |\n", s.Name, b.Chunks, b.Tokens, build, m, recall, span, time.Since(start).Seconds())
+		}
+	}
+	return nil
+}
+
+// readStrategies decodes the ChunkingStrategy documents of a manifest file, keeping the
+// named ones (all when only is empty), in file order.
+func readStrategies(path, only string) ([]strategy, error) {
+	raw, err := os.ReadFile(filepath.Clean(path))
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		if n != "" {
+			want[n] = true
+		}
+	}
+	var out []strategy
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var cs ragopsv1alpha1.ChunkingStrategy
+		if err := yaml.UnmarshalStrict([]byte(doc), &cs); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if cs.Kind != "ChunkingStrategy" || (len(want) > 0 && !want[cs.Name]) {
+			continue
+		}
+		out = append(out, strategy{cs.Name, cs.Spec})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no ChunkingStrategy selected", path)
+	}
+	return out, nil
+}
+
+type strategy struct {
+	Name string
+	Spec ragopsv1alpha1.ChunkingStrategySpec
+}
