@@ -135,13 +135,15 @@ type line struct {
 // least three backticks or tildes, indented at most three spaces past its container's
 // content column, closed by a run of the same character at least as long). A fence opened
 // inside a list item ends with the item, at the first non-blank line indented less than the
-// item's content (CommonMark 5.2); lazy paragraph continuation lines end the item here too.
+// item's content (CommonMark 5.2; lazy paragraph continuation lines end the item here too);
+// one opened inside a block quote ends at the first line without its ">" marker.
 func splitLines(text string) []line {
 	var lines []line
 	var fenceChar byte
 	fenceLen := 0
-	fenceIndent := 0 // content column of the list item holding the open fence, 0 at top level
-	itemIndent := 0  // content column of the list item the scan is in, 0 outside lists
+	fenceIndent := 0    // content column of the list item holding the open fence, 0 at top level
+	itemIndent := 0     // content column of the list item the scan is in, 0 outside lists
+	fenceQuote := false // the open fence is inside a block quote
 	for s := 0; s < len(text); {
 		e := strings.IndexByte(text[s:], '\n')
 		next := len(text)
@@ -155,12 +157,19 @@ func splitLines(text string) []line {
 		body := strings.TrimRight(text[s:e], "\r")
 		ind := len(body) - len(strings.TrimLeft(body, " "))
 		blank := ind == len(body) || strings.TrimSpace(body) == ""
+		quoted := quoteRe.FindStringIndex(body)
 		if fenceLen > 0 && fenceIndent > 0 && !blank && ind < fenceIndent {
 			fenceLen, itemIndent = 0, 0 // the list item, and with it the fence, has ended
 		}
+		if fenceLen > 0 && fenceQuote && quoted == nil {
+			fenceLen = 0 // the block quote, and with it the fence, has ended
+		}
 		if fenceLen == 0 {
 			container, rest := 0, body
+			fenceQuote = quoted != nil
 			switch m := listItemRe.FindStringIndex(body); {
+			case quoted != nil:
+				rest = body[quoted[1]:]
 			case m != nil:
 				itemIndent, container, rest = m[1], m[1], body[m[1]:]
 			case itemIndent > 0 && !blank && ind >= itemIndent:
@@ -174,7 +183,9 @@ func splitLines(text string) []line {
 			}
 		} else {
 			rest := body
-			if fenceIndent > 0 && !blank {
+			if fenceQuote {
+				rest = body[quoted[1]:]
+			} else if fenceIndent > 0 && !blank {
 				rest = body[fenceIndent:]
 			}
 			if run, c, ok := fenceRun(rest); ok && run >= fenceLen && c == fenceChar && strings.TrimSpace(strings.TrimLeft(rest, " ")[run:]) == "" {
@@ -209,6 +220,7 @@ var (
 	setextRe   = regexp.MustCompile(`^ {0,3}(=+|-+)[ \t]*$`)
 	listRe     = regexp.MustCompile(`^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)`)
 	listItemRe = regexp.MustCompile(`^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)`)
+	quoteRe    = regexp.MustCompile(`^ {0,3}> ?`)
 	numberedRe = regexp.MustCompile(`^ {0,3}(\d{1,3}(?:\.\d{1,3}){0,5})\.?[ \t]+(\p{Lu}.*)$`)
 	// keywordRe matches a legal division: keyword, number (Arabic with an optional letter
 	// suffix and ":"- or "."-separated parts as in "Artikel 6:12" or "Artikel 1.1", or

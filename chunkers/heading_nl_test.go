@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ragops/ragops/reader/markup"
 )
 
 // pathOf returns the heading path of the chunk holding s, joined by " > ".
@@ -46,6 +48,11 @@ func TestHeadingFenceClosesWithListItem(t *testing.T) {
 	// own line counts too; a top-level fence is not closed by less indented lines.
 	text = "# Top\n\n- item\n  ```sh\n  # not a heading\n  ```\n- ```\n  # nor this\n  ```\n\npara\n\n  ```\n# nor at top\n```\n\n## Sub\n"
 	if got, want := outlineTitles(h, text), []string{"1 Top", "2 Sub"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("outline %q, want %q", got, want)
+	}
+	// A fence in a block quote hides its lines and ends with the quote.
+	text = "# Top\n\n> ```\n> # quoted code\n\n# After quote\n\n> ```\n> # still code\n> ```\n> text\n"
+	if got, want := outlineTitles(h, text), []string{"1 Top", "1 After quote"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("outline %q, want %q", got, want)
 	}
 }
@@ -332,6 +339,29 @@ func TestHeadingPathPrefix(t *testing.T) {
 	for _, c := range run(t, without, dutchLaw) {
 		if c.PathPrefix != "" {
 			t.Fatalf("prefix %q without the option", c.PathPrefix)
+		}
+	}
+}
+
+// TestHeadingMarkdownMatchesGoldmark compares the Markdown detector's headings with a
+// CommonMark parser's (goldmark, through reader/markup.Headings): the same heading lines in
+// real READMEs full of fenced code and in the fence-in-container cases.
+func TestHeadingMarkdownMatchesGoldmark(t *testing.T) {
+	docs := []string{readTestdata(t, "goldmark-README.md"), readTestdata(t, "logr-README.md"),
+		"# Top\n\n- item\n  ```\n  code\n\n# Real heading\n\nbody text\n",
+		"# Top\n\n> ```\n> # quoted code\n\n# After quote\n",
+		"# A\n\nx\n\n## B\n\ny\n\n```sh\n# not a heading\necho hi\n```\n"}
+	h, _ := NewHeading(RuneSizer{}, 1000, 0, HeadingOptions{Markdown: true})
+	for i, d := range docs {
+		var got, want []int
+		for _, o := range h.Outline(d) {
+			got = append(got, o.Start)
+		}
+		for _, o := range markup.Headings(d) {
+			want = append(want, o.Start)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("doc %d: heading lines at %v, goldmark %v", i, got, want)
 		}
 	}
 }
