@@ -8,6 +8,12 @@
 //	go run ./hack/measure-legalnl -data DIR [-samples config/samples/demo-legalnl/10-strategies.yaml]
 //	    [-strategies a,b] [-modes dense,bm25,hybrid-rrf,hybrid-rsf] [-weaviate http://127.0.0.1:18080]
 //	    [-grpc 127.0.0.1:18079] [-model $RAGOPS_MODEL_DIR] [-threads 1]
+//	go run ./hack/measure-legalnl -count -data DIR   # chunks and tokens per strategy only
+//
+// -count chunks the corpus with each strategy (but Semantic, which needs the model) and the
+// model's tokenizer, without ONNX Runtime or Weaviate, and prints the chunks and the tokens a
+// build would embed (naive: the chunks' tokens, each cut at the model's positions; late: the
+// documents' tokens in macro windows are not counted), to size a full run.
 //
 // DIR is a BEIR folder (corpus.jsonl, queries.jsonl, qrels/dev.tsv, query_spans.jsonl), e.g.
 // a subset written by hack/demo.sh's RAGOPS_DEMO_DOCS step. ONNX Runtime comes from
@@ -27,8 +33,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/chunkers/docchunk"
+	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/cmd"
+	"github.com/ragops/ragops/embedder/tokenize"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/reader/beir"
 )
 
 type mode struct {
@@ -55,11 +65,19 @@ func main() {
 		model    = flag.String("model", os.Getenv("RAGOPS_MODEL_DIR"), "embedding model folder")
 		threads  = flag.Int("threads", 1, "ONNX Runtime intra-op threads")
 		prefix   = flag.String("collection-prefix", "LegalnlMeasure", "collection name prefix")
+		count    = flag.Bool("count", false, "only count chunks and tokens per strategy")
 	)
 	flag.Parse()
 	if *data == "" || *model == "" {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *count {
+		if err := countOnly(*data, *samples, *only, *model); err != nil {
+			fmt.Fprintln(os.Stderr, "measure-legalnl:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*data, *samples, *only, *modeList, *url, *grpc, *model, *threads, *prefix); err != nil {
 		fmt.Fprintln(os.Stderr, "measure-legalnl:", err)
@@ -159,4 +177,58 @@ func readStrategies(path, only string) ([]strategy, error) {
 type strategy struct {
 	Name string
 	Spec ragopsv1alpha1.ChunkingStrategySpec
+}
+
+// countOnly prints, per strategy, the documents, chunks, heading-path share and the tokens
+// a naive build embeds (each chunk's TokenCount capped at the model's 510 positions).
+func countOnly(data, samples, only, model string) error {
+	strategies, err := readStrategies(samples, only)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenize.Load(filepath.Join(model, "tokenizer.json"))
+	if err != nil {
+		return err
+	}
+	fmt.Println("| strategy | documents | chunks | with heading path | tokens embedded | chunk s |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	for _, s := range strategies {
+		if s.Spec.Type == ragopsv1alpha1.StrategySemantic {
+			continue
+		}
+		c, err := registry.New(s.Spec, tok, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		f, err := os.Open(filepath.Join(data, "corpus.jsonl"))
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		var docs, chunks, withPath, tokens int
+		err = beir.Scan(f, func(e beir.Entry) error {
+			if e.Err != nil {
+				return e.Err
+			}
+			cs, err := docchunk.Chunk(context.Background(), c, e.Doc)
+			if err != nil {
+				return err
+			}
+			docs++
+			chunks += len(cs)
+			for _, ch := range cs {
+				tokens += min(ch.TokenCount, 510)
+				if len(ch.HeadingPath) > 1 {
+					withPath++
+				}
+			}
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		fmt.Printf("| %s | %d | %d | %d | %d | %.1f |\n", s.Name, docs, chunks, withPath, tokens, time.Since(start).Seconds())
+	}
+	return nil
 }
