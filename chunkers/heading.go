@@ -39,8 +39,9 @@ type HeadingOptions struct {
 	//   - the sections of a Dutch decision alone on their line, all at the outermost level:
 	//     Beslispunt(en) [N], Motivering, Overwegende [dat], Besluit(en), Stemverhouding;
 	//   - numbered sections such as "1.2 Scope" (one level per component; below a Hoofdstuk
-	//     or higher division, one level deeper than it per component after the first), whose title is at most 120 runes and does not end in
-	//     ".", ";", ":" or "," (a numbered list item is no heading).
+	//     or higher division, one level below it per component after the first) whose title
+	//     has at most 120 runes and does not end in ".", ";", ":" or "," (a numbered list
+	//     item is no heading).
 	NumberedSections bool
 	// Patterns are user heading patterns, tried before numbered sections.
 	Patterns []HeadingPattern
