@@ -126,6 +126,18 @@ func (h *HeadingChunker) Outline(text string) []OutlineEntry {
 	return h.outline(text, splitLines(text))
 }
 
+// LineOutline returns the headings that the patterns and NumberedSections detect in text
+// (valid UTF-8), leaving Markdown out: the headings a reader's outline may lack, such as a
+// "Beslispunt" paragraph in a DOCX without a heading style. Nil when neither is set.
+func (h *HeadingChunker) LineOutline(text string) []OutlineEntry {
+	if len(h.patterns) == 0 && !h.opts.NumberedSections {
+		return nil
+	}
+	lo := *h
+	lo.opts.Markdown = false
+	return lo.outline(text, splitLines(text))
+}
+
 // line is one line of the text: [s, e) without its newline, next the start of the next line.
 type line struct {
 	s, e, next int

@@ -367,3 +367,44 @@ func TestLegalQANLArticlesAreSections(t *testing.T) {
 		t.Errorf("%d laws, %d gold articles checked (want 57), %d laws cut differently from Recursive (want all)", laws, checked, differ)
 	}
 }
+
+// TestLineHeadingsJoinReaderOutline: a document whose reader outline lacks the decision's
+// and regulation's sections (bold paragraphs in a DOCX, say) is still cut at them when the
+// strategy has numbered sections; they nest below the reader's headings, a reader heading
+// clears them, and a line that is already a reader heading is not added twice.
+func TestLineHeadingsJoinReaderOutline(t *testing.T) {
+	var b reader.Builder
+	b.Heading(1, "Archiefverordening 2026")
+	b.Paragraph("Beslispunt 1")
+	b.Paragraph("De raad stelt de verordening vast.")
+	b.Paragraph("Artikel 1 Begrippen")
+	b.Paragraph("In deze verordening wordt verstaan onder archief: het gemeentelijk archief.")
+	b.Heading(2, "Motivering")
+	b.Paragraph("De oude verordening is verouderd.")
+	b.Heading(2, "Toelichting")
+	b.Paragraph("Uitleg van de begrippen.")
+	doc := b.Finish("application/vnd.openxmlformats-officedocument.wordprocessingml.document")
+	h := heading(t, 1000, chunkers.HeadingOptions{Markdown: true, NumberedSections: true})
+	chunks, err := docchunk.Chunk(context.Background(), h, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string][]string{
+		"De raad stelt":            {"Archiefverordening 2026", "Beslispunt 1"},
+		"het gemeentelijk archief": {"Archiefverordening 2026", "Beslispunt 1", "Artikel 1 Begrippen"},
+		"De oude verordening":      {"Archiefverordening 2026", "Motivering"},
+		"Uitleg van de begrippen":  {"Archiefverordening 2026", "Toelichting"},
+	} {
+		if got := holding(t, doc.Text, chunks, in).HeadingPath; !reflect.DeepEqual(got, want) {
+			t.Errorf("chunk holding %q: path %q, want %q", in, got, want)
+		}
+	}
+	// Without numbered sections only the reader's outline counts.
+	chunks, err = docchunk.Chunk(context.Background(), heading(t, 1000, chunkers.HeadingOptions{Markdown: true}), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := holding(t, doc.Text, chunks, "het gemeentelijk archief").HeadingPath; !reflect.DeepEqual(got, []string{"Archiefverordening 2026"}) {
+		t.Errorf("without numbered sections: path %q", got)
+	}
+}
