@@ -49,6 +49,10 @@ demo: ## Run the main job end to end on a local cluster (SciFact, five strategie
 demo-qmsum: ## The same on QMSum meetings (long transcripts: fixed, recursive and late chunking).
 	RAGOPS_DEMO_DATASET=qmsum hack/demo.sh up
 
+.PHONY: demo-legalnl
+demo-legalnl: ## The same on 272 Dutch laws (legalqa-nl): eight strategies incl. heading-aware, dense/BM25/hybrid.
+	RAGOPS_DEMO_DATASET=legalqa-nl hack/demo.sh up
+
 .PHONY: demo-down
-demo-down: ## Stop the demo's cluster, Weaviate and operator (either dataset).
+demo-down: ## Stop the demo's cluster, Weaviate and operator (any dataset).
 	hack/demo.sh down

@@ -47,6 +47,12 @@ type Chunk struct {
 	// newline) of a Markdown table continued from the previous chunk. text[Start:End] stays
 	// exact; TokenCount includes Prefix. Empty for all other chunks.
 	Prefix string `json:"prefix,omitempty"`
+	// PathPrefix is the heading path line that goes in front of the chunk when it is
+	// embedded (naive mode), set only by the Heading strategy with HeadingOptions.PathPrefix:
+	// the titles joined by " > ", ending in a newline, e.g. "Vreemdelingenwet 2000 >
+	// Hoofdstuk 3 > Artikel 20\n". It is not stored with the chunk: Text leaves it out,
+	// EmbedText puts it first. TokenCount includes it.
+	PathPrefix string `json:"pathPrefix,omitempty"`
 	// Oversize reports a chunk above the maximum size because it holds one unit that may
 	// not be split: a single code point measuring more than the maximum, one Markdown
 	// table row (rows are never cut), or (Fixed in tokens) one token whose text alone
@@ -89,4 +95,13 @@ func (c Chunk) Text(text string) string {
 		b.WriteString(text[s.Start:s.End])
 	}
 	return b.String()
+}
+
+// EmbedText returns what a naive embedding of c sees: PathPrefix followed by Text(text).
+// text is the document the chunk was cut from.
+func (c Chunk) EmbedText(text string) string {
+	if c.PathPrefix == "" {
+		return c.Text(text)
+	}
+	return c.PathPrefix + c.Text(text)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -29,12 +30,26 @@ type HeadingPattern struct {
 type HeadingOptions struct {
 	// Markdown detects ATX (# Title) and Setext (Title underlined with = or -) headings.
 	Markdown bool
-	// NumberedSections detects lines such as "1.2 Scope" (level = number of components),
-	// "Hoofdstuk 2"/"Chapter 2"/"Deel"/"Part"/"Titel"/"Bijlage"/"Annex"/"Appendix" (1),
-	// "Afdeling"/"Section"/"Paragraaf" (2) and "Artikel 3"/"Article 3" (3).
+	// NumberedSections detects, in text without Markdown headings:
+	//   - Dutch legal divisions, outermost first: Boek, Deel, Titel(deel), Hoofdstuk,
+	//     Afdeling, Paragraaf or §, Subparagraaf, Artikel N[a-z] (also "Artikel 6:12",
+	//     "Artikel 1.1"), with the English Part, Chapter, Section, Article beside their peers
+	//     and Bijlage/Annex/Appendix outermost, each followed by the end of the line or a
+	//     title that does not start in lower case;
+	//   - the sections of a Dutch decision alone on their line, all at the outermost level:
+	//     Beslispunt(en) [N], Motivering, Overwegende [dat], Besluit(en), Stemverhouding;
+	//   - numbered sections such as "1.2 Scope" (one level per component; below a Hoofdstuk
+	//     or higher division, one level below it per component after the first) whose title
+	//     has at most 120 runes and does not end in ".", ";", ":" or "," (a numbered list
+	//     item is no heading).
 	NumberedSections bool
 	// Patterns are user heading patterns, tried before numbered sections.
 	Patterns []HeadingPattern
+	// PathPrefix sets each chunk's Chunk.PathPrefix to its heading path ("A > B > C\n") so
+	// the embedding sees where the chunk stands. The prefix counts toward the size: a
+	// section is cut to size minus the prefix's size. A path measuring more than half the
+	// size keeps only its innermost titles that fit in half; text and offsets are unchanged.
+	PathPrefix bool
 }
 
 // HeadingChunker cuts text at section headings: every chunk lies inside one section and
@@ -43,7 +58,9 @@ type HeadingOptions struct {
 // grapheme cluster). Lines inside fenced code blocks are never headings. Markdown tables
 // are cut only between rows; a chunk that continues a table carries the table's header
 // and separator rows in Chunk.Prefix (text[Start:End] stays exact) and they count
-// towards its size; a single row above the size is emitted whole and flagged Oversize.
+// towards its size, unless header and first row together exceed the size (the chunk then
+// goes without the header); a single row above the size is emitted whole and flagged
+// Oversize.
 type HeadingChunker struct {
 	sp       *splitter
 	opts     HeadingOptions
@@ -109,6 +126,18 @@ func (h *HeadingChunker) Outline(text string) []OutlineEntry {
 	return h.outline(text, splitLines(text))
 }
 
+// LineOutline returns the headings that the patterns and NumberedSections detect in text
+// (valid UTF-8), leaving Markdown out: the headings a reader's outline may lack, such as a
+// "Beslispunt" paragraph in a DOCX without a heading style. Nil when neither is set.
+func (h *HeadingChunker) LineOutline(text string) []OutlineEntry {
+	if len(h.patterns) == 0 && !h.opts.NumberedSections {
+		return nil
+	}
+	lo := *h
+	lo.opts.Markdown = false
+	return lo.outline(text, splitLines(text))
+}
+
 // line is one line of the text: [s, e) without its newline, next the start of the next line.
 type line struct {
 	s, e, next int
@@ -116,12 +145,18 @@ type line struct {
 }
 
 // splitLines splits text into lines and marks fenced code blocks (CommonMark: a run of at
-// least three backticks or tildes, indented at most three spaces, closed by a run of the
-// same character at least as long).
+// least three backticks or tildes, indented at most three spaces past its container's
+// content column, closed by a run of the same character at least as long). A fence opened
+// inside a list item ends with the item, at the first non-blank line indented less than the
+// item's content (CommonMark 5.2; lazy paragraph continuation lines end the item here too);
+// one opened inside a block quote ends at the first line without its ">" marker.
 func splitLines(text string) []line {
 	var lines []line
 	var fenceChar byte
 	fenceLen := 0
+	fenceIndent := 0    // content column of the list item holding the open fence, 0 at top level
+	itemIndent := 0     // content column of the list item the scan is in, 0 outside lists
+	fenceQuote := false // the open fence is inside a block quote
 	for s := 0; s < len(text); {
 		e := strings.IndexByte(text[s:], '\n')
 		next := len(text)
@@ -134,16 +169,39 @@ func splitLines(text string) []line {
 		l := line{s: s, e: e, next: next}
 		body := strings.TrimRight(text[s:e], "\r")
 		ind := len(body) - len(strings.TrimLeft(body, " "))
-		if ind <= 3 {
-			body = body[ind:]
-			run := 0
-			for run < len(body) && (body[run] == '`' || body[run] == '~') && body[run] == body[0] {
-				run++
+		blank := ind == len(body) || strings.TrimSpace(body) == ""
+		quoted := quoteRe.FindStringIndex(body)
+		if fenceLen > 0 && fenceIndent > 0 && !blank && ind < fenceIndent {
+			fenceLen, itemIndent = 0, 0 // the list item, and with it the fence, has ended
+		}
+		if fenceLen > 0 && fenceQuote && quoted == nil {
+			fenceLen = 0 // the block quote, and with it the fence, has ended
+		}
+		if fenceLen == 0 {
+			container, rest := 0, body
+			fenceQuote = quoted != nil
+			switch m := listItemRe.FindStringIndex(body); {
+			case quoted != nil:
+				rest = body[quoted[1]:]
+			case m != nil:
+				itemIndent, container, rest = m[1], m[1], body[m[1]:]
+			case itemIndent > 0 && !blank && ind >= itemIndent:
+				container, rest = itemIndent, body[itemIndent:]
+			case !blank && ind < itemIndent:
+				itemIndent = 0
 			}
-			if fenceLen == 0 && run >= 3 && !(body[0] == '`' && strings.Contains(body[run:], "`")) {
-				fenceChar, fenceLen = body[0], run
+			if run, c, ok := fenceRun(rest); ok && run >= 3 && !(c == '`' && strings.Contains(strings.TrimLeft(rest, " ")[run:], "`")) {
+				fenceChar, fenceLen, fenceIndent = c, run, container
 				l.fence = true
-			} else if fenceLen > 0 && run >= fenceLen && body[0] == fenceChar && strings.TrimSpace(body[run:]) == "" {
+			}
+		} else {
+			rest := body
+			if fenceQuote {
+				rest = body[quoted[1]:]
+			} else if fenceIndent > 0 && !blank {
+				rest = body[fenceIndent:]
+			}
+			if run, c, ok := fenceRun(rest); ok && run >= fenceLen && c == fenceChar && strings.TrimSpace(strings.TrimLeft(rest, " ")[run:]) == "" {
 				fenceLen = 0
 				l.fence = true
 			}
@@ -157,21 +215,85 @@ func splitLines(text string) []line {
 	return lines
 }
 
+// fenceRun returns the length and character of the run of backticks or tildes that starts
+// s after at most three spaces; ok is false when s starts otherwise.
+func fenceRun(s string) (run int, c byte, ok bool) {
+	ind := len(s) - len(strings.TrimLeft(s, " "))
+	if ind > 3 || ind == len(s) || (s[ind] != '`' && s[ind] != '~') {
+		return 0, 0, false
+	}
+	c = s[ind]
+	for run = 0; ind+run < len(s) && s[ind+run] == c; run++ {
+	}
+	return run, c, true
+}
+
 var (
 	atxRe      = regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
 	setextRe   = regexp.MustCompile(`^ {0,3}(=+|-+)[ \t]*$`)
 	listRe     = regexp.MustCompile(`^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)`)
+	listItemRe = regexp.MustCompile(`^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)`)
+	quoteRe    = regexp.MustCompile(`^ {0,3}> ?`)
 	numberedRe = regexp.MustCompile(`^ {0,3}(\d{1,3}(?:\.\d{1,3}){0,5})\.?[ \t]+(\p{Lu}.*)$`)
-	keywordRe  = regexp.MustCompile(`^ {0,3}(Deel|Part|Titel|Bijlage|Annex|Appendix|Hoofdstuk|Chapter|Afdeling|Section|Paragraaf|Artikel|Article)[ \t]+([0-9]+[a-z]?|[IVXLC]+)\b\.?(.*)$`)
+	// keywordRe matches a legal division: keyword, number (Arabic with an optional letter
+	// suffix and ":"- or "."-separated parts as in "Artikel 6:12" or "Artikel 1.1", or
+	// Roman), then the end of the line or a title after optional punctuation.
+	keywordRe = regexp.MustCompile(`^ {0,3}(?:(§)[ \t]*|(Boek|Deel|Titeldeel|Titel|Hoofdstuk|Afdeling|Sub-?paragraaf|Paragraaf|Artikel|Art\.|Bijlage|Part|Chapter|Section|Article|Annex|Appendix)[ \t]+)` +
+		`([0-9]+(?:[.:][0-9]+)*[a-zA-Z]{0,6}|[IVXLC]+[a-zA-Z]?)\.?(?:[ \t]*[:\-\x{2013}\x{2014}])?(?:[ \t]+(.*?))?[ \t]*$`)
+	// decisionRe matches the sections of a Dutch council or executive decision, alone on
+	// their line: "Beslispunt 2", "Motivering", "Overwegende dat:", "BESLUIT:", "Stemverhouding".
+	decisionRe = regexp.MustCompile(`(?i)^ {0,3}(beslispunt(?:en)?(?:[ \t]+\d{1,3}[a-z]?)?|motivering|overwegende(?:[ \t]+dat)?|besluit(?:en)?|stemverhouding)[ \t]*[:.,]?[ \t]*$`)
 )
 
-var keywordLevel = map[string]int{"Deel": 1, "Part": 1, "Titel": 1, "Bijlage": 1, "Annex": 1, "Appendix": 1,
-	"Hoofdstuk": 1, "Chapter": 1, "Afdeling": 2, "Section": 2, "Paragraaf": 2, "Artikel": 3, "Article": 3}
+// keywordLevel ranks the divisions of Dutch legislation as the BWB orders them (Boek,
+// Deel, Titeldeel, Hoofdstuk, Afdeling, Paragraaf, Subparagraaf, Artikel), English ones
+// beside their Dutch peers; annexes are outermost. Only the order matters: a heading clears
+// the headings of the same or a deeper level from the path.
+var keywordLevel = map[string]int{"Boek": 1, "Bijlage": 1, "Annex": 1, "Appendix": 1,
+	"Deel": 2, "Part": 2, "Titeldeel": 3, "Titel": 3, "Hoofdstuk": 4, "Chapter": 4,
+	"Afdeling": 5, "Section": 5, "Paragraaf": 6, "§": 6, "Subparagraaf": 7, "Sub-paragraaf": 7,
+	"Artikel": 8, "Art.": 8, "Article": 8}
+
+// decisionLevel is the level of a decision's sections (Beslispunt, Motivering, ...): siblings
+// of each other and of chapters, above the articles of a regulation they hold.
+const decisionLevel = 1
+
+// chapterLevel is the deepest keyword level that numbered sections ("2.1 Scope") nest
+// under: below a "Hoofdstuk 2", "2.1" is one level deeper than the chapter.
+const chapterLevel = 4
+
+// numberedHeading reports whether a numbered line reads as a section title rather than a
+// numbered list item or sentence: at most 120 runes, not ending in sentence punctuation.
+func numberedHeading(title string) bool {
+	return utf8.RuneCountInString(title) <= 120 && !strings.ContainsAny(title[len(title)-1:], ".;:,")
+}
+
+// legalHeading returns the level and title of a Dutch (or English) legal or decision
+// heading line; ok is false for other lines, including sentences that start with a
+// keyword ("Artikel 5 is van toepassing" continues in lower case).
+func legalHeading(body string) (level int, title string, ok bool) {
+	if m := decisionRe.FindStringSubmatch(body); m != nil {
+		return decisionLevel, strings.TrimSpace(body), true
+	}
+	m := keywordRe.FindStringSubmatch(body)
+	if m == nil {
+		return 0, "", false
+	}
+	if r, _ := utf8.DecodeRuneInString(m[4]); unicode.IsLower(r) || utf8.RuneCountInString(m[4]) > 120 {
+		return 0, "", false
+	}
+	kw := m[2]
+	if m[1] != "" {
+		kw = m[1]
+	}
+	return keywordLevel[kw], strings.TrimSpace(body), true
+}
 
 // outline detects headings line by line.
 func (h *HeadingChunker) outline(text string, lines []line) []OutlineEntry {
 	var out []OutlineEntry
 	prevHeading := false
+	base := 0 // level of the last chapter-or-above keyword heading: numbered sections nest under it
 	for i, l := range lines {
 		if l.fence {
 			prevHeading = false
@@ -205,10 +327,17 @@ func (h *HeadingChunker) outline(text string, lines []line) []OutlineEntry {
 			}
 		}
 		if level == 0 && h.opts.NumberedSections && len(body) <= 200 {
-			if m := numberedRe.FindStringSubmatch(body); m != nil {
+			if lv, t, ok := legalHeading(body); ok {
+				level, title = lv, t
+				if lv <= chapterLevel {
+					base = lv
+				}
+			} else if m := numberedRe.FindStringSubmatch(body); m != nil && numberedHeading(m[2]) {
 				level, title = strings.Count(m[1], ".")+1, strings.TrimSpace(body)
-			} else if m := keywordRe.FindStringSubmatch(body); m != nil {
-				level, title = keywordLevel[m[1]], strings.TrimSpace(body)
+				if base > 0 {
+					// "2.1" below "Hoofdstuk 2": the first number is the chapter's.
+					level = base + max(1, level-1)
+				}
 			}
 		}
 		if level > 0 {
@@ -230,9 +359,24 @@ func (h *HeadingChunker) chunk(text string, lines []line, outline []OutlineEntry
 	var path []string
 	section := func(s, e int) {
 		before := len(out)
-		out = h.section(text, lines, s, e, out)
+		sp, prefix := h.sp, ""
+		if h.opts.PathPrefix {
+			var pn int
+			prefix, pn = h.pathPrefix(path)
+			if pn > 0 {
+				cp := *h.sp
+				cp.max -= pn
+				cp.overlap = min(cp.overlap, cp.max-1)
+				sp = &cp
+			}
+		}
+		out = h.section(sp, text, lines, s, e, out)
 		for i := before; i < len(out); i++ {
 			out[i].HeadingPath = path
+			if prefix != "" {
+				out[i].PathPrefix = prefix
+				out[i].TokenCount = h.sp.sizer.Size(out[i].EmbedText(text))
+			}
 		}
 	}
 	section(0, firstStart(outline, len(text)))
@@ -264,14 +408,27 @@ func firstStart(outline []OutlineEntry, n int) int {
 // sepRowRe matches a Markdown table delimiter row such as |---|:--:|.
 var sepRowRe = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
 
-// section appends the chunks of the section [s, e): the whole section when it fits, else
-// its tables row by row and the text between them split recursively.
-func (h *HeadingChunker) section(text string, lines []line, s, e int, out []Chunk) []Chunk {
+// pathPrefix returns the PathPrefix line for a heading path and its size: the titles
+// joined by " > " and a newline, outer titles dropped until it measures at most half the
+// chunk size; "" and 0 when not even the innermost title fits.
+func (h *HeadingChunker) pathPrefix(path []string) (string, int) {
+	for k := 0; k < len(path); k++ {
+		p := strings.Join(path[k:], " > ") + "\n"
+		if n := h.sp.sizer.Size(p); 2*n <= h.sp.max {
+			return p, n
+		}
+	}
+	return "", 0
+}
+
+// section appends the chunks of the section [s, e), cut by sp: the whole section when it
+// fits, else its tables row by row and the text between them split recursively.
+func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e int, out []Chunk) []Chunk {
 	ts, te := trimSpan(text, s, e)
 	if ts == te {
 		return out
 	}
-	if n := h.sp.sizer.Size(text[ts:te]); n <= h.sp.max {
+	if n := sp.sizer.Size(text[ts:te]); n <= sp.max {
 		return append(out, Chunk{Start: ts, End: te, TokenCount: n})
 	}
 	var segs []seg
@@ -297,9 +454,16 @@ func (h *HeadingChunker) section(text string, lines []line, s, e int, out []Chun
 			prefix += "\n"
 		}
 		segs = append(segs, head)
+		pn := sp.sizer.Size(prefix)
 		j := i + 2
 		for ; j < len(lines) && lines[j].s < e && !lines[j].fence && isRow(text, lines[j]); j++ {
-			segs = append(segs, seg{s: lines[j].s, e: min(lines[j].next, e), atomic: true, prefix: prefix})
+			row := seg{s: lines[j].s, e: min(lines[j].next, e), atomic: true, prefix: prefix}
+			if _, te := trimSpan(text, row.s, row.e); pn+sp.sizer.Size(text[row.s:te]) > sp.max {
+				// The header would push a row that fits on its own over the size: a chunk
+				// starting with this row goes without it rather than being flagged Oversize.
+				row.prefix = ""
+			}
+			segs = append(segs, row)
 		}
 		textStart = segs[len(segs)-1].e
 		i = j - 1
@@ -307,7 +471,7 @@ func (h *HeadingChunker) section(text string, lines []line, s, e int, out []Chun
 	if textStart < e {
 		segs = append(segs, seg{s: textStart, e: e})
 	}
-	return h.sp.pack(text, segs, -1, out)
+	return sp.pack(text, segs, -1, out)
 }
 
 // isRow reports whether a line looks like a Markdown table row (holds a pipe, not blank).

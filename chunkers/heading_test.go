@@ -38,7 +38,7 @@ func TestHeadingCouncilOutline(t *testing.T) {
 		}
 	}
 	want := []string{"#1 Inleiding", "##1.1 Procedure", "##Beslispunt 1", "###Motivering", "##Beslispunt 2",
-		"###Motivering", "###Artikel 3", "##Stemverhouding"}
+		"###Motivering", "########Artikel 3", "##Stemverhouding"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("outline\n got %q\nwant %q", got, want)
 	}

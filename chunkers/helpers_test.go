@@ -100,7 +100,7 @@ func checkChunks(tb testing.TB, text string, chunks []Chunk, o checkOpts) {
 		}
 		prevStart = c.Start
 		if !o.unitCount {
-			if got := o.sizer.Size(c.Text(text)); got != c.TokenCount {
+			if got := o.sizer.Size(c.EmbedText(text)); got != c.TokenCount {
 				tb.Fatalf("chunk %d: TokenCount %d, sizer measures %d", i, c.TokenCount, got)
 			}
 		}

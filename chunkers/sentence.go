@@ -12,8 +12,10 @@ import (
 
 // abbreviations lists, per ISO 639-1 language, lower-cased abbreviations (with their final
 // dot) after which a full stop does not end a sentence even when a capital follows.
-// Multi-letter dotted forms (o.a., e.g., d.w.z.) and single-letter initials (J.) are
-// recognised by shape in every language and need not be listed.
+// Multi-letter dotted forms (o.a., e.g., d.w.z., m.b.t., i.v.m., e.d.) and single-letter
+// initials (J.) are recognised by shape in every language and need not be listed. Dutch
+// legal citations ("art. 3:40 lid 2 jo. art. 6:12 BW", "nr. 2") are guarded by art., jo.
+// and nr.; "lid" is a word, not an abbreviation, so "het eerste lid." ends a sentence.
 var abbreviations = map[string][]string{
 	"en": {"mr.", "mrs.", "ms.", "dr.", "prof.", "sr.", "jr.", "st.", "vs.", "no.", "nos.", "fig.",
 		"figs.", "eq.", "eqs.", "ref.", "refs.", "vol.", "al.", "approx.", "dept.", "est.", "inc.",
@@ -22,7 +24,7 @@ var abbreviations = map[string][]string{
 		"oct.", "nov.", "dec.", "p.", "pp.", "ch.", "sec.", "art.", "para.", "cf.", "ca.", "viz."},
 	"nl": {"bijv.", "art.", "nr.", "nrs.", "dhr.", "mevr.", "mr.", "dr.", "drs.", "ir.", "ing.",
 		"prof.", "blz.", "bldz.", "ca.", "evt.", "resp.", "zgn.", "ong.", "incl.", "excl.", "jl.",
-		"lid.", "hfdst.", "par.", "afd.", "wo.", "pag.", "vgl.", "max.", "min.", "st.", "stb.",
+		"jo.", "j°.", "vlg.", "mln.", "mld.", "mrd.", "bijz.", "hfdst.", "par.", "afd.", "wo.", "pag.", "vgl.", "max.", "min.", "st.", "stb.",
 		"stcrt.", "kamerstukken.", "jan.", "feb.", "mrt.", "apr.", "jun.", "jul.", "aug.", "sep.",
 		"sept.", "okt.", "nov.", "dec.", "gem.", "tel.", "etc.", "enz.", "bv.", "nl.", "bijl.", "o.", "t.", "m."},
 	"de": {"nr.", "dr.", "prof.", "hr.", "fr.", "bzw.", "ca.", "vgl.", "usw.", "abs.", "art.",

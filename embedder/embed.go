@@ -123,10 +123,10 @@ func checkChunk(text string, c chunkers.Chunk) error {
 	return nil
 }
 
-// chunkText is the text a naive embedding sees: chunkers.Chunk.Text, i.e. a continued
-// table's repeated header rows (Prefix) before the span, or a multi-span chunk's spans
-// joined by newlines.
-func chunkText(text string, c chunkers.Chunk) string { return c.Text(text) }
+// chunkText is the text a naive embedding sees: chunkers.Chunk.EmbedText, i.e. the
+// heading path line (PathPrefix) and a continued table's repeated header rows (Prefix)
+// before the span, or a multi-span chunk's spans joined by newlines.
+func chunkText(text string, c chunkers.Chunk) string { return c.EmbedText(text) }
 
 // embedTexts encodes each text as [CLS] prefix text [SEP] (cut to the model's positions,
 // counted in Stats.Truncated and, when cut is not nil, in cut too) and pools it per

@@ -6,10 +6,12 @@
 #   hack/demo.sh down     stop the operator, Weaviate and the cluster (of either dataset)
 #
 # Environment:
-#   RAGOPS_DEMO_DATASET=D  scifact (default; config/samples/demo) or qmsum (config/samples/demo-qmsum,
-#                          `make demo-qmsum`), unpacked from hack/demo/D.tar.gz
+#   RAGOPS_DEMO_DATASET=D  scifact (default; config/samples/demo), qmsum (config/samples/demo-qmsum,
+#                          `make demo-qmsum`) or legalqa-nl (config/samples/demo-legalnl,
+#                          `make demo-legalnl`), unpacked from hack/demo/D.tar.gz
 #   RAGOPS_DEMO_DOCS=N     index only the first N documents (and the judgements on them): a
-#                          quick run; default all (SciFact 5,183, QMSum 232)
+#                          quick run; default all (SciFact 5,183, QMSum 232, legalqa-nl 272).
+#                          For legalqa-nl the judged laws are always kept, N distractors added
 #   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo or demo-qmsum)
 #   RAGOPS_DEMO_DIR=D      state: data, Weaviate, operator log (default .cache/demo or .cache/demo-qmsum)
 #   RAGOPS_DEMO_TIMEOUT=S  give up after S seconds of waiting (default 10800)
@@ -28,7 +30,8 @@ dataset=${RAGOPS_DEMO_DATASET:-scifact}
 case "$dataset" in
 scifact) ns=ragops-demo split=test default_samples=$root/config/samples/demo default_state=$root/.cache/demo ;;
 qmsum) ns=ragops-demo-qmsum split=val default_samples=$root/config/samples/demo-qmsum default_state=$root/.cache/demo-qmsum ;;
-*) echo "RAGOPS_DEMO_DATASET=$dataset: want scifact or qmsum" >&2; exit 2 ;;
+legalqa-nl) ns=ragops-demo-legalnl split=dev default_samples=$root/config/samples/demo-legalnl default_state=$root/.cache/demo-legalnl ;;
+*) echo "RAGOPS_DEMO_DATASET=$dataset: want scifact, qmsum or legalqa-nl" >&2; exit 2 ;;
 esac
 state=${RAGOPS_DEMO_DIR:-$default_state}
 samples=${RAGOPS_DEMO_SAMPLES:-$default_samples}
@@ -47,7 +50,7 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 # down stops the operator and Weaviate of either demo (RAGOPS_DEMO_DIR names one), then the cluster.
 down() {
 	local dirs=("${RAGOPS_DEMO_DIR:-$root/.cache/demo}")
-	[[ -n "${RAGOPS_DEMO_DIR:-}" ]] || dirs+=("$root/.cache/demo-qmsum")
+	[[ -n "${RAGOPS_DEMO_DIR:-}" ]] || dirs+=("$root/.cache/demo-qmsum" "$root/.cache/demo-legalnl")
 	for dir in "${dirs[@]}"; do
 		if [[ -f "$dir/manager.pid" ]]; then
 			kill "$(cat "$dir/manager.pid")" 2>/dev/null || true
@@ -89,10 +92,19 @@ data=$state/data
 rm -rf "$data" && mkdir -p "$data"
 tar -xzf "hack/demo/$dataset.tar.gz" -C "$data"
 if [[ -n "${RAGOPS_DEMO_DOCS:-}" ]]; then
-	python3 - "$data/$dataset" "$RAGOPS_DEMO_DOCS" "$split" <<'PY'
+	keep_judged=0
+	[[ "$dataset" == legalqa-nl ]] && keep_judged=1 # 14 judged laws: a prefix would hold few
+	python3 - "$data/$dataset" "$RAGOPS_DEMO_DOCS" "$split" "$keep_judged" <<'PY'
 import json, sys, os
-root, n, split = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-lines = open(os.path.join(root, "corpus.jsonl"), encoding="utf-8").read().splitlines()[:n]
+root, n, split, keep_judged = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+lines = open(os.path.join(root, "corpus.jsonl"), encoding="utf-8").read().splitlines()
+if keep_judged:
+    judged = {r.split("\t")[1] for r in open(os.path.join(root, "qrels", split + ".tsv")).read().splitlines()[1:]}
+    others = {i for i in (json.loads(l)["_id"] for l in lines) if i not in judged}
+    others = set(sorted(others, key=[json.loads(l)["_id"] for l in lines].index)[:n])
+    lines = [l for l in lines if json.loads(l)["_id"] in judged | others]
+else:
+    lines = lines[:n]
 ids = {json.loads(l)["_id"] for l in lines}
 open(os.path.join(root, "corpus.jsonl"), "w", encoding="utf-8").write("\n".join(lines) + "\n")
 rows = open(os.path.join(root, "qrels", split + ".tsv")).read().splitlines()

@@ -140,7 +140,10 @@ type HeadingOptions struct {
 	// +optional
 	// +kubebuilder:default=true
 	Markdown *bool `json:"markdown,omitempty"`
-	// NumberedSections detects numbered section lines such as "1.2 Scope" and "Artikel 3".
+	// NumberedSections detects, in text without an outline from its reader, numbered section
+	// lines such as "1.2 Scope", Dutch legal divisions (Boek, Deel, Titel(deel), Hoofdstuk,
+	// Afdeling, Paragraaf/§, Artikel 3a) and the sections of a Dutch decision (Beslispunt,
+	// Motivering, Overwegende, Besluit, Stemverhouding).
 	// +optional
 	// +kubebuilder:default=false
 	NumberedSections bool `json:"numberedSections,omitempty"`
@@ -149,6 +152,14 @@ type HeadingOptions struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	Patterns []HeadingPattern `json:"patterns,omitempty"`
+	// PathPrefix puts each chunk's heading path in front of its embedded text, e.g.
+	// "Vreemdelingenwet 2000 > Hoofdstuk 3 > Artikel 20" on its own line. The prefix counts
+	// toward size (sections are cut smaller by it; a path over half the size keeps only its
+	// innermost titles); the stored chunk text and offsets stay exact. Naive embedding only:
+	// late chunking already encodes the headings in context.
+	// +optional
+	// +kubebuilder:default=false
+	PathPrefix bool `json:"pathPrefix,omitempty"`
 }
 
 // HeadingPattern is a regular expression that marks a line as a heading of a level.

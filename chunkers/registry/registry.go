@@ -70,6 +70,7 @@ func New(spec v1alpha1.ChunkingStrategySpec, tokens chunkers.Sizer, emb chunkers
 				opts.Markdown = *h.Markdown
 			}
 			opts.NumberedSections = h.NumberedSections
+			opts.PathPrefix = h.PathPrefix
 			for _, p := range h.Patterns {
 				lv := int(p.Level)
 				if lv == 0 {

@@ -5,6 +5,9 @@
 // Each line becomes one reader.Document: the title, whitespace-collapsed, as a level-1
 // heading, then a blank line, then the text exactly as stored, so byte offsets into the
 // corpus text (QMSum's annotated spans, for instance) stay valid after adding BodyStart.
+// Markdown headings in the text (as in legalqa-nl, whose laws are "# title", "## Hoofdstuk
+// 1", "### Artikel 1") join the outline after the title, found by a CommonMark parse so
+// that code-block lines never count.
 //
 // Tests read the real SciFact and QMSum corpora from ../shared/datasets (relative to the
 // repository root); when they are missing the tests skip, or fail if RAGOPS_REQUIRE_ALL=1.
@@ -21,6 +24,7 @@ import (
 	"io"
 
 	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/reader/markup"
 )
 
 // MaxLineBytes is the longest corpus line Scan accepts: 64 MiB.
@@ -41,17 +45,28 @@ type Entry struct {
 	Err error
 }
 
-// FromFields builds the document for one corpus record.
+// FromFields builds the document for one corpus record: its outline is the title (level 1)
+// followed by the text's Markdown headings at their own levels, each section ending where
+// reader.SetSectionEnds puts it.
 func FromFields(title, text string) (doc reader.Document, bodyStart int) {
 	doc.MediaType = reader.MediaTypeBEIR
 	title = reader.CollapseSpace(title)
 	if title == "" {
 		doc.Text = text
-		return doc, 0
+	} else {
+		doc.Text = title + "\n\n" + text
+		bodyStart = len(title) + 2
+		doc.Outline = []reader.Heading{{Level: 1, Title: title}}
 	}
-	doc.Text = title + "\n\n" + text
-	doc.Outline = []reader.Heading{{Level: 1, Title: title, Start: 0, End: len(doc.Text)}}
-	return doc, len(title) + 2
+	for _, h := range markup.Headings(text) {
+		h.Start += bodyStart
+		doc.Outline = append(doc.Outline, h)
+	}
+	reader.SetSectionEnds(doc.Outline, len(doc.Text))
+	if len(doc.Outline) == 0 {
+		doc.Outline = nil
+	}
+	return doc, bodyStart
 }
 
 // ParseLine parses one corpus line.

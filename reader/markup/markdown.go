@@ -152,3 +152,33 @@ func (w *mdWalker) inlineTo(sb *strings.Builder, n ast.Node) {
 		}
 	}
 }
+
+// Headings returns the CommonMark/GFM headings (ATX and setext) of Markdown src, parsed
+// with goldmark, so lines inside code blocks (fenced, indented, or fenced inside a list
+// item or block quote) never count. Each heading's Start is the byte offset in src of the
+// line it begins on (its "#" marks included); its title is the inline text as Markdown.Read
+// writes it. End is left 0: callers set section ends on their whole text (see
+// reader.SetSectionEnds). Headings with an empty title are left out.
+func Headings(src string) []reader.Heading {
+	b := []byte(src)
+	root := markdownParser.Parse(text.NewReader(b))
+	w := &mdWalker{src: b, b: &reader.Builder{}, notes: map[int]string{}}
+	var out []reader.Heading
+	_ = ast.Walk(root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		h, ok := n.(*ast.Heading)
+		if !entering || !ok {
+			return ast.WalkContinue, nil
+		}
+		title := reader.CollapseSpace(w.inline(h))
+		if title == "" || h.Lines().Len() == 0 {
+			return ast.WalkSkipChildren, nil
+		}
+		start := h.Lines().At(0).Start
+		for start > 0 && b[start-1] != '\n' {
+			start--
+		}
+		out = append(out, reader.Heading{Level: h.Level, Title: title, Start: start})
+		return ast.WalkSkipChildren, nil
+	})
+	return out
+}

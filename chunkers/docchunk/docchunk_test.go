@@ -1,0 +1,410 @@
+package docchunk_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/chunkers"
+	"github.com/ragops/ragops/chunkers/docchunk"
+	"github.com/ragops/ragops/chunkers/registry"
+	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/reader/beir"
+	"github.com/ragops/ragops/reader/formats"
+	"github.com/ragops/ragops/reader/pdf"
+)
+
+// rd reads every format; starting it compiles PDFium (seconds), so the tests share one.
+var rd *formats.Readers
+
+func TestMain(m *testing.M) {
+	var err error
+	if rd, err = formats.New(context.Background(), formats.Options{PDF: pdf.Options{Workers: 1}}); err != nil {
+		fmt.Fprintln(os.Stderr, "start readers:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	rd.Close()
+	os.Exit(code)
+}
+
+const title = "Raadsbesluit 2026-041 over de herinrichting van het Stationsplein"
+
+func readFixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "reader", "testdata", name))
+	if err != nil {
+		t.Fatalf("fixture %s (made by hack/make-reader-fixtures.sh): %v", name, err)
+	}
+	return b
+}
+
+func heading(t *testing.T, size int, opts chunkers.HeadingOptions) *chunkers.HeadingChunker {
+	t.Helper()
+	h, err := chunkers.NewHeading(chunkers.RuneSizer{}, size, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// holding returns the chunk whose text contains s; it fails the test when none does.
+func holding(t *testing.T, text string, chunks []chunkers.Chunk, s string) chunkers.Chunk {
+	t.Helper()
+	for _, c := range chunks {
+		if strings.Contains(text[c.Start:c.End], s) {
+			return c
+		}
+	}
+	t.Fatalf("no chunk holds %q", s)
+	return chunkers.Chunk{}
+}
+
+// checkCouncil asserts the heading paths of the council resolution's chunks: a chunk under
+// the level-2 heading Motivering carries the level-1 title and Motivering, one under the
+// level-3 Financiële gevolgen all three, and the sibling Stemverhouding replaces Motivering.
+func checkCouncil(t *testing.T, doc reader.Document, top string) {
+	t.Helper()
+	chunks, err := docchunk.Chunk(context.Background(), heading(t, 400, chunkers.HeadingOptions{Markdown: true}), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		in   string
+		path []string
+	}{
+		{"Het Stationsplein is het belangrijkste entreegebied", []string{top, "Motivering"}},
+		{"De totale kosten worden geraamd", []string{top, "Motivering", "Financiële gevolgen"}},
+		{"De grootste risico's zijn prijsstijgingen", []string{top, "Motivering", "Risico's"}},
+		{"aangenomen met 27 stemmen voor", []string{top, "Stemverhouding"}},
+	} {
+		if got := holding(t, doc.Text, chunks, c.in).HeadingPath; !reflect.DeepEqual(got, c.path) {
+			t.Errorf("chunk holding %q: heading path %q, want %q", c.in, got, c.path)
+		}
+	}
+	for _, c := range chunks {
+		if strings.HasPrefix(doc.Text[c.Start:c.End], "Motivering") && !reflect.DeepEqual(c.HeadingPath, []string{top, "Motivering"}) {
+			t.Errorf("the Motivering heading's own chunk has path %q", c.HeadingPath)
+		}
+	}
+}
+
+// TestEveryReaderOutlineReachesHeading reads the council resolution in every format that
+// carries an outline and checks that the Heading strategy cuts by that outline.
+func TestEveryReaderOutlineReachesHeading(t *testing.T) {
+	ctx := context.Background()
+	for _, file := range []string{"raadsbesluit.md", "raadsbesluit.html", "raadsbesluit.docx", "raadsbesluit.odt",
+		"raadsbesluit.pdf", "raadsbesluit-nobookmarks.pdf"} {
+		t.Run(file, func(t *testing.T) {
+			doc, err := rd.Read(ctx, readFixture(t, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCouncil(t, doc, title)
+		})
+	}
+	t.Run("beir", func(t *testing.T) {
+		// The Markdown file as the text of a BEIR record, as legalqa-nl stores its laws.
+		line, err := json.Marshal(map[string]string{"_id": "rb-041", "title": title, "text": string(readFixture(t, "raadsbesluit.md"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := rd.Read(ctx, line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc.MediaType != reader.MediaTypeBEIR {
+			t.Fatalf("media type %q", doc.MediaType)
+		}
+		checkCouncil(t, doc, title)
+	})
+}
+
+// TestPlainTextDutchStructure: plain text has no outline, so the strategy's own detectors
+// find the council's sections (Beslispunt, Motivering, Stemverhouding) in the .txt fixture.
+func TestPlainTextDutchStructure(t *testing.T) {
+	d, err := rd.Read(context.Background(), readFixture(t, "raadsbesluit.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := docchunk.Chunk(context.Background(), heading(t, 400, chunkers.HeadingOptions{Markdown: true, NumberedSections: true}), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string][]string{
+		"1. Het Voorlopig Ontwerp Stationsplein vast": {"Beslispunt"},
+		"Het Stationsplein is het belangrijkste":      {"Motivering"},
+		"aangenomen met 27 stemmen voor":              {"Stemverhouding"},
+	} {
+		if got := holding(t, d.Text, chunks, in).HeadingPath; !reflect.DeepEqual(got, want) {
+			t.Errorf("chunk holding %q: heading path %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMarkdownCodeCommentIsNoHeading is the issue's first input: through the Markdown
+// reader, the chunk holding "y" carries [A B], and the "# comment" in the sh fence is text
+// of section B, never a heading.
+func TestMarkdownCodeCommentIsNoHeading(t *testing.T) {
+	in := "# A\n\nx\n\n## B\n\ny\n\n```sh\n# not a heading\necho hi\n```\n"
+	doc, err := rd.Read(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.MediaType != reader.MediaTypeMarkdown {
+		t.Fatalf("media type %q", doc.MediaType)
+	}
+	for _, size := range []int{4, 40} {
+		chunks, err := docchunk.Chunk(context.Background(), heading(t, size, chunkers.HeadingOptions{Markdown: true}), doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range chunks {
+			got = append(got, fmt.Sprintf("%q%q", doc.Text[c.Start:c.End], c.HeadingPath))
+		}
+		if got := holding(t, doc.Text, chunks, "y").HeadingPath; !reflect.DeepEqual(got, []string{"A", "B"}) {
+			t.Errorf("size %d: chunk holding y has path %q; chunks %s", size, got, got)
+		}
+		for _, c := range chunks {
+			if !reflect.DeepEqual(c.HeadingPath, []string{"A"}) && !reflect.DeepEqual(c.HeadingPath, []string{"A", "B"}) {
+				t.Errorf("size %d: chunk %q has path %q; chunks %s", size, doc.Text[c.Start:c.End], c.HeadingPath, got)
+			}
+		}
+		if got := holding(t, doc.Text, chunks, "echo").HeadingPath; !reflect.DeepEqual(got, []string{"A", "B"}) {
+			t.Errorf("size %d: code line's chunk has path %q", size, got)
+		}
+	}
+}
+
+// TestBEIRMarkdownHeadingsCutChunks is the issue's second defect on a legalqa-nl style law:
+// the headings in a BEIR record's text, not its title alone, cut the chunks, so they differ
+// from Recursive at the same size, and no chunk spans two articles.
+func TestBEIRMarkdownHeadingsCutChunks(t *testing.T) {
+	var body strings.Builder
+	body.WriteString("# Vreemdelingenwet\n\n## Hoofdstuk 3 Toelating\n\n")
+	for i := 19; i <= 22; i++ {
+		fmt.Fprintf(&body, "### Artikel %d\n\n1 De aanvraag tot het verlenen van een verblijfsvergunning kan worden afgewezen indien voorwaarde %d niet is vervuld.\n\n", i, i)
+	}
+	body.WriteString("```\n# geen kop\n```\n")
+	doc, bodyStart := beir.FromFields("Vreemdelingenwet 2000", body.String())
+	var titles []string
+	for _, o := range doc.Outline {
+		titles = append(titles, fmt.Sprintf("%d %s", o.Level, o.Title))
+		if !strings.Contains(doc.Text[o.Start:doc.TitleEnd(len(titles)-1)], o.Title) {
+			t.Errorf("heading %q starts at %d: %q", o.Title, o.Start, doc.Text[o.Start:doc.TitleEnd(len(titles)-1)])
+		}
+	}
+	want := []string{"1 Vreemdelingenwet 2000", "1 Vreemdelingenwet", "2 Hoofdstuk 3 Toelating", "3 Artikel 19", "3 Artikel 20", "3 Artikel 21", "3 Artikel 22"}
+	if !reflect.DeepEqual(titles, want) {
+		t.Fatalf("outline %q, want %q", titles, want)
+	}
+	if doc.Text[bodyStart:] != body.String() {
+		t.Fatalf("body not kept exactly")
+	}
+	h := heading(t, 300, chunkers.HeadingOptions{Markdown: true})
+	chunks, err := docchunk.Chunk(context.Background(), h, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := chunkers.NewRecursive(chunkers.RuneSizer{}, 300, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recChunks, err := docchunk.Chunk(context.Background(), rec, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(spans(chunks), spans(recChunks)) {
+		t.Errorf("Heading cuts exactly as Recursive: %v", spans(chunks))
+	}
+	c := holding(t, doc.Text, chunks, "voorwaarde 20 ")
+	if want := []string{"Vreemdelingenwet", "Hoofdstuk 3 Toelating", "Artikel 20"}; !reflect.DeepEqual(c.HeadingPath, want) {
+		t.Errorf("Artikel 20's chunk has path %q, want %q", c.HeadingPath, want)
+	}
+	for _, c := range chunks {
+		if n := strings.Count(doc.Text[c.Start:c.End], "### Artikel"); n > 1 {
+			t.Errorf("chunk %q spans %d articles", doc.Text[c.Start:c.End], n)
+		}
+		if c.End > c.Start && strings.Contains(strings.Join(c.HeadingPath, "|"), "geen kop") {
+			t.Errorf("code line became a heading: %q", c.HeadingPath)
+		}
+	}
+}
+
+func spans(chunks []chunkers.Chunk) [][2]int {
+	out := make([][2]int, len(chunks))
+	for i, c := range chunks {
+		out[i] = [2]int{c.Start, c.End}
+	}
+	return out
+}
+
+// TestPathPrefixFromSpec builds the Heading strategy from a ChunkingStrategy spec with
+// heading.pathPrefix, as a build does, and chunks a legalqa-nl style BEIR record: the
+// embedded text starts with the law > chapter > article path, the stored text does not.
+func TestPathPrefixFromSpec(t *testing.T) {
+	spec := v1alpha1.ChunkingStrategySpec{Type: v1alpha1.StrategyHeading, Unit: v1alpha1.UnitCharacters, Size: 200,
+		Heading: &v1alpha1.HeadingOptions{PathPrefix: true}}
+	c, err := registry.New(spec, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := beir.FromFields("Vreemdelingenwet 2000", "# Vreemdelingenwet 2000\n\n## Hoofdstuk 3\n\n### Artikel 20\n\n1 Onze Minister is bevoegd de aanvraag in te willigen.\n")
+	chunks, err := docchunk.Chunk(context.Background(), c, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := holding(t, doc.Text, chunks, "Onze Minister")
+	want := "Vreemdelingenwet 2000 > Hoofdstuk 3 > Artikel 20\n"
+	if ch.PathPrefix != want || !strings.HasPrefix(ch.EmbedText(doc.Text), want+"### Artikel 20") || strings.Contains(ch.Text(doc.Text), "Hoofdstuk 3 >") {
+		t.Errorf("prefix %q, embedded %q, stored %q", ch.PathPrefix, ch.EmbedText(doc.Text), ch.Text(doc.Text))
+	}
+	if ch.TokenCount != len([]rune(ch.EmbedText(doc.Text))) {
+		t.Errorf("TokenCount %d does not count the prefix (%q)", ch.TokenCount, ch.EmbedText(doc.Text))
+	}
+}
+
+// TestLegalQANLArticlesAreSections chunks the laws of legalqa-nl that hold a gold article
+// (spans.jsonl) as a build does: every chunk overlapping a gold article lies inside it and
+// carries its heading path (law title first, the article last), and Recursive at the same
+// size cuts differently. The data set comes from $RAGOPS_DATASETS (default
+// ../../../shared/datasets); the test skips without it, or fails under RAGOPS_REQUIRE_ALL=1.
+func TestLegalQANLArticlesAreSections(t *testing.T) {
+	dir := os.Getenv("RAGOPS_DATASETS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "datasets")
+	}
+	spansFile, err := os.ReadFile(filepath.Join(dir, "legalqa-nl", "spans.jsonl"))
+	if err != nil {
+		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+			t.Fatalf("legalqa-nl missing: %v", err)
+		}
+		t.Skipf("legalqa-nl missing (set RAGOPS_DATASETS): %v", err)
+	}
+	type span struct {
+		Doc         string   `json:"doc_id"`
+		Article     string   `json:"article"`
+		HeadingPath []string `json:"heading_path"`
+		Start       int      `json:"start_byte"`
+		End         int      `json:"end_byte"`
+	}
+	byDoc := map[string][]span{}
+	for _, l := range strings.Split(strings.TrimSpace(string(spansFile)), "\n") {
+		var s span
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			t.Fatal(err)
+		}
+		byDoc[s.Doc] = append(byDoc[s.Doc], s)
+	}
+	f, err := os.Open(filepath.Join(dir, "legalqa-nl", "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec, err := chunkers.NewRecursive(chunkers.WordSizer{}, 300, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := chunkers.NewHeading(chunkers.WordSizer{}, 300, 0, chunkers.HeadingOptions{Markdown: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	laws, checked, differ := 0, 0, 0
+	err = beir.Scan(f, func(e beir.Entry) error {
+		gold := byDoc[e.ID]
+		if e.Err != nil || len(gold) == 0 {
+			return e.Err
+		}
+		laws++
+		chunks, err := docchunk.Chunk(context.Background(), h, e.Doc)
+		if err != nil {
+			return err
+		}
+		recChunks, err := docchunk.Chunk(context.Background(), rec, e.Doc)
+		if err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(spans(chunks), spans(recChunks)) {
+			differ++
+		}
+		for _, s := range gold {
+			start, end := e.BodyStart+s.Start, e.BodyStart+s.End
+			if !strings.HasPrefix(e.Doc.Text[start:end], "#") || !strings.Contains(e.Doc.Text[start:start+80], s.Article) {
+				t.Fatalf("%s %s: span does not start at its heading: %.80q", e.ID, s.Article, e.Doc.Text[start:])
+			}
+			n := 0
+			for _, c := range chunks {
+				if c.End <= start || c.Start >= end {
+					continue
+				}
+				n++
+				if c.Start < start || c.End > end {
+					t.Errorf("%s %s [%d,%d): chunk [%d,%d) crosses the article's bounds", e.ID, s.Article, start, end, c.Start, c.End)
+				}
+				p := c.HeadingPath
+				if len(p) < len(s.HeadingPath)+1 || !reflect.DeepEqual(p[len(p)-len(s.HeadingPath):], s.HeadingPath) || p[0] != e.Doc.Outline[0].Title {
+					t.Errorf("%s %s: chunk path %q, want the title then ... %q", e.ID, s.Article, p, s.HeadingPath)
+				}
+			}
+			if n == 0 {
+				t.Errorf("%s %s: no chunk", e.ID, s.Article)
+			}
+			checked++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if laws < 10 || checked != 57 || differ != laws {
+		t.Errorf("%d laws, %d gold articles checked (want 57), %d laws cut differently from Recursive (want all)", laws, checked, differ)
+	}
+}
+
+// TestLineHeadingsJoinReaderOutline: a document whose reader outline lacks the decision's
+// and regulation's sections (bold paragraphs in a DOCX, say) is still cut at them when the
+// strategy has numbered sections; they nest below the reader's headings, a reader heading
+// clears them, and a line that is already a reader heading is not added twice.
+func TestLineHeadingsJoinReaderOutline(t *testing.T) {
+	var b reader.Builder
+	b.Heading(1, "Archiefverordening 2026")
+	b.Paragraph("Beslispunt 1")
+	b.Paragraph("De raad stelt de verordening vast.")
+	b.Paragraph("Artikel 1 Begrippen")
+	b.Paragraph("In deze verordening wordt verstaan onder archief: het gemeentelijk archief.")
+	b.Heading(2, "Motivering")
+	b.Paragraph("De oude verordening is verouderd.")
+	b.Heading(2, "Toelichting")
+	b.Paragraph("Uitleg van de begrippen.")
+	doc := b.Finish("application/vnd.openxmlformats-officedocument.wordprocessingml.document")
+	h := heading(t, 1000, chunkers.HeadingOptions{Markdown: true, NumberedSections: true})
+	chunks, err := docchunk.Chunk(context.Background(), h, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string][]string{
+		"De raad stelt":            {"Archiefverordening 2026", "Beslispunt 1"},
+		"het gemeentelijk archief": {"Archiefverordening 2026", "Beslispunt 1", "Artikel 1 Begrippen"},
+		"De oude verordening":      {"Archiefverordening 2026", "Motivering"},
+		"Uitleg van de begrippen":  {"Archiefverordening 2026", "Toelichting"},
+	} {
+		if got := holding(t, doc.Text, chunks, in).HeadingPath; !reflect.DeepEqual(got, want) {
+			t.Errorf("chunk holding %q: path %q, want %q", in, got, want)
+		}
+	}
+	// Without numbered sections only the reader's outline counts.
+	chunks, err = docchunk.Chunk(context.Background(), heading(t, 1000, chunkers.HeadingOptions{Markdown: true}), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := holding(t, doc.Text, chunks, "het gemeentelijk archief").HeadingPath; !reflect.DeepEqual(got, []string{"Archiefverordening 2026"}) {
+		t.Errorf("without numbered sections: path %q", got)
+	}
+}

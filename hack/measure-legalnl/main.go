@@ -1,0 +1,235 @@
+// Command measure-legalnl measures the legalqa-nl strategies through the in-process path
+// (pipeline/build.Run and pipeline/evaluate.Run, the code the Index and Evaluation Jobs run) against a running
+// Weaviate, without a cluster: for each ChunkingStrategy in a samples file it builds one
+// collection, then evaluates it in the given retrieval modes and prints a Markdown table of
+// chunks, tokens, build seconds, recall@10 (law level) and SpanHit@10 (a top-10 chunk
+// overlaps the gold article), with each evaluation's seconds.
+//
+//	go run ./hack/measure-legalnl -data DIR [-samples config/samples/demo-legalnl/10-strategies.yaml]
+//	    [-strategies a,b] [-modes dense,bm25,hybrid-rrf,hybrid-rsf] [-weaviate http://127.0.0.1:18080]
+//	    [-grpc 127.0.0.1:18079] [-model $RAGOPS_MODEL_DIR] [-threads 1]
+//	go run ./hack/measure-legalnl -count -data DIR   # chunks and tokens per strategy only
+//
+// -count chunks the corpus with each strategy (but Semantic, which needs the model) and the
+// model's tokenizer, without ONNX Runtime or Weaviate, and prints the chunks and the tokens a
+// build would embed (naive: the chunks' tokens, each cut at the model's positions; late: the
+// documents' tokens in macro windows are not counted), to size a full run.
+//
+// DIR is a BEIR folder (corpus.jsonl, queries.jsonl, qrels/dev.tsv, query_spans.jsonl), e.g.
+// a subset written by hack/demo.sh's RAGOPS_DEMO_DOCS step. ONNX Runtime comes from
+// $RAGOPS_ONNXRUNTIME_LIB (hack/prepare.d/embedder.sh prints it and the model folder).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/chunkers/docchunk"
+	"github.com/ragops/ragops/chunkers/registry"
+	"github.com/ragops/ragops/embedder/tokenize"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/pipeline/build"
+	"github.com/ragops/ragops/pipeline/evaluate"
+	"github.com/ragops/ragops/reader/beir"
+)
+
+type mode struct {
+	name   string
+	mode   ragopsv1alpha1.RetrievalMode
+	fusion ragopsv1alpha1.FusionType
+}
+
+var modes = map[string]mode{
+	"dense":      {"dense", ragopsv1alpha1.ModeDense, ""},
+	"bm25":       {"bm25", ragopsv1alpha1.ModeBM25, ""},
+	"hybrid-rrf": {"hybrid-rrf", ragopsv1alpha1.ModeHybrid, ragopsv1alpha1.FusionRanked},
+	"hybrid-rsf": {"hybrid-rsf", ragopsv1alpha1.ModeHybrid, ragopsv1alpha1.FusionRelativeScore},
+}
+
+func main() {
+	var (
+		data     = flag.String("data", "", "BEIR folder with corpus.jsonl, queries.jsonl, qrels/dev.tsv, query_spans.jsonl")
+		samples  = flag.String("samples", "config/samples/demo-legalnl/10-strategies.yaml", "ChunkingStrategy manifests")
+		only     = flag.String("strategies", "", "comma-separated strategy names (default all in -samples)")
+		modeList = flag.String("modes", "dense,bm25,hybrid-rrf,hybrid-rsf", "retrieval modes")
+		url      = flag.String("weaviate", "http://127.0.0.1:18080", "Weaviate HTTP URL")
+		grpc     = flag.String("grpc", "127.0.0.1:18079", "Weaviate gRPC address")
+		model    = flag.String("model", os.Getenv("RAGOPS_MODEL_DIR"), "embedding model folder")
+		threads  = flag.Int("threads", 1, "ONNX Runtime intra-op threads")
+		prefix   = flag.String("collection-prefix", "LegalnlMeasure", "collection name prefix")
+		count    = flag.Bool("count", false, "only count chunks and tokens per strategy")
+	)
+	flag.Parse()
+	if *data == "" || *model == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if *count {
+		if err := countOnly(*data, *samples, *only, *model); err != nil {
+			fmt.Fprintln(os.Stderr, "measure-legalnl:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*data, *samples, *only, *modeList, *url, *grpc, *model, *threads, *prefix); err != nil {
+		fmt.Fprintln(os.Stderr, "measure-legalnl:", err)
+		os.Exit(1)
+	}
+}
+
+func run(data, samples, only, modeList, url, grpc, model string, threads int, prefix string) error {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	strategies, err := readStrategies(samples, only)
+	if err != nil {
+		return err
+	}
+	lib := os.Getenv("RAGOPS_ONNXRUNTIME_LIB")
+	weaviate := plan.Weaviate{URL: url, GRPCAddress: grpc}
+	embedderSpec := ragopsv1alpha1.EmbedderSpec{Device: "cpu", Threads: int32(threads), BatchTokens: 8192}
+	fmt.Println("| strategy | chunks | tokens | build s | mode | recall@10 | SpanHit@10 | eval s |")
+	fmt.Println("|---|---:|---:|---:|---|---:|---:|---:|")
+	for _, s := range strategies {
+		collection := prefix + "_" + strings.ReplaceAll(s.Name, "-", "_")
+		start := time.Now()
+		b, err := build.Run(ctx, log, plan.Build{
+			Version: plan.Version, Namespace: "measure", Index: s.Name, Revision: "m1", Collection: collection, Shards: 1,
+			Source:   plan.Source{Dir: data, Format: ragopsv1alpha1.FormatBEIR, Include: []string{"corpus.jsonl"}},
+			Strategy: s.Spec, ModelDir: model, Embedder: embedderSpec,
+			VectorIndex: ragopsv1alpha1.VectorIndexSpec{Type: "flat", Distance: "cosine"}, Weaviate: weaviate,
+		}, build.Options{LibraryPath: lib})
+		if err != nil {
+			return fmt.Errorf("%s: build: %w", s.Name, err)
+		}
+		buildSeconds := time.Since(start).Seconds()
+		for _, m := range strings.Split(modeList, ",") {
+			md, ok := modes[m]
+			if !ok {
+				return fmt.Errorf("mode %q: want dense, bm25, hybrid-rrf or hybrid-rsf", m)
+			}
+			out, err := os.MkdirTemp("", "measure-legalnl-")
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			r, err := evaluate.Run(ctx, log, plan.Evaluate{
+				Version: plan.Version, Namespace: "measure", Evaluation: s.Name + "-" + m, Revision: "m1", Collection: collection,
+				Dataset: plan.Source{Dir: data}, Split: "dev", Mode: md.mode, Alpha: 0.5, Fusion: md.fusion,
+				K: []int{10}, ModelDir: model, Embedder: embedderSpec, Weaviate: weaviate,
+			}, evaluate.Options{LibraryPath: lib, OutDir: out})
+			_ = os.RemoveAll(out)
+			if err != nil {
+				return fmt.Errorf("%s %s: evaluate: %w", s.Name, m, err)
+			}
+			recall, span := "-", "-"
+			for _, k := range r.Metrics {
+				if k.K == 10 {
+					recall = fmt.Sprintf("%.3f", k.Recall)
+				}
+			}
+			if r.SpanHitRate != nil {
+				span = fmt.Sprintf("%.3f", *r.SpanHitRate)
+			}
+			fmt.Printf("| %s | %d | %d | %.0f | %s | %s | %s | %.0f |\n", s.Name, b.Chunks, b.Tokens, buildSeconds, m, recall, span, time.Since(start).Seconds())
+		}
+	}
+	return nil
+}
+
+// readStrategies decodes the ChunkingStrategy documents of a manifest file, keeping the
+// named ones (all when only is empty), in file order.
+func readStrategies(path, only string) ([]strategy, error) {
+	raw, err := os.ReadFile(filepath.Clean(path))
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		if n != "" {
+			want[n] = true
+		}
+	}
+	var out []strategy
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var cs ragopsv1alpha1.ChunkingStrategy
+		if err := yaml.UnmarshalStrict([]byte(doc), &cs); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if cs.Kind != "ChunkingStrategy" || (len(want) > 0 && !want[cs.Name]) {
+			continue
+		}
+		out = append(out, strategy{cs.Name, cs.Spec})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no ChunkingStrategy selected", path)
+	}
+	return out, nil
+}
+
+type strategy struct {
+	Name string
+	Spec ragopsv1alpha1.ChunkingStrategySpec
+}
+
+// countOnly prints, per strategy, the documents, chunks, heading-path share and the tokens
+// a naive build embeds (each chunk's TokenCount capped at the model's 510 positions).
+func countOnly(data, samples, only, model string) error {
+	strategies, err := readStrategies(samples, only)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenize.Load(filepath.Join(model, "tokenizer.json"))
+	if err != nil {
+		return err
+	}
+	fmt.Println("| strategy | documents | chunks | with heading path | tokens embedded | chunk s |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|")
+	for _, s := range strategies {
+		if s.Spec.Type == ragopsv1alpha1.StrategySemantic {
+			continue
+		}
+		c, err := registry.New(s.Spec, tok, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		f, err := os.Open(filepath.Join(data, "corpus.jsonl"))
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		var docs, chunks, withPath, tokens int
+		err = beir.Scan(f, func(e beir.Entry) error {
+			if e.Err != nil {
+				return e.Err
+			}
+			cs, err := docchunk.Chunk(context.Background(), c, e.Doc)
+			if err != nil {
+				return err
+			}
+			docs++
+			chunks += len(cs)
+			for _, ch := range cs {
+				tokens += min(ch.TokenCount, 510)
+				if len(ch.HeadingPath) > 1 {
+					withPath++
+				}
+			}
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		fmt.Printf("| %s | %d | %d | %d | %d | %.1f |\n", s.Name, docs, chunks, withPath, tokens, time.Since(start).Seconds())
+	}
+	return nil
+}
