@@ -14,6 +14,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/admission"
 	"github.com/ragops/ragops/internal/testenv"
@@ -29,13 +30,13 @@ func TestParseStrategyAppliesCRDDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Name != "s" || s.Spec.Unit != ragopsv1alpha1.UnitTokens || s.Spec.Size != 512 || s.Spec.Overlap != 0 {
+	if s.Name != "s" || s.Spec.Unit != ragopsv1alpha1.UnitTokens || s.Spec.Size != registry.DefaultSize || s.Spec.Overlap != 0 {
 		t.Errorf("spec %+v", s.Spec)
 	}
 	if l := s.Spec.Late; l == nil || !l.Enabled || l.Window != 512 || l.WindowOverlap != 128 {
 		t.Errorf("late %+v, want window 512 and overlap 128", l)
 	}
-	if got, want := s.String(), "s (Sentence, 512 Tokens, overlap 0, late: window 512, window overlap 128)"; got != want {
+	if got, want := s.String(), "s (Sentence, 500 Tokens, overlap 0, late: window 512, window overlap 128)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
