@@ -1,6 +1,8 @@
 // Package weaviatetest starts a throwaway single-node Weaviate server for tests and benchmarks:
 // free loopback ports, a temporary data folder, readiness wait, clean shutdown. The server runs
-// with [EnvExactBM25] (USE_INVERTED_SEARCHABLE=false) so that BM25 results are exact.
+// with [EnvExactBM25] (USE_INVERTED_SEARCHABLE=false) so that BM25 results are exact. For fault
+// tests, [Server.Kill] and [Server.Restart] stop it hard and start it again on the same data
+// folder and ports.
 //
 // The server binary is the one hack/build-tools.sh builds (Weaviate v1.37.6 from source):
 //
