@@ -623,12 +623,14 @@ func TestIndexDeletedWhileItsBuildRuns(t *testing.T) {
 		return err == nil && !j.DeletionTimestamp.IsZero(), err
 	})
 	s := directStore(t)
-	idx = getIndex(t, ns, "besluiten")
+	// The controller stops the Jobs first and then writes the condition.
+	eventually(t, 30*time.Second, "DeletionBlocked naming Job "+job.Name, func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionDeletionBlocked)
+		return c != nil && strings.Contains(c.Message, job.Name), nil
+	})
 	if ok, err := s.CollectionExists(ctx, rev.Collection); err != nil || !ok {
 		t.Fatalf("collection %s deleted while the Job's pods may still run (err %v)", rev.Collection, err)
-	}
-	if c := condition(idx, ragopsv1alpha1.ConditionDeletionBlocked); c == nil || !strings.Contains(c.Message, job.Name) {
-		t.Errorf("DeletionBlocked %+v, want one naming Job %s", c, job.Name)
 	}
 	var cm corev1.ConfigMap
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &cm); err == nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -68,12 +69,30 @@ func run(m *testing.M) int {
 	defer func() { _ = wv.Stop() }()
 
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.Level(zapLevel()))))
-	mopts := ctrl.Options{Scheme: cmd.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}}
-	controllers.ScopeCache(&mopts)
-	mgr, err := ctrl.NewManager(env.Config, mopts)
-	if err != nil {
+	if err := startManager(); err != nil {
 		fmt.Println(err)
 		return 1
+	}
+	defer func() { stopManager() }()
+	return m.Run()
+}
+
+// stopManager is set by startManager: it cancels the running manager and waits until its
+// Start has returned.
+var stopManager func()
+
+// startManager starts a manager with all four controllers, as cmd does, waits for its cache and
+// points k8s at its client. A test that restarts the manager calls stopManager first.
+func startManager() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	mopts := ctrl.Options{Scheme: cmd.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}}
+	controllers.ScopeCache(&mopts)
+	// A restarted manager registers the same controller names again in this process.
+	mopts.Controller.SkipNameValidation = ptr.To(true)
+	mgr, err := ctrl.NewManager(env.Config, mopts)
+	if err != nil {
+		cancel()
+		return err
 	}
 	opts := controllers.Options{
 		WorkerImage:      "ragops:test",
@@ -83,20 +102,23 @@ func run(m *testing.M) int {
 		NewStore:         testStore,
 	}
 	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
-		fmt.Println(err)
-		return 1
+		cancel()
+		return err
 	}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Println("manager:", err)
 		}
 	}()
-	k8s = mgr.GetClient()
+	stopManager = func() { cancel(); <-done }
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		fmt.Println("cache did not sync")
-		return 1
+		stopManager()
+		return fmt.Errorf("cache did not sync")
 	}
-	return m.Run()
+	k8s = mgr.GetClient()
+	return nil
 }
 
 func zapLevel() int8 {

@@ -43,6 +43,7 @@ type fixture struct {
 	dir   string
 	plan  plan.Build
 	store *vectorstore.Store
+	wv    *weaviatetest.Server
 }
 
 func newFixture(t *testing.T, n int) *fixture {
@@ -66,7 +67,7 @@ func newFixture(t *testing.T, n int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{dir: dir, store: s, plan: plan.Build{
+	return &fixture{dir: dir, store: s, wv: wv, plan: plan.Build{
 		Version: plan.Version, Namespace: "t", Index: "besluiten", Revision: "r1", Collection: collection, Shards: 1,
 		Source:   plan.Source{Dir: dir},
 		Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitTokens, Size: 24},

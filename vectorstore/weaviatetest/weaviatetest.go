@@ -1,6 +1,8 @@
 // Package weaviatetest starts a throwaway single-node Weaviate server for tests and benchmarks:
 // free loopback ports, a temporary data folder, readiness wait, clean shutdown. The server runs
-// with [EnvExactBM25] (USE_INVERTED_SEARCHABLE=false) so that BM25 results are exact.
+// with [EnvExactBM25] (USE_INVERTED_SEARCHABLE=false) so that BM25 results are exact. For fault
+// tests, [Server.Kill] and [Server.Restart] stop it hard and start it again on the same data
+// folder and ports.
 //
 // The server binary is the one hack/build-tools.sh builds (Weaviate v1.37.6 from source):
 //
@@ -65,6 +67,11 @@ type Server struct {
 	GRPCAddr string
 	// DataDir is the temporary persistence folder, removed by Stop.
 	DataDir string
+
+	bin  string
+	args []string
+	env  []string
+	out  io.Writer
 
 	cmd      *exec.Cmd
 	done     chan struct{}
@@ -178,25 +185,20 @@ func Launch(ctx context.Context, opts Options) (*Server, error) {
 		HTTPAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
 		GRPCAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)),
 		DataDir:  data,
-		done:     make(chan struct{}),
 		tail:     &tailBuffer{max: 64 << 10},
 	}
-	env := append(os.Environ(), Env(data, grpcPort, gossip, dataPort, raft, raftRPC)...)
-	env = append(env, opts.ExtraEnv...)
-	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", strconv.Itoa(httpPort), "--scheme", "http")
-	cmd.Env = env
-	var out io.Writer = s.tail
+	s.bin = bin
+	s.args = []string{"--host", "127.0.0.1", "--port", strconv.Itoa(httpPort), "--scheme", "http"}
+	s.env = append(os.Environ(), Env(data, grpcPort, gossip, dataPort, raft, raftRPC)...)
+	s.env = append(s.env, opts.ExtraEnv...)
+	s.out = s.tail
 	if opts.Log != nil {
-		out = io.MultiWriter(s.tail, opts.Log)
+		s.out = io.MultiWriter(s.tail, opts.Log)
 	}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := s.start(); err != nil {
 		os.RemoveAll(data)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, err
 	}
-	s.cmd = cmd
-	go func() { s.waitErr = cmd.Wait(); close(s.done) }()
 
 	timeout := opts.ReadyTimeout
 	if timeout == 0 {
@@ -207,6 +209,53 @@ func Launch(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("%w\nweaviate log tail:\n%s", err, s.LogTail())
 	}
 	return s, nil
+}
+
+// start runs the server process with the recorded binary, flags and environment.
+func (s *Server) start() error {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Env = s.env
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", s.bin, err)
+	}
+	done := make(chan struct{})
+	s.cmd, s.done = cmd, done
+	go func() { s.waitErr = cmd.Wait(); close(done) }()
+	return nil
+}
+
+// Kill ends the server with SIGKILL, as a node loss or OOM kill would, and waits for it to
+// exit; the data folder is kept for [Server.Restart]. It must not run concurrently with
+// Restart or Stop.
+func (s *Server) Kill() error {
+	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-s.done
+	return nil
+}
+
+// Restart starts the server again after [Server.Kill] with the same data folder, ports and
+// environment, and waits up to timeout (zero means 60 s) for readiness. It fails if the
+// previous process is still running. It must not run concurrently with Kill or Stop.
+func (s *Server) Restart(ctx context.Context, timeout time.Duration) error {
+	select {
+	case <-s.done:
+	default:
+		return errors.New("weaviate-server is still running; Kill it first")
+	}
+	if err := s.start(); err != nil {
+		return err
+	}
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	if err := s.waitReady(ctx, timeout); err != nil {
+		return fmt.Errorf("%w\nweaviate log tail:\n%s", err, s.LogTail())
+	}
+	return nil
 }
 
 // EnvExactBM25 makes collections created by the server use the map-collection inverted index
