@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/build"
+	"github.com/ragops/ragops/vectorstore"
 )
 
 func newEmbedCommand() *cobra.Command {
@@ -20,6 +22,7 @@ func newEmbedCommand() *cobra.Command {
 		lib    string
 		shard  int
 		device string
+		outage time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "embed",
@@ -48,7 +51,10 @@ The result (documents, chunks, tokens, skipped by reason) is written to the term
 				if device != "" {
 					p.Embedder.Device = ragopsv1alpha1.Device(device)
 				}
-				return build.Run(ctx, log, p, build.Options{Shard: shard, LibraryPath: lib, ProgressEvery: w.progressEvery})
+				if p.OutageSeconds > 0 {
+					outage = time.Duration(p.OutageSeconds) * time.Second
+				}
+				return build.Run(ctx, log, p, build.Options{Shard: shard, LibraryPath: lib, ProgressEvery: w.progressEvery, OutageWait: outage})
 			}, func(r *plan.BuildResult, e string) { r.Error = e })
 		},
 	}
@@ -57,5 +63,6 @@ The result (documents, chunks, tokens, skipped by reason) is written to the term
 	f.StringVar(&lib, "onnxruntime-lib", "", "ONNX Runtime shared library (default $RAGOPS_ONNXRUNTIME_LIB)")
 	f.IntVar(&shard, "shard", -1, "shard to embed (default $JOB_COMPLETION_INDEX, else 0)")
 	f.StringVar(&device, "device", "", "override the plan's device (cpu or cuda)")
+	f.DurationVar(&outage, "weaviate-outage-wait", vectorstore.DefaultOutageWait, "how long each Weaviate call waits out an unavailable server before the shard fails (the plan's outageSeconds wins; negative: a few seconds)")
 	return c
 }

@@ -34,6 +34,7 @@ func newManagerCommand() *cobra.Command {
 		leaderElectionNS                    string
 		leaderElect                         bool
 		progress, drift, finalizerTimeout   time.Duration
+		outageWait                          time.Duration
 		indexConcurrency                    int
 		watchNamespaces                     []string
 		zapOpts                             = zap.Options{}
@@ -72,7 +73,7 @@ func newManagerCommand() *cobra.Command {
 			ctx := ctrl.SetupSignalHandler()
 			if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 				WorkerImage: workerImage, ProgressInterval: progress, DriftInterval: drift, FinalizerTimeout: finalizerTimeout,
-				IndexConcurrency: indexConcurrency,
+				IndexConcurrency: indexConcurrency, WeaviateOutageWait: outageWait,
 			}); err != nil {
 				return err
 			}
@@ -94,6 +95,7 @@ func newManagerCommand() *cobra.Command {
 	f.DurationVar(&progress, "progress-interval", 10*time.Second, "how often a running build's progress is refreshed (at most 30s)")
 	f.DurationVar(&drift, "drift-interval", 5*time.Minute, "how often a serving Index checks that its collection and alias still exist in Weaviate")
 	f.IntVar(&indexConcurrency, "index-concurrency", 4, "how many Indexes reconcile at once")
+	f.DurationVar(&outageWait, "worker-weaviate-outage-wait", 0, "how long embedder workers wait out an unavailable Weaviate before their shard fails (0: the worker's default, 5m)")
 	f.StringSliceVar(&watchNamespaces, "watch-namespaces", nil, "namespaces whose Corpora, Indexes and Evaluations (and their Jobs, ConfigMaps, Secrets) the manager watches, comma-separated (default: all)")
 	f.DurationVar(&finalizerTimeout, "finalizer-timeout", 15*time.Minute, "how long deletion waits for Weaviate before leaving collections behind")
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)

@@ -42,6 +42,10 @@ type Options struct {
 	// ResultGrace is how long after a Job completed its shard results may stay invisible (the
 	// pod cache lags) before they count as lost (default 30 s).
 	ResultGrace time.Duration
+	// WeaviateOutageWait is how long embedder workers wait out an unavailable Weaviate before
+	// their shard fails (plan outageSeconds); 0 leaves the worker's default (5 minutes).
+	// The controllers themselves keep short deadlines.
+	WeaviateOutageWait time.Duration
 	// APIReader reads from the API server, not the cache (the manager's GetAPIReader; set by
 	// SetupWithManager): it tells a Job ragops cannot see in its label-scoped cache from one
 	// that does not exist.

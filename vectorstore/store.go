@@ -36,6 +36,9 @@ type Config struct {
 	// Retry is the backoff for retryable failures (see [IsRetryable]); Steps is the number of
 	// attempts. Default: 6 attempts, 250 ms doubling to at most 8 s, 10% jitter.
 	Retry wait.Backoff
+	// Outage, when its Wait is set, replaces Retry with a bounded wait for an unavailable
+	// server (workers only; see [OutagePolicy]).
+	Outage OutagePolicy
 }
 
 // Environment variables read by [ConfigFromEnv]; hack/weaviate.sh env prints the first two.
@@ -143,6 +146,9 @@ func (s *Store) Client() *weaviate.Client { return s.client }
 // retry runs fn until it succeeds, fails with a non-retryable error, ctx ends, or the backoff's
 // attempts are spent (then the last retryable error is returned).
 func (s *Store) retry(ctx context.Context, fn func() error) error {
+	if s.cfg.Outage.Wait > 0 {
+		return s.rideOutage(ctx, fn)
+	}
 	b := s.cfg.Retry
 	for {
 		err := fn()

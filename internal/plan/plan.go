@@ -121,6 +121,9 @@ type Build struct {
 	Embedder    ragopsv1alpha1.EmbedderSpec         `json:"embedder"`
 	VectorIndex ragopsv1alpha1.VectorIndexSpec      `json:"vectorIndex"`
 	Weaviate    Weaviate                            `json:"weaviate"`
+	// OutageSeconds bounds how long the worker waits out an unavailable Weaviate before the
+	// shard fails (0: the worker's --weaviate-outage-wait, default 5 minutes).
+	OutageSeconds int64 `json:"outageSeconds,omitempty"`
 }
 
 // BuildResult is the termination message of one embedder pod.
@@ -131,6 +134,14 @@ type BuildResult struct {
 	Tokens    int64 `json:"tokens"`
 	Deleted   int64 `json:"deleted,omitempty"`
 	Unchanged int64 `json:"unchanged,omitempty"`
+	// Resumed counts documents of a full build found complete in the collection (same hash,
+	// every chunk) from an earlier run of the revision and not embedded again; they are
+	// included in Documents and Chunks.
+	Resumed int64 `json:"resumed,omitempty"`
+	// ShardChunks is the number of chunks of the shard's documents the collection holds when
+	// the shard finished (full build: Chunks; sync: written, unchanged and kept documents'
+	// chunks). The controller compares the collection's count with their sum.
+	ShardChunks int64 `json:"shardChunks,omitempty"`
 	// Kept counts documents of an incremental sync that failed to read (or chunk) and kept
 	// their previous chunks; they are also in Skipped by reason.
 	Kept    int64            `json:"kept,omitempty"`

@@ -41,6 +41,10 @@ type Options struct {
 	LibraryPath string
 	// ProgressEvery is how often progress is logged.
 	ProgressEvery time.Duration
+	// OutageWait bounds how long each Weaviate call waits out an unavailable server (a
+	// restart, a leader election) before the shard fails; 0 means
+	// [vectorstore.DefaultOutageWait], negative the store's short default retry (seconds).
+	OutageWait time.Duration
 	// Readers turns raw bytes into documents; nil starts the format readers (PDFium, OCR)
 	// the first time a document needs them. A reader that returns a *ReadersError cannot
 	// read any document: the shard fails.
@@ -127,6 +131,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	if cfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
 		return res, err
 	}
+	cfg.Outage = outagePolicy(log, o.OutageWait)
 	store, err := vectorstore.New(cfg)
 	if err != nil {
 		return res, err
@@ -148,20 +153,28 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	}
 	mine := func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
 
+	// What the collection already holds of this shard's documents: a sync compares it with the
+	// corpus; a build (first run, Job retry or rebuilt revision) resumes from it.
+	states, err := store.DocumentStates(ctx, p.Collection, 0, mine)
+	if err != nil {
+		return res, err
+	}
 	var existing map[string]string
 	if p.Incremental {
-		if existing, err = store.DocumentHashes(ctx, p.Collection, 0); err != nil {
-			return res, err
+		existing = make(map[string]string, len(states))
+		for id, st := range states {
+			existing[id] = st.Hash
 		}
 	}
 	var total int64
 	if err := src.Walk(ctx, true, mine, func(corpus.Document) error { total++; return nil }, func(corpus.Skipped) {}); err != nil {
 		return res, err
 	}
-	log.Info("shard", "shard", o.Shard, "shards", p.Shards, "documents", total, "incremental", p.Incremental, "existing", len(existing))
+	log.Info("shard", "shard", o.Shard, "shards", p.Shards, "documents", total, "incremental", p.Incremental, "existing", len(states))
 
 	prog := progress.New(log, "embedding", total, o.ProgressEvery)
-	seen := map[string]bool{}
+	seen := map[string]bool{}  // incremental: documents still in the corpus
+	wrote := map[string]bool{} // full build: documents with chunks, written or resumed
 	var pending []corpus.Document
 	var pendingChunks [][]chunkers.Chunk
 	var done int64
@@ -188,7 +201,9 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 				})
 			}
 			res.Chunks += int64(len(objs))
-			if p.Incremental {
+			wrote[d.ID] = true
+			if _, had := states[d.ID]; p.Incremental || had {
+				// A partial (or outdated) set of chunks is rewritten whole.
 				if err := store.ReplaceDocument(ctx, p.Collection, d.ID, objs); err != nil {
 					return err
 				}
@@ -213,8 +228,9 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	var fatal error
 	err = src.Walk(wctx, false, mine, func(d corpus.Document) error {
 		seen[d.ID] = true
-		if p.Incremental && existing[d.ID] == d.Hash && d.Hash != "" {
+		if st, had := states[d.ID]; p.Incremental && had && st.Consistent() && st.Hash == d.Hash {
 			res.Unchanged++
+			res.ShardChunks += int64(st.Chunks)
 			return nil
 		}
 		chunks, err := docchunk.Chunk(ctx, chunker, d.Doc)
@@ -222,6 +238,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 			res.Skipped["ChunkingFailed"]++
 			if _, had := existing[d.ID]; had {
 				res.Kept++
+				res.ShardChunks += int64(states[d.ID].Chunks)
 			}
 			log.Warn("document skipped", "document", d.ID, "reason", "ChunkingFailed", "error", err)
 			return nil
@@ -229,6 +246,15 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 		if len(chunks) == 0 {
 			res.Skipped[string(reader.Empty)]++
 			log.Warn("document skipped", "document", d.ID, "reason", reader.Empty)
+			return nil
+		}
+		if st, had := states[d.ID]; !p.Incremental && had && st.Complete(d.Hash, len(chunks)) {
+			// Written whole by an earlier run of this revision: not embedded again.
+			res.Resumed++
+			res.Documents++
+			res.Chunks += int64(len(chunks))
+			wrote[d.ID] = true
+			done++
 			return nil
 		}
 		pending = append(pending, d)
@@ -251,6 +277,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 			// Its previous chunks stay: the document is still in the corpus.
 			seen[sk.ID] = true
 			res.Kept++
+			res.ShardChunks += int64(states[sk.ID].Chunks)
 		}
 		log.Warn("document skipped", "document", sk.ID, "reason", sk.Reason, "error", sk.Err, "keptPreviousChunks", seen[sk.ID])
 	})
@@ -263,23 +290,39 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	if err != nil {
 		return res, err
 	}
-	if p.Incremental {
-		for id := range existing {
-			if !seen[id] && mine(id) {
-				if _, err := store.DeleteDocument(ctx, p.Collection, id); err != nil {
-					return res, err
-				}
-				res.Deleted++
+	// Documents of this shard that are no longer in the corpus (a sync), or that an earlier
+	// run of this revision wrote but this one did not (a rebuild on a newer corpus revision),
+	// are deleted: the collection ends as a clean build of the corpus would leave it.
+	for id := range states {
+		if (p.Incremental && !seen[id]) || (!p.Incremental && !wrote[id]) {
+			if _, err := store.DeleteDocument(ctx, p.Collection, id); err != nil {
+				return res, err
 			}
+			res.Deleted++
 		}
+	}
+	res.ShardChunks += res.Chunks
+	if res.Resumed > 0 {
+		log.Info(fmt.Sprintf("resumed: skipped %d documents already complete", res.Resumed), "resumed", res.Resumed, "embedded", res.Documents-res.Resumed)
 	}
 	res.Tokens, res.TruncatedChunks = model.Stats().Tokens, model.Stats().TruncatedChunks
 	res.Seconds = time.Since(start).Seconds()
 	if len(res.Skipped) == 0 {
 		res.Skipped = nil
 	}
-	prog.Tick(done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted, "kept", res.Kept)
+	prog.Tick(done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted, "kept", res.Kept, "resumed", res.Resumed)
 	return res, nil
+}
+
+// outagePolicy is the store's wait for an unavailable Weaviate (see Options.OutageWait).
+func outagePolicy(log *slog.Logger, wait time.Duration) vectorstore.OutagePolicy {
+	switch {
+	case wait < 0:
+		return vectorstore.OutagePolicy{}
+	case wait == 0:
+		wait = vectorstore.DefaultOutageWait
+	}
+	return vectorstore.OutagePolicy{Wait: wait, Log: log}
 }
 
 // vectorIndex maps the Index's vector index settings to the store's; the HNSW parameters
