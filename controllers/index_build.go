@@ -102,6 +102,11 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	if err != nil {
 		return stop, err
 	}
+	if len(lost) == 0 {
+		if ok, res, err := r.verifyBuild(ctx, st, rev, results); !ok {
+			return res, err
+		}
+	}
 	applyBuildResults(rev, results, job)
 	r.observeTruncation(idx, rev, results)
 	if len(lost) > 0 {
@@ -270,7 +275,7 @@ func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev 
 	rev.Phase = ragopsv1alpha1.RevisionBuilding
 	rev.Message = fmt.Sprintf("%s: rebuilding (attempt %d)", why, rev.Attempt)
 	rev.CorpusRevision = st.corpus.Status.Revision
-	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped = 0, 0, 0, 0, nil
+	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped, rev.IncompleteRuns = 0, 0, 0, 0, nil, 0
 	rev.CreationTime, rev.CompletionTime = ptr.To(metav1.Now()), nil
 	if idx.Status.ActiveRevision == rev.Name {
 		// Nothing serves now; the rebuilt revision takes the alias without a gate.

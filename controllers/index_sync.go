@@ -24,6 +24,9 @@ func syncJobName(idx *ragopsv1alpha1.Index, rev, corpusRev string) string {
 		sum := sha256.Sum256([]byte(r))
 		name += "-" + hex.EncodeToString(sum[:])[:6]
 	}
+	if r := findRevision(idx, rev); r != nil && r.IncompleteRuns > 0 {
+		name += fmt.Sprintf("-r%d", r.IncompleteRuns) // a re-run after verifySync found counts off
+	}
 	return name
 }
 
@@ -71,9 +74,14 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("corpus sync Job %s failed: %s; revision %s keeps serving corpus revision %s%s", job.Name, truncate(msg, 1024), rev.Name, rev.CorpusRevision, retryHint(idx)))
 		return stop, nil
 	}
-	results, _, err := r.shardResults(ctx, job)
+	results, lost, err := r.shardResults(ctx, job)
 	if err != nil {
 		return stop, err
+	}
+	if len(lost) == 0 {
+		if ok, res, err := r.verifySync(ctx, st, rev, job.Name, results); !ok {
+			return res, err
+		}
 	}
 	var changed, deleted, kept, chunks, tokens int64
 	for _, br := range results {

@@ -264,6 +264,12 @@ type RevisionStatus struct {
 	// named <index>-<revision>-build-<attempt>.
 	// +optional
 	Attempt int32 `json:"attempt,omitempty"`
+	// IncompleteRuns counts the re-runs of this revision's build (or of its current corpus
+	// sync) started because, once every shard had reported, the collection held another
+	// number of chunks or documents than the shards reported. Re-runs resume: only missing
+	// documents are embedded again. After 3 the build fails (the sync stalls) naming the counts.
+	// +optional
+	IncompleteRuns int32 `json:"incompleteRuns,omitempty"`
 }
 
 // BuildProgress is the progress of the running build.

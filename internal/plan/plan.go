@@ -140,8 +140,9 @@ type BuildResult struct {
 	Resumed int64 `json:"resumed,omitempty"`
 	// ShardChunks is the number of chunks of the shard's documents the collection holds when
 	// the shard finished (full build: Chunks; sync: written, unchanged and kept documents'
-	// chunks). The controller compares the collection's count with their sum.
-	ShardChunks int64 `json:"shardChunks,omitempty"`
+	// chunks). The controller compares the collection's count with their sum; nil from a
+	// worker that does not report it (a sync is then not checked).
+	ShardChunks *int64 `json:"shardChunks,omitempty"`
 	// Kept counts documents of an incremental sync that failed to read (or chunk) and kept
 	// their previous chunks; they are also in Skipped by reason.
 	Kept    int64            `json:"kept,omitempty"`

@@ -178,6 +178,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	var pending []corpus.Document
 	var pendingChunks [][]chunkers.Chunk
 	var done int64
+	var shardChunks int64 // chunks of this shard's documents the collection holds at the end
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -230,7 +231,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 		seen[d.ID] = true
 		if st, had := states[d.ID]; p.Incremental && had && st.Consistent() && st.Hash == d.Hash {
 			res.Unchanged++
-			res.ShardChunks += int64(st.Chunks)
+			shardChunks += int64(st.Chunks)
 			return nil
 		}
 		chunks, err := docchunk.Chunk(ctx, chunker, d.Doc)
@@ -238,7 +239,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 			res.Skipped["ChunkingFailed"]++
 			if _, had := existing[d.ID]; had {
 				res.Kept++
-				res.ShardChunks += int64(states[d.ID].Chunks)
+				shardChunks += int64(states[d.ID].Chunks)
 			}
 			log.Warn("document skipped", "document", d.ID, "reason", "ChunkingFailed", "error", err)
 			return nil
@@ -277,7 +278,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 			// Its previous chunks stay: the document is still in the corpus.
 			seen[sk.ID] = true
 			res.Kept++
-			res.ShardChunks += int64(states[sk.ID].Chunks)
+			shardChunks += int64(states[sk.ID].Chunks)
 		}
 		log.Warn("document skipped", "document", sk.ID, "reason", sk.Reason, "error", sk.Err, "keptPreviousChunks", seen[sk.ID])
 	})
@@ -301,7 +302,8 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 			res.Deleted++
 		}
 	}
-	res.ShardChunks += res.Chunks
+	shardChunks += res.Chunks
+	res.ShardChunks = &shardChunks
 	if res.Resumed > 0 {
 		log.Info(fmt.Sprintf("resumed: skipped %d documents already complete", res.Resumed), "resumed", res.Resumed, "embedded", res.Documents-res.Resumed)
 	}

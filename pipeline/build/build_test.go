@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -244,7 +246,8 @@ func countDoc(objs map[string][]string, i int) int {
 }
 
 // TestMain lets the test binary play the `ragops embed` worker process: with
-// RAGOPS_TEST_EMBED_PLAN set it runs that plan's shard 0 and exits (0 on success).
+// RAGOPS_TEST_EMBED_PLAN set it runs that plan's shard 0, writes its result to
+// $RAGOPS_TEST_EMBED_RESULT (when set) and exits (0 on success).
 func TestMain(m *testing.M) {
 	if path := os.Getenv("RAGOPS_TEST_EMBED_PLAN"); path != "" {
 		var p plan.Build
@@ -252,7 +255,13 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		if _, err := Run(context.Background(), slog.New(slog.NewTextHandler(os.Stderr, nil)), p, Options{}); err != nil {
+		res, err := Run(context.Background(), slog.New(slog.NewTextHandler(os.Stderr, nil)), p, Options{})
+		if out := os.Getenv("RAGOPS_TEST_EMBED_RESULT"); out != "" {
+			if werr := plan.WriteResult(out, res); werr != nil {
+				fmt.Fprintln(os.Stderr, werr)
+			}
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -262,8 +271,10 @@ func TestMain(m *testing.M) {
 }
 
 // Fault injection: the worker process is SIGKILLed mid-shard (after its first batch is in
-// Weaviate) and run again, as the Job's retry does. The collection ends with exactly the
-// chunks of a clean build of the same plan, each once.
+// Weaviate) and run again, as the Job's retry does. The retry resumes: it embeds exactly the
+// documents that were not complete in the collection when the first run died (partial ones
+// are rewritten whole) and skips the others. The collection ends with exactly the chunks of a
+// clean build of the same plan, each once, under the same object IDs.
 func TestKilledShardRetriedEqualsACleanBuild(t *testing.T) {
 	f := newFixture(t, 160)
 	ctx := context.Background()
@@ -283,9 +294,10 @@ func TestKilledShardRetriedEqualsACleanBuild(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	resultPath := filepath.Join(t.TempDir(), "result.json")
 	worker := func() *exec.Cmd {
 		c := exec.Command(os.Args[0], "-test.run=^$")
-		c.Env = append(os.Environ(), "RAGOPS_TEST_EMBED_PLAN="+path)
+		c.Env = append(os.Environ(), "RAGOPS_TEST_EMBED_PLAN="+path, "RAGOPS_TEST_EMBED_RESULT="+resultPath)
 		var out bytes.Buffer
 		c.Stdout, c.Stderr = &out, &out
 		if err := c.Start(); err != nil {
@@ -319,17 +331,75 @@ func TestKilledShardRetriedEqualsACleanBuild(t *testing.T) {
 	if killed >= len(want) {
 		t.Fatalf("the worker had written %d of %d chunks when killed: no fault happened mid-shard", killed, len(want))
 	}
+	// The documents the killed run left complete: every chunk of the clean build is there.
+	complete, partial := completeDocuments(t, f, want)
 	start := time.Now()
 	retry := worker()
 	if err := retry.Wait(); err != nil {
 		t.Fatalf("retried shard: %v", err)
 	}
-	got := f.objectsOf(t, f.plan.Collection)
-	rekey := map[string][]string{}
-	for k := range want {
-		rekey[k] = nil
+	took := time.Since(start)
+	var res plan.BuildResult
+	raw, err = os.ReadFile(resultPath)
+	if err == nil {
+		err = json.Unmarshal(raw, &res)
 	}
-	assertSame(t, "after kill and retry", got, rekey)
-	t.Logf("killed with %d (first seen %d) of %d chunks written; the retry took %s and left %d chunks, each once",
-		killed, at, len(want), time.Since(start).Round(time.Millisecond), len(got))
+	if err != nil {
+		t.Fatalf("result of the retry: %v", err)
+	}
+	docs := int64(160)
+	if res.Resumed != int64(complete) || res.Documents != docs || res.Documents-res.Resumed != docs-int64(complete) {
+		t.Errorf("retry result: %d documents, %d resumed; want %d documents of which the %d complete at the kill resumed and %d embedded",
+			res.Documents, res.Resumed, docs, complete, docs-int64(complete))
+	}
+	if res.Chunks != int64(len(want)) || res.ShardChunks == nil || *res.ShardChunks != int64(len(want)) {
+		t.Errorf("retry result: %d chunks, %v shard chunks; want %d", res.Chunks, res.ShardChunks, len(want))
+	}
+	got := f.objectsOf(t, f.plan.Collection)
+	assertSame(t, "after kill and retry", got, want)
+	assertSameIDs(t, got, want, f.plan.Revision, clean.Revision)
+	t.Logf("killed with %d (first seen %d) of %d chunks written, %d documents complete and %d partial; the retry embedded %d of %d documents (resumed %d), took %s and left %d chunks, each once",
+		killed, at, len(want), complete, partial, res.Documents-res.Resumed, docs, res.Resumed, took.Round(time.Millisecond), len(got))
+}
+
+// completeDocuments counts the documents whose chunks in the plan collection are exactly those
+// of the clean build (want), and the documents with some but not all of them.
+func completeDocuments(t *testing.T, f *fixture, want map[string][]string) (complete, partial int) {
+	t.Helper()
+	got := f.objects(t)
+	perDoc := map[string][2]int{} // document -> {chunks in want, of them present}
+	for k := range want {
+		doc := k[:strings.LastIndexByte(k, '#')]
+		c := perDoc[doc]
+		c[0]++
+		if len(got[k]) > 0 {
+			c[1]++
+		}
+		perDoc[doc] = c
+	}
+	for _, c := range perDoc {
+		switch {
+		case c[1] == c[0]:
+			complete++
+		case c[1] > 0:
+			partial++
+		}
+	}
+	return complete, partial
+}
+
+// assertSameIDs fails unless each chunk's object ID is the deterministic ChunkID of its
+// revision, document and ordinal (the clean build's, with the clean build's revision).
+func assertSameIDs(t *testing.T, got, want map[string][]string, rev, cleanRev string) {
+	t.Helper()
+	for k, ids := range got {
+		i := strings.LastIndexByte(k, '#')
+		ord, _ := strconv.Atoi(k[i+1:])
+		if id := vectorstore.ChunkID(rev, k[:i], ord).String(); ids[0] != id {
+			t.Fatalf("%s has object ID %s, want %s", k, ids[0], id)
+		}
+		if id := vectorstore.ChunkID(cleanRev, k[:i], ord).String(); want[k][0] != id {
+			t.Fatalf("clean build: %s has object ID %s, want %s", k, want[k][0], id)
+		}
+	}
 }

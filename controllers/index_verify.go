@@ -1,0 +1,156 @@
+package controllers
+
+// Verify: a build or sync counts as done only when the collection holds what its shards
+// reported. A mismatch (writes lost in a Weaviate outage, the collection deleted or wiped
+// behind the operator's back) re-runs the Job, which resumes and embeds only what is missing,
+// at most maxIncompleteRuns times; then the revision fails, or the sync stalls, with the counts.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// ReasonIncompleteCollection: the revision's collection holds fewer (or more) chunks or
+// documents than its shards reported, after every re-run.
+const ReasonIncompleteCollection = "IncompleteCollection"
+
+// maxIncompleteRuns bounds the re-runs of one build or sync whose collection does not hold
+// what its shards reported.
+const maxIncompleteRuns = 3
+
+// collectionCounts are the chunks and documents (chunks with ordinal 0) of a collection, or
+// what shards reported of it.
+type collectionCounts struct{ chunks, documents int64 }
+
+func (c collectionCounts) String() string {
+	return fmt.Sprintf("%d chunks of %d documents", c.chunks, c.documents)
+}
+
+// reported sums the shards' reports: the chunks each shard's documents hold in the collection
+// when it finished (ShardChunks; in a full build Chunks from a worker that does not report
+// it) and, for a full build, the documents with chunks. A sync's shards report only the
+// documents they touched, so its documents are not checked (documents is -1); known is false
+// when a sync shard did not report ShardChunks.
+func reported(results []plan.BuildResult, incremental bool) (c collectionCounts, known bool) {
+	known = true
+	for _, br := range results {
+		switch {
+		case br.ShardChunks != nil:
+			c.chunks += *br.ShardChunks
+		case incremental:
+			known = false
+		default:
+			c.chunks += br.Chunks
+		}
+		c.documents += br.Documents
+	}
+	if incremental {
+		c.documents = -1
+	}
+	return c, known
+}
+
+// countCollection counts what the collection holds; a missing collection holds nothing.
+func countCollection(ctx context.Context, store Store, collection string, documents bool) (collectionCounts, error) {
+	var nf *vectorstore.CollectionNotFoundError
+	n, err := store.Count(ctx, collection)
+	if errors.As(err, &nf) {
+		return collectionCounts{}, nil
+	} else if err != nil {
+		return collectionCounts{}, err
+	}
+	c := collectionCounts{chunks: int64(n), documents: -1}
+	if documents {
+		d, err := store.CountDocuments(ctx, collection)
+		if errors.As(err, &nf) {
+			return collectionCounts{}, nil
+		} else if err != nil {
+			return collectionCounts{}, err
+		}
+		c.documents = int64(d)
+	}
+	return c, nil
+}
+
+// verifyBuild checks a finished build: ok when its collection holds exactly the chunks and
+// documents the shards reported. Otherwise the build is restarted (its next attempt resumes)
+// or, after maxIncompleteRuns re-runs, the revision fails with a message naming both counts;
+// the caller returns res and err.
+func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult) (ok bool, res stepResult, err error) {
+	idx := st.idx
+	want, _ := reported(results, false)
+	got, err := countCollection(ctx, st.store, rev.Collection, true)
+	if err != nil {
+		res, err := r.collectionError(ctx, st, rev, "count the chunks of "+rev.Collection, err)
+		return false, res, err
+	}
+	if got == want {
+		return true, proceed, nil
+	}
+	what := fmt.Sprintf("collection %s holds %s, the shards reported %s", rev.Collection, got, want)
+	runs := rev.IncompleteRuns
+	if runs >= maxIncompleteRuns {
+		rev.Phase, rev.Message = ragopsv1alpha1.RevisionFailed, fmt.Sprintf("%s after %d re-runs", what, runs)
+		idx.Status.Build, idx.Status.Progress = nil, ""
+		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Verify", "revision %s: %s", rev.Name, rev.Message)
+		conditions.MarkStalled(idx, ReasonIncompleteCollection, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx)))
+		return false, stop, nil
+	}
+	if err := r.restartBuild(ctx, st, rev, what+": re-running the build for the missing documents"); err != nil {
+		return false, stop, err
+	}
+	rev.IncompleteRuns = runs + 1
+	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
+	conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message))
+	return false, stopFor(time.Second), nil
+}
+
+// verifySync checks a finished corpus sync: ok when the active collection holds exactly the
+// chunks the shards reported for their documents (the previous count plus added minus
+// removed chunks). Otherwise the sync Job is deleted, and the next reconcile starts it again
+// under a new name (syncJobName carries IncompleteRuns); it resumes, since documents already
+// synced are unchanged. After maxIncompleteRuns re-runs the Index stalls naming the counts
+// (the revision keeps serving) until a new ragops.dev/retry value allows as many more.
+func (r *IndexReconciler) verifySync(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, jobName string, results []plan.BuildResult) (ok bool, res stepResult, err error) {
+	idx := st.idx
+	want, known := reported(results, true)
+	if !known {
+		return true, proceed, nil
+	}
+	got, err := countCollection(ctx, st.store, rev.Collection, false)
+	if err != nil {
+		res, err := r.collectionError(ctx, st, rev, "count the chunks of "+rev.Collection, err)
+		return false, res, err
+	}
+	if got.chunks == want.chunks {
+		rev.IncompleteRuns = 0
+		return true, proceed, nil
+	}
+	what := fmt.Sprintf("after syncing corpus revision %s, collection %s holds %d chunks, the shards reported %d",
+		st.corpus.Status.Revision, rev.Collection, got.chunks, want.chunks)
+	if rev.IncompleteRuns >= maxIncompleteRuns {
+		retry := idx.Annotations[AnnotationRetry]
+		if retry == "" || retry == idx.Status.LastHandledRetry {
+			conditions.MarkStalled(idx, ReasonIncompleteCollection, fmt.Sprintf("%s after %d re-runs; revision %s keeps serving corpus revision %s%s",
+				what, rev.IncompleteRuns, rev.Name, rev.CorpusRevision, retryHint(idx)))
+			return false, stop, nil
+		}
+		idx.Status.LastHandledRetry, rev.IncompleteRuns = retry, 0
+	}
+	if err := deleteJob(ctx, r.Client, idx.Namespace, jobName); err != nil {
+		return false, stop, err
+	}
+	rev.IncompleteRuns++
+	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Resync", "revision %s: %s: syncing again (re-run %d)", rev.Name, what, rev.IncompleteRuns)
+	conditions.MarkReconcilingKeepReady(idx, ReasonSyncingCorpus, fmt.Sprintf("%s: syncing again (re-run %d)", what, rev.IncompleteRuns))
+	return false, stopFor(time.Second), nil
+}
