@@ -9,14 +9,16 @@
 //
 // Operations: [Store.EnsureCollection] (vectorizer none; HNSW or flat), [Store.Upsert] (gRPC
 // batches, per-object and call errors both checked, backoff on transient failures),
-// [Store.ReplaceDocument], [Store.DeleteDocument], [Store.DocumentHashes], [Store.Count],
+// [Store.ReplaceDocument], [Store.DeleteDocument], [Store.DocumentHashes],
+// [Store.DocumentStates] (what a resumed build finds complete), [Store.Count],
 // aliases ([Store.SetAlias], [Store.GetAlias], [Store.DeleteAlias]), [Store.DeleteCollection]
 // (refused while an alias points at the collection) and [Store.Search] (nearVector, bm25,
 // hybrid).
 //
 // Errors are typed: [*RetryableError] (server down, timeout, 5xx; see [IsRetryable]) versus
 // permanent ones: [*DimensionError], [*CollectionNotFoundError], [*BatchError],
-// [*CollectionInUseError], [*ServerError].
+// [*CollectionInUseError], [*ServerError]. Retryable failures are retried a few seconds
+// ([Config.Retry]), or by workers for minutes ([OutagePolicy]).
 //
 // Tests run against a real Weaviate server started by package weaviatetest; they need the
 // binary built by hack/build-tools.sh weaviate (bin/weaviate-server, or RAGOPS_WEAVIATE_BIN).

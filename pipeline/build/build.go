@@ -245,6 +245,8 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 			return nil
 		}
 		if len(chunks) == 0 {
+			// Its earlier chunks (if any) go, as a clean build would have none.
+			delete(seen, d.ID)
 			res.Skipped[string(reader.Empty)]++
 			log.Warn("document skipped", "document", d.ID, "reason", reader.Empty)
 			return nil
