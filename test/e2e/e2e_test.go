@@ -9,18 +9,25 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/cmd"
+	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/internal/testenv"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -120,6 +127,9 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 	if err := k8s.Update(ctx, &cs); err != nil {
 		t.Fatal(err)
 	}
+	// One embedder pod of the new revision is SIGKILLed on the node after its shard has written
+	// part of its chunks: the Job's retry must resume, not start the shard over.
+	killedRev, killedPod, complete := killBuildPodMidShard(t, k8s, store, filepath.Join(state, "cluster", "node"), r1, 2)
 	deadline := time.Now().Add(15 * time.Minute)
 	for {
 		idx = getIndex(t, k8s, "recursive")
@@ -135,6 +145,10 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 		time.Sleep(5 * time.Second)
 	}
 	r2 := idx.Status.ActiveRevision
+	if r2 != killedRev {
+		t.Fatalf("active revision %s, the pod was killed in %s", r2, killedRev)
+	}
+	assertResumedAfterKill(t, k8s, store, filepath.Join(state, "cluster", "node"), findRev(idx, r2), killedPod, complete)
 	target, _, err := store.GetAlias(ctx, alias)
 	if err != nil || target != findRev(idx, r2).Collection {
 		t.Fatalf("alias points at %q (err %v), want %s", target, err, findRev(idx, r2).Collection)
@@ -162,6 +176,125 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 	}
 	if _, found, _ := store.GetAlias(ctx, alias); found {
 		t.Errorf("alias %s survived the Index's deletion", alias)
+	}
+}
+
+// killBuildPodMidShard waits until a build pod of the Index "recursive"'s revision after r1 runs
+// and its shard (of shards) has at least one document complete in the revision's collection,
+// then SIGKILLs the pod's container (the shim's process group on the local node, as a node kill
+// or OOM kill ends it: exit 137, no exit status). It returns the revision, the killed pod's name
+// and the shard's documents complete just before the kill.
+func killBuildPodMidShard(t *testing.T, k8s client.Client, store *vectorstore.Store, nodeDir, r1 string, shards int) (string, string, int) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(10 * time.Minute)
+	for ; time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		idx := getIndex(t, k8s, "recursive")
+		var rev ragopsv1alpha1.RevisionStatus
+		for _, r := range idx.Status.Revisions {
+			if r.Name != r1 && r.Collection != "" {
+				rev = r
+			}
+		}
+		if rev.Name == "" {
+			continue
+		}
+		if n, err := store.Count(ctx, rev.Collection); err != nil || n == 0 {
+			continue
+		}
+		var pods corev1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{
+			controllers.LabelOwner: "recursive", controllers.LabelRevision: rev.Name, "ragops.dev/job-kind": "build",
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			shard, err := strconv.Atoi(p.Annotations["batch.kubernetes.io/job-completion-index"])
+			if p.Status.Phase != corev1.PodRunning || err != nil {
+				continue
+			}
+			// Kill only a pod whose shard has documents complete in the collection.
+			mine := func(id string) bool { return corpus.Shard(id, shard, shards) }
+			states, err := store.DocumentStates(ctx, rev.Collection, 0, mine)
+			complete := 0
+			for _, d := range states {
+				if d.Consistent() {
+					complete++
+				}
+			}
+			if err != nil || complete == 0 {
+				continue
+			}
+			var st struct {
+				Containers []struct {
+					Running bool `json:"running"`
+					Handle  struct {
+						PID int `json:"pid"`
+					} `json:"handle"`
+				} `json:"containers"`
+			}
+			b, err := os.ReadFile(filepath.Join(nodeDir, "pods", string(p.UID), "state.json"))
+			if err != nil || json.Unmarshal(b, &st) != nil || len(st.Containers) == 0 || !st.Containers[0].Running || st.Containers[0].Handle.PID <= 0 {
+				continue
+			}
+			n, _ := store.Count(ctx, rev.Collection)
+			if err := syscall.Kill(-st.Containers[0].Handle.PID, syscall.SIGKILL); err != nil {
+				t.Fatalf("SIGKILL pod %s (pid %d): %v", p.Name, st.Containers[0].Handle.PID, err)
+			}
+			t.Logf("SIGKILLed build pod %s (shard %d of %d, %d documents complete) of revision %s with %d chunks in %s",
+				p.Name, shard, shards, complete, rev.Name, n, rev.Collection)
+			return rev.Name, p.Name, complete
+		}
+	}
+	t.Fatal("no running build pod of a new revision with documents complete within 10 minutes")
+	return "", "", 0
+}
+
+// assertResumedAfterKill checks that the killed pod's shard was retried by a pod that skipped
+// the documents already complete (its log line "resumed: skipped N documents already complete",
+// complete <= N < the revision's documents) and that the collection holds exactly the
+// revision's chunks of all its documents.
+func assertResumedAfterKill(t *testing.T, k8s client.Client, store *vectorstore.Store, nodeDir string, rev ragopsv1alpha1.RevisionStatus, killed string, complete int) {
+	t.Helper()
+	ctx := context.Background()
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{
+		controllers.LabelOwner: "recursive", controllers.LabelRevision: rev.Name, "ragops.dev/job-kind": "build",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	index := map[string]string{}
+	for _, p := range pods.Items {
+		index[p.Name] = p.Annotations["batch.kubernetes.io/job-completion-index"]
+	}
+	resumed := regexp.MustCompile(`resumed: skipped (\d+) documents already complete`)
+	found := false
+	for _, p := range pods.Items {
+		if p.Name == killed || index[p.Name] != index[killed] || p.Status.Phase != corev1.PodSucceeded {
+			continue
+		}
+		logs, _ := filepath.Glob(filepath.Join(nodeDir, "pods", string(p.UID), "containers", "*", "*.log"))
+		for _, f := range logs {
+			b, _ := os.ReadFile(f)
+			if m := resumed.FindSubmatch(b); m != nil {
+				n, _ := strconv.Atoi(string(m[1]))
+				t.Logf("retry pod %s of shard %s resumed %d documents", p.Name, index[p.Name], n)
+				if n < complete || int64(n) >= rev.Documents {
+					t.Errorf("retry pod %s resumed %d documents, want between %d (complete at the kill) and %d", p.Name, n, complete, rev.Documents-1)
+				}
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no succeeded retry of shard %s (pod %s killed) logged a resume", index[killed], killed)
+	}
+	n, err := store.Count(ctx, rev.Collection)
+	if err != nil || int64(n) != rev.Chunks {
+		t.Errorf("collection %s holds %d chunks (err %v), the revision says %d", rev.Collection, n, err, rev.Chunks)
+	}
+	if d, err := store.CountDocuments(ctx, rev.Collection); err != nil || int64(d) != rev.Documents || d != 500 {
+		t.Errorf("collection %s holds chunks of %d documents (err %v), the revision says %d, want 500", rev.Collection, d, err, rev.Documents)
 	}
 }
 
