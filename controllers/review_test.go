@@ -250,6 +250,161 @@ func TestStaleCacheReconcilesStartOneScanJob(t *testing.T) {
 	}
 }
 
+// corpusView is what one reconcile of a lagging cache sees: the Corpus's status as of some
+// earlier write, and its Jobs less those the cache has not seen yet.
+type corpusView struct {
+	status ragopsv1alpha1.CorpusStatus
+	unseen map[string]bool
+}
+
+// laggingCorpusClient reads the API server but shows each Corpus with view().status and
+// unsuspended (the manager's reconciler leaves a suspended Corpus alone), lists the Jobs a
+// Corpus controls (as the manager's field index does) less view().unseen, and drops status
+// writes (the next view decides what the reconcile saw of them).
+func laggingCorpusClient(t *testing.T, view func() corpusView) client.Client {
+	t.Helper()
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interceptor.NewClient(direct, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			jobs, ok := list.(*batchv1.JobList)
+			if !ok {
+				return c.List(ctx, list, opts...)
+			}
+			var o client.ListOptions
+			o.ApplyOptions(opts)
+			owner := o.FieldSelector.String() // .metadata.controller=Corpus/<name>
+			var all batchv1.JobList
+			if err := c.List(ctx, &all, client.InNamespace(o.Namespace)); err != nil {
+				return err
+			}
+			jobs.Items = nil
+			for _, j := range all.Items {
+				ref := metav1.GetControllerOf(&j)
+				if ref != nil && strings.HasSuffix(owner, "="+ref.Kind+"/"+ref.Name) && !view().unseen[j.Name] {
+					jobs.Items = append(jobs.Items, j)
+				}
+			}
+			return nil
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if co, ok := obj.(*ragopsv1alpha1.Corpus); ok {
+				co.Spec.Suspend = false
+				st := view().status
+				co.Status = *st.DeepCopy()
+			}
+			return nil
+		},
+		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			return nil
+		},
+	})
+}
+
+// Defect 7, the race left after the first fix: when a spec change and the status write that
+// records the previous scan cross, one reconcile of the new generation reads the status
+// before that write (no last sync) and the next one after it (last sync T1), neither seeing
+// the other's scan Job. Both must name the same scan Job: one is created, the other adopts
+// it. Then a schedule slot whose interval has passed starts one scan, however many
+// reconciles of that slot do not see each other's Job.
+func TestStaleViewsOfANewGenerationStartOneScanJob(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.CorpusSpec{Suspend: true, Git: &ragopsv1alpha1.GitSource{URL: "https://git.example.org/besluiten.git", Ref: "main"}}}
+	if err := env.Client.Create(ctx, corpus); err != nil {
+		t.Fatal(err)
+	}
+	var view corpusView
+	now := time.Now()
+	rec := &controllers.CorpusReconciler{Client: laggingCorpusClient(t, func() corpusView { return view }),
+		Options: controllers.Options{WorkerImage: "ragops:test", ProgressInterval: time.Second},
+		Now:     func() time.Time { return now }}
+	reconcile := func(v corpusView) {
+		t.Helper()
+		view = v
+		if _, err := rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(corpus)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobsOf := func(gen int64) []batchv1.Job {
+		var out []batchv1.Job
+		for _, j := range ownedJobs(t, ns, corpus) {
+			if j.Labels[controllers.LabelRevision] == strconv.FormatInt(gen, 10) {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	names := func(jobs []batchv1.Job) []string {
+		var out []string
+		for _, j := range jobs {
+			out = append(out, j.Name)
+		}
+		return out
+	}
+	result, _ := json.Marshal(plan.ScanResult{Documents: 3, Bytes: 30, Revision: "rev1"})
+
+	// Generation 1 scans once (J1) and its result is recorded at T1.
+	reconcile(corpusView{})
+	j1 := jobsOf(1)
+	if len(j1) != 1 {
+		t.Fatalf("generation 1: scan Jobs %v, want 1", names(j1))
+	}
+	finishJob(t, &j1[0], 0, string(result))
+	t1 := *j1[0].Status.CompletionTime
+	recorded := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 1, LastSyncTime: &t1, Revision: "rev1", Documents: 3}
+
+	// The spec changes (generation 2) while that record is being written.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), corpus); err != nil {
+		t.Fatal(err)
+	}
+	corpus.Spec.Include = []string{"*.md"}
+	if err := env.Client.Update(ctx, corpus); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(corpusView{status: ragopsv1alpha1.CorpusStatus{ObservedGeneration: 1}})
+	first := jobsOf(2)
+	unseen := map[string]bool{}
+	for _, j := range first {
+		unseen[j.Name] = true
+	}
+	reconcile(corpusView{status: recorded, unseen: unseen})
+	j2 := jobsOf(2)
+	if len(j2) != 1 {
+		t.Fatalf("generation 2: two reconciles on lagging caches started scan Jobs %v, want 1", names(j2))
+	}
+
+	// J2 finishes and is recorded at T2; an interval (1h) later, reconciles of one schedule
+	// slot start one scan, the second not seeing the first's Job.
+	finishJob(t, &j2[0], 0, string(result))
+	t2 := *j2[0].Status.CompletionTime
+	synced := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 2, LastSyncTime: &t2, Revision: "rev1", Documents: 3}
+	slot := t2.Add(time.Hour).UnixNano()/int64(time.Hour) + 1
+	now = time.Unix(0, slot*int64(time.Hour)).Add(10 * time.Minute)
+	reconcile(corpusView{status: synced})
+	scheduled := jobsOf(2)
+	if len(scheduled) != 2 {
+		t.Fatalf("an interval after the last sync: scan Jobs %v, want 2", names(scheduled))
+	}
+	unseen = map[string]bool{}
+	for _, j := range scheduled {
+		if j.Name != j2[0].Name {
+			unseen[j.Name] = true
+		}
+	}
+	now = now.Add(time.Minute)
+	reconcile(corpusView{status: synced, unseen: unseen})
+	if jobs := jobsOf(2); len(jobs) != 2 {
+		t.Fatalf("two reconciles of one schedule slot started scan Jobs %v, want 2 in all", names(jobs))
+	}
+}
+
 // syncFixture builds and activates revision r1 and changes the corpus; it returns the sync
 // Job the controller starts.
 func syncFixture(t *testing.T, ns string) (r1 string, sync *batchv1.Job, corpusRev string) {
