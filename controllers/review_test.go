@@ -259,9 +259,10 @@ type corpusView struct {
 
 // laggingCorpusClient reads the API server but shows each Corpus with view().status and
 // unsuspended (the manager's reconciler leaves a suspended Corpus alone), lists the Jobs a
-// Corpus controls (as the manager's field index does) less view().unseen, and drops status
-// writes (the next view decides what the reconcile saw of them).
-func laggingCorpusClient(t *testing.T, view func() corpusView) client.Client {
+// Corpus controls (as the manager's field index does) less view().unseen, and hands status
+// writes to patched instead of the API server (the next view decides what the reconcile saw
+// of them).
+func laggingCorpusClient(t *testing.T, view func() corpusView, patched func(*ragopsv1alpha1.Corpus)) client.Client {
 	t.Helper()
 	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
 	if err != nil {
@@ -300,7 +301,10 @@ func laggingCorpusClient(t *testing.T, view func() corpusView) client.Client {
 			}
 			return nil
 		},
-		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+		SubResourcePatch: func(_ context.Context, _ client.Client, _ string, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+			if co, ok := obj.(*ragopsv1alpha1.Corpus); ok && patched != nil {
+				patched(co.DeepCopy())
+			}
 			return nil
 		},
 	})
@@ -322,7 +326,7 @@ func TestStaleViewsOfANewGenerationStartOneScanJob(t *testing.T) {
 	}
 	var view corpusView
 	now := time.Now()
-	rec := &controllers.CorpusReconciler{Client: laggingCorpusClient(t, func() corpusView { return view }),
+	rec := &controllers.CorpusReconciler{Client: laggingCorpusClient(t, func() corpusView { return view }, nil),
 		Options: controllers.Options{WorkerImage: "ragops:test", ProgressInterval: time.Second},
 		Now:     func() time.Time { return now }}
 	reconcile := func(v corpusView) {
@@ -402,6 +406,74 @@ func TestStaleViewsOfANewGenerationStartOneScanJob(t *testing.T) {
 	reconcile(corpusView{status: synced, unseen: unseen})
 	if jobs := jobsOf(2); len(jobs) != 2 {
 		t.Fatalf("two reconciles of one schedule slot started scan Jobs %v, want 2 in all", names(jobs))
+	}
+}
+
+// A scan that finishes in the same second as the scan last recorded (completion times have
+// whole seconds) is recorded too: the new generation's result is not left unread.
+func TestScanFinishedInTheSecondOfTheLastSyncIsRecorded(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.CorpusSpec{Suspend: true, Git: &ragopsv1alpha1.GitSource{URL: "https://git.example.org/besluiten.git", Ref: "main"}}}
+	if err := env.Client.Create(ctx, corpus); err != nil {
+		t.Fatal(err)
+	}
+	var view corpusView
+	var written *ragopsv1alpha1.Corpus
+	rec := &controllers.CorpusReconciler{Client: laggingCorpusClient(t, func() corpusView { return view }, func(c *ragopsv1alpha1.Corpus) { written = c }),
+		Options: controllers.Options{WorkerImage: "ragops:test", ProgressInterval: time.Second}}
+	reconcile := func(v corpusView) {
+		t.Helper()
+		view, written = v, nil
+		if _, err := rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(corpus)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scanJob := func(gen string) *batchv1.Job {
+		t.Helper()
+		for _, j := range ownedJobs(t, ns, corpus) {
+			if j.Labels[controllers.LabelRevision] == gen {
+				return &j
+			}
+		}
+		t.Fatalf("no scan Job of generation %s", gen)
+		return nil
+	}
+	reconcile(corpusView{})
+	j1 := scanJob("1")
+	r1, _ := json.Marshal(plan.ScanResult{Documents: 3, Bytes: 30, Revision: "rev1"})
+	finishJob(t, j1, 0, string(r1))
+	t1 := *j1.Status.CompletionTime
+	recorded := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 1, LastSyncTime: &t1, Revision: "rev1", Documents: 3, Bytes: 30}
+
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), corpus); err != nil {
+		t.Fatal(err)
+	}
+	corpus.Spec.Include = []string{"*.md"}
+	if err := env.Client.Update(ctx, corpus); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(corpusView{status: recorded})
+	j2 := scanJob("2")
+	r2, _ := json.Marshal(plan.ScanResult{Documents: 4, Bytes: 40, Revision: "rev2"})
+	finishJob(t, j2, 0, string(r2))
+	j2.Status.CompletionTime = t1.DeepCopy() // finished in the second of the last sync
+	if err := env.Client.Status().Update(ctx, j2); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(corpusView{status: recorded})
+	if written == nil || written.Status.Revision != "rev2" || written.Status.Documents != 4 {
+		t.Fatalf("status written after the generation 2 scan finished in the second of the last sync: %+v, want revision rev2 with 4 documents", written)
+	}
+	// Read again with the result recorded: nothing changes, and no further scan starts.
+	again := written.Status
+	reconcile(corpusView{status: again})
+	if written != nil && (written.Status.Revision != "rev2" || written.Status.Documents != 4) {
+		t.Errorf("second read of the same scan wrote %+v", written.Status)
+	}
+	if jobs := ownedJobs(t, ns, corpus); len(jobs) != 2 {
+		t.Errorf("%d scan Jobs, want 2", len(jobs))
 	}
 }
 
@@ -732,6 +804,9 @@ func TestDeletedIndexHeldByAnotherFinalizerIsNotReady(t *testing.T) {
 	}
 	if ok, err := directStore(t).CollectionExists(ctx, c1); err != nil || ok {
 		t.Errorf("collection %s exists=%v (err %v) after cleanup", c1, ok, err)
+	}
+	if target := aliasTarget(t, ns, "besluiten"); target != "" {
+		t.Errorf("alias still points at %s after cleanup", target)
 	}
 	base = idx.DeepCopy()
 	idx.Finalizers = nil

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -403,6 +404,20 @@ func TestRestrictedWorkersAndNoSecretLeak(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "docs"}, &corpus)
 		return err == nil && corpus.Status.Revision != before && corpus.Status.Documents == 4, err
 	})
+	// One scan Job per generation, however the reconciles of the spec change interleaved.
+	var scanJobs batchv1.JobList
+	if err := env.Client.List(ctx, &scanJobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelComponent: "scan"}); err != nil {
+		t.Fatal(err)
+	}
+	perGeneration := map[string][]string{}
+	for _, j := range scanJobs.Items {
+		if strings.HasPrefix(j.Name, "docs-scan-") {
+			perGeneration[j.Labels[controllers.LabelRevision]] = append(perGeneration[j.Labels[controllers.LabelRevision]], j.Name)
+		}
+	}
+	if len(perGeneration) != 2 || len(perGeneration["1"]) != 1 || len(perGeneration[strconv.FormatInt(corpus.Generation, 10)]) != 1 {
+		t.Errorf("docs scan Jobs by Corpus generation %v, want one for generation 1 and one for %d", perGeneration, corpus.Generation)
+	}
 	sync := waitJob(t, ns, "besluiten-"+rev+"-sync-")
 	checkRestricted(t, sync)
 	if err := store.Upsert(ctx, bp.Collection, chunks("d.md")[:2]); err != nil {
