@@ -463,8 +463,12 @@ func TestScanFinishedInTheSecondOfTheLastSyncIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcile(corpusView{status: recorded})
-	if written == nil || written.Status.Revision != "rev2" || written.Status.Documents != 4 {
-		t.Fatalf("status written after the generation 2 scan finished in the second of the last sync: %+v, want revision rev2 with 4 documents", written)
+	if written == nil {
+		t.Fatal("no status written after the generation 2 scan finished in the second of the last sync")
+	}
+	if written.Status.Revision != "rev2" || written.Status.Documents != 4 {
+		t.Fatalf("status after the generation 2 scan finished in the second of the last sync: revision %q, %d documents; want rev2 with 4",
+			written.Status.Revision, written.Status.Documents)
 	}
 	// Read again with the result recorded: nothing changes, and no further scan starts.
 	again := written.Status
