@@ -362,7 +362,7 @@ func TestStaleViewsOfANewGenerationStartOneScanJob(t *testing.T) {
 	}
 	finishJob(t, &j1[0], 0, string(result))
 	t1 := *j1[0].Status.CompletionTime
-	recorded := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 1, LastSyncTime: &t1, Revision: "rev1", Documents: 3}
+	recorded := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 1, LastSyncTime: &t1, Revision: "rev1", Documents: 3, Bytes: 30}
 
 	// The spec changes (generation 2) while that record is being written.
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), corpus); err != nil {
@@ -388,7 +388,7 @@ func TestStaleViewsOfANewGenerationStartOneScanJob(t *testing.T) {
 	// slot start one scan, the second not seeing the first's Job.
 	finishJob(t, &j2[0], 0, string(result))
 	t2 := *j2[0].Status.CompletionTime
-	synced := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 2, LastSyncTime: &t2, Revision: "rev1", Documents: 3}
+	synced := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 2, LastSyncTime: &t2, Revision: "rev1", Documents: 3, Bytes: 30}
 	slot := t2.Add(time.Hour).UnixNano()/int64(time.Hour) + 1
 	now = time.Unix(0, slot*int64(time.Hour)).Add(10 * time.Minute)
 	reconcile(corpusView{status: synced})
