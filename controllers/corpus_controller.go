@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -229,8 +230,8 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 	}
 	request := c.Annotations[annotationScanRequested]
 	requested := request != "" && request != c.Status.LastHandledScanRequest
-	due := c.Status.LastSyncTime == nil || c.Status.ObservedGeneration != c.Generation ||
-		r.now().Sub(c.Status.LastSyncTime.Time) >= interval || requested
+	trigger := r.scanTrigger(c, current, request, requested, interval)
+	due := trigger != ""
 	if current != nil {
 		state, failure := stateOf(current)
 		switch state {
@@ -247,13 +248,22 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 				return ctrl.Result{RequeueAfter: interval}, nil
 			}
 		case jobSucceeded:
-			done := current.Status.CompletionTime
-			if c.Status.LastSyncTime == nil || (done != nil && done.After(c.Status.LastSyncTime.Time)) {
+			done, last := current.Status.CompletionTime, c.Status.LastSyncTime
+			switch {
+			case last == nil || (done != nil && done.After(last.Time)):
 				ok, err := r.recordScan(ctx, c, current)
 				if err != nil || !ok {
 					return ctrl.Result{}, err
 				}
 				due = false
+			case done != nil && done.Equal(last):
+				// Completion times have whole seconds: a scan that finished in the second of
+				// the last recorded one may not be recorded yet. Its result is read again
+				// while its pod holds it (recording is idempotent).
+				before := scanFigures(c)
+				if ok, err := r.recordScan(ctx, c, current); err == nil && ok && scanFigures(c) != before {
+					due = false
+				}
 			}
 		}
 	}
@@ -265,11 +275,12 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 		}
 		return ctrl.Result{RequeueAfter: max(next, time.Second)}, nil
 	}
-	newest := ""
-	if len(jobs.Items) > 0 {
-		newest = jobs.Items[0].Name
+	w := r.scanWorkload(c, trigger)
+	if current != nil && w.name == current.Name && strings.HasPrefix(trigger, "schedule/") {
+		// This schedule slot's scan ran already (the clocks of the manager and of the
+		// Job's completion disagree): the next slot starts the next one.
+		return ctrl.Result{RequeueAfter: max(slotEnd(r.now(), interval).Sub(r.now()), time.Second)}, nil
 	}
-	w := r.scanWorkload(c, newest, request)
 	if _, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client)); err != nil {
 		var conflict *JobConflictError
 		if errors.As(err, &conflict) {
@@ -283,6 +294,17 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 	}
 	conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s started", w.name))
 	return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
+}
+
+// scanFigure holds the status fields a recorded scan sets.
+type scanFigure struct {
+	documents, bytes int64
+	revision, commit string
+}
+
+// scanFigures returns c's recorded scan figures.
+func scanFigures(c *ragopsv1alpha1.Corpus) scanFigure {
+	return scanFigure{c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Commit}
 }
 
 func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Corpus, job *batchv1.Job) (bool, error) {
@@ -329,15 +351,40 @@ func (r *CorpusReconciler) pruneScanJobs(ctx context.Context, c *ragopsv1alpha1.
 	}
 }
 
-// scanWorkload describes the next scan Job. Its name is derived from what made the scan due
-// (generation, last sync, scan request, the newest scan Job), not from the clock: two
-// reconciles on a stale cache name the same Job and only one is created.
-func (r *CorpusReconciler) scanWorkload(c *ragopsv1alpha1.Corpus, newest, request string) *workload {
-	var last string
-	if c.Status.LastSyncTime != nil {
-		last = c.Status.LastSyncTime.UTC().Format(time.RFC3339)
+// scanTrigger names what makes a scan of c due, or returns "" when none is. current is the
+// newest scan Job of c's generation (nil when the cache holds none). In order:
+//   - "generation": no scan of this generation was started (a new Corpus or a spec change);
+//     a scan request made meanwhile is served by it;
+//   - "request/<value>": the ragops.dev/scan-requested annotation has a value not yet handled;
+//   - "schedule/<n>": interval passed since the last sync; n is the interval-long slot of the
+//     clock (Unix time divided by interval) the scan starts in.
+//
+// Views of c and of its Jobs that lag behind each other agree on the trigger, except across a
+// slot boundary, so they name the same scan Job.
+func (r *CorpusReconciler) scanTrigger(c *ragopsv1alpha1.Corpus, current *batchv1.Job, request string, requested bool, interval time.Duration) string {
+	switch {
+	case current == nil:
+		return "generation"
+	case requested:
+		return "request/" + request
+	case c.Status.LastSyncTime == nil || r.now().Sub(c.Status.LastSyncTime.Time) >= interval:
+		return "schedule/" + strconv.FormatInt(r.now().UnixNano()/int64(interval), 10)
 	}
-	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s/%s/%s", c.Generation, last, request, newest))
+	return ""
+}
+
+// slotEnd returns the end of the interval-long clock slot that holds t.
+func slotEnd(t time.Time, interval time.Duration) time.Time {
+	n := t.UnixNano() / int64(interval)
+	return time.Unix(0, (n+1)*int64(interval))
+}
+
+// scanWorkload describes the scan Job that trigger (see scanTrigger) starts. Its name is a
+// function of the Corpus, its generation and the trigger only, never of the clock at creation
+// or of cached status: reconciles on stale caches name the same Job, the API server creates
+// it once, and the others adopt it (only when this Corpus controls it).
+func (r *CorpusReconciler) scanWorkload(c *ragopsv1alpha1.Corpus, trigger string) *workload {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s", c.Generation, trigger))
 	name := fmt.Sprintf("%s-scan-%s", objectName(c.Name, 40), hex.EncodeToString(sum[:])[:10])
 	w := &workload{owner: c, name: name, component: "scan", revision: strconv.FormatInt(c.Generation, 10),
 		args: []string{"scan"}, image: r.Options.WorkerImage}

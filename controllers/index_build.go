@@ -48,8 +48,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionFailed {
 		retry := idx.Annotations[AnnotationRetry]
 		if retry == "" || retry == idx.Status.LastHandledRetry {
-			conditions.MarkStalled(idx, buildFailureReason(rev.Message), fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx)))
-			return stop, nil
+			return stalled(buildFailureReason(rev.Message), fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
 		}
 		idx.Status.LastHandledRetry = retry
 		if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("retry requested (%s=%s)", AnnotationRetry, retry)); err != nil {
@@ -60,13 +59,11 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		return proceed, nil
 	}
 	if !conditions.IsReady(st.corpus) || st.corpus.Status.Revision == "" {
-		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonCorpusNotReady, fmt.Sprintf("waiting for Corpus %q to sync", st.corpus.Name))
-		return stop, nil
+		return stop.with(outcomeProgressing, ReasonCorpusNotReady, fmt.Sprintf("waiting for Corpus %q to sync", st.corpus.Name)), nil
 	}
 	collection, err := vectorstore.CollectionName(idx.Namespace, idx.Name, st.revision)
 	if err != nil {
-		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
-		return stop, nil
+		return stalled(ReasonInvalidSpec, err.Error()), nil
 	}
 	if rev == nil {
 		idx.Status.Revisions = append([]ragopsv1alpha1.RevisionStatus{{
@@ -78,14 +75,13 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	w := r.embedWorkload(st, rev, false)
 	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
 	if err != nil {
-		return r.ensureFailed(idx, err)
+		return ensureFailed(err)
 	}
 	state, failure := stateOf(job)
 	switch state {
 	case jobRunning:
 		r.refreshProgress(ctx, st, rev, job)
-		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress))
-		return stopFor(r.Options.ProgressInterval), nil
+		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress)), nil
 	case jobFailed:
 		msg, err := jobFailure(ctx, r.Client, job, failure)
 		if err != nil {
@@ -95,8 +91,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		conditions.MarkStalled(idx, buildFailureReason(rev.Message), fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx)))
-		return stop, nil
+		return stalled(buildFailureReason(rev.Message), fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx))), nil
 	}
 	results, lost, err := r.shardResults(ctx, job)
 	if err != nil {
@@ -309,11 +304,10 @@ func (r *IndexReconciler) stopSupersededBuilds(ctx context.Context, st *indexSta
 
 // ensureFailed turns a failed Job creation into the step's result: a Job of that name that
 // another object controls stalls the Index with a condition naming it.
-func (r *IndexReconciler) ensureFailed(idx *ragopsv1alpha1.Index, err error) (stepResult, error) {
+func ensureFailed(err error) (stepResult, error) {
 	var conflict *JobConflictError
 	if errors.As(err, &conflict) {
-		conditions.MarkStalled(idx, ReasonJobConflict, conflict.Error())
-		return stop, nil
+		return stalled(ReasonJobConflict, conflict.Error()), nil
 	}
 	return stop, err
 }

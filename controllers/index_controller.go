@@ -74,7 +74,11 @@ type indexState struct {
 	revision string
 }
 
-// Reconcile drives one Index.
+// Reconcile drives one Index: the steps (resolve inputs, build, rollout, sync, prune; or
+// delete) each return a stepResult that names the condition its outcome calls for, and
+// summarize sets Ready, Reconciling and Stalled from them once, before the status is patched
+// once. A step's error ends the reconcile (the work queue backs off) after its result is
+// summarized like any other.
 func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var idx ragopsv1alpha1.Index
 	if err := r.Get(ctx, req.NamespacedName, &idx); err != nil {
@@ -87,7 +91,8 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 		}
 	}()
 	if !idx.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, &idx)
+		result, err := r.reconcileDelete(ctx, &idx)
+		return summarize(&idx, result), err
 	}
 	if !controllerutil.ContainsFinalizer(&idx, Finalizer) {
 		base := idx.DeepCopy()
@@ -99,11 +104,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	defer func() { idx.Status.ObservedGeneration = idx.Generation }()
 	if idx.Spec.Suspend {
 		// Nothing is built, synced, rolled out or pruned; the active revision keeps serving.
-		conditions.Remove(&idx, ragopsv1alpha1.ConditionReconciling)
-		if c := meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			conditions.MarkStalled(&idx, ReasonIndexSuspended, "the Index is suspended (spec.suspend): nothing is built")
-		}
-		return ctrl.Result{}, nil
+		return summarize(&idx, suspended("the Index is suspended (spec.suspend): nothing is built")), nil
 	}
 	st := &indexState{idx: &idx}
 	defer func() {
@@ -123,26 +124,61 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 		r.pruneRevisions,
 	} {
 		res, err := step(ctx, st)
+		result = result.merge(res)
 		if err != nil {
+			summarize(&idx, result)
 			return ctrl.Result{}, err // the work queue backs off
 		}
-		result = result.merge(res)
 		if res.Stop {
 			break
 		}
 	}
-	return ctrl.Result{RequeueAfter: result.RequeueAfter}, nil
+	return summarize(&idx, result), nil
 }
 
-// stepResult is what one sub-reconciler of an Index decided: whether the later steps run
-// and when to look again. Each step sets the conditions that explain a Stop.
+// stepResult is what one step of an Index reconcile decided: whether the later steps run,
+// when to look again, and the conditions its outcome calls for (applied by summarize).
 type stepResult struct {
 	// Stop ends this reconcile after the step: it waits for a Job, an Evaluation, another
 	// object or a user's change.
 	Stop bool
 	// RequeueAfter asks for another reconcile after this long (0: on the next event only).
 	RequeueAfter time.Duration
+	// Outcome is the state the step found; outcomeNone leaves the conditions to other steps.
+	Outcome outcome
+	// Reason and Message explain Outcome in the conditions it sets.
+	Reason, Message string
 }
+
+// outcome is the kstatus state a step found (see package internal/conditions).
+type outcome int
+
+const (
+	// outcomeNone: the step has nothing to say about the conditions.
+	outcomeNone outcome = iota
+	// outcomeReady: the desired revision serves; Ready=True, no Reconciling, no Stalled.
+	outcomeReady
+	// outcomeProgressing: work in progress (a build, a gate, a Corpus to wait for);
+	// Reconciling=True, and Ready stays True when it was (the active revision keeps
+	// serving), else Ready=False.
+	outcomeProgressing
+	// outcomeProgressingKeepReady: work in progress on the serving revision (a corpus sync);
+	// Reconciling=True, Ready left as it is.
+	outcomeProgressingKeepReady
+	// outcomeRetrying: a transient failure (Weaviate unreachable, a collection lost and
+	// being rebuilt); Ready=False, Reconciling=True.
+	outcomeRetrying
+	// outcomeStalled: progress needs a user's change; Stalled=True, Ready=False.
+	outcomeStalled
+	// outcomeSuspended: spec.suspend; no Reconciling, and Stalled unless Ready is True.
+	outcomeSuspended
+	// outcomeDeletionBlocked: deletion waits (for Job pods, for Weaviate);
+	// DeletionBlocked=True, the other conditions left as they are.
+	outcomeDeletionBlocked
+	// outcomeDeleted: cleanup is done and only others' finalizers may hold the object;
+	// Ready=False, no Reconciling, Stalled or DeletionBlocked.
+	outcomeDeleted
+)
 
 var (
 	// proceed lets the next step run.
@@ -157,13 +193,61 @@ func stopFor(d time.Duration) stepResult { return stepResult{Stop: true, Requeue
 // proceedFor lets the next step run and looks again after d.
 func proceedFor(d time.Duration) stepResult { return stepResult{RequeueAfter: d} }
 
-// merge keeps the soonest requeue of two steps and b's Stop.
+// with returns res with the outcome o, explained by reason and msg.
+func (res stepResult) with(o outcome, reason, msg string) stepResult {
+	res.Outcome, res.Reason, res.Message = o, reason, msg
+	return res
+}
+
+// stalled ends the reconcile until a user's change: Stalled=True with reason and msg.
+func stalled(reason, msg string) stepResult { return stop.with(outcomeStalled, reason, msg) }
+
+// suspended is the result of a suspended Index.
+func suspended(msg string) stepResult {
+	return stepResult{}.with(outcomeSuspended, ReasonIndexSuspended, msg)
+}
+
+// merge keeps the soonest requeue of two steps, b's Stop, and b's outcome unless b has none:
+// the last step that decided the conditions decides them.
 func (a stepResult) merge(b stepResult) stepResult {
 	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
 		a.RequeueAfter = b.RequeueAfter
 	}
 	a.Stop = b.Stop
+	if b.Outcome != outcomeNone {
+		a.Outcome, a.Reason, a.Message = b.Outcome, b.Reason, b.Message
+	}
 	return a
+}
+
+// summarize sets the Index's Ready, Reconciling, Stalled and DeletionBlocked conditions from
+// the merged result of its steps, and returns the reconcile's result.
+func summarize(idx *ragopsv1alpha1.Index, res stepResult) ctrl.Result {
+	switch res.Outcome {
+	case outcomeReady:
+		conditions.MarkReady(idx, res.Reason, res.Message)
+	case outcomeProgressing:
+		conditions.MarkReconcilingKeepReadyOrFalse(idx, res.Reason, res.Message)
+	case outcomeProgressingKeepReady:
+		conditions.MarkReconcilingKeepReady(idx, res.Reason, res.Message)
+	case outcomeRetrying:
+		conditions.MarkNotReady(idx, res.Reason, res.Message)
+	case outcomeStalled:
+		conditions.MarkStalled(idx, res.Reason, res.Message)
+	case outcomeSuspended:
+		conditions.Remove(idx, ragopsv1alpha1.ConditionReconciling)
+		if c := meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			conditions.MarkStalled(idx, res.Reason, res.Message)
+		}
+	case outcomeDeletionBlocked:
+		conditions.Set(idx, ragopsv1alpha1.ConditionDeletionBlocked, metav1.ConditionTrue, res.Reason, res.Message)
+	case outcomeDeleted:
+		conditions.Set(idx, ragopsv1alpha1.ConditionReady, metav1.ConditionFalse, res.Reason, res.Message)
+		conditions.Remove(idx, ragopsv1alpha1.ConditionReconciling)
+		conditions.Remove(idx, ragopsv1alpha1.ConditionStalled)
+		conditions.Remove(idx, ragopsv1alpha1.ConditionDeletionBlocked)
+	}
+	return ctrl.Result{RequeueAfter: res.RequeueAfter}
 }
 
 // jitter spreads periodic checks of many Indexes: d plus up to 10% at random.
@@ -178,8 +262,7 @@ func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (st
 	var corpus ragopsv1alpha1.Corpus
 	if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: idx.Spec.CorpusRef.Name}, &corpus); err != nil {
 		if apierrors.IsNotFound(err) {
-			conditions.MarkStalled(idx, ReasonCorpusNotFound, fmt.Sprintf("spec.corpusRef.name: Corpus %q not found", idx.Spec.CorpusRef.Name))
-			return stop, nil
+			return stalled(ReasonCorpusNotFound, fmt.Sprintf("spec.corpusRef.name: Corpus %q not found", idx.Spec.CorpusRef.Name)), nil
 		}
 		return stop, err
 	}
@@ -187,20 +270,17 @@ func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (st
 	var cs ragopsv1alpha1.ChunkingStrategy
 	if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: idx.Spec.StrategyRef.Name}, &cs); err != nil {
 		if apierrors.IsNotFound(err) {
-			conditions.MarkStalled(idx, ReasonStrategyNotFound, fmt.Sprintf("spec.strategyRef.name: ChunkingStrategy %q not found", idx.Spec.StrategyRef.Name))
-			return stop, nil
+			return stalled(ReasonStrategyNotFound, fmt.Sprintf("spec.strategyRef.name: ChunkingStrategy %q not found", idx.Spec.StrategyRef.Name)), nil
 		}
 		return stop, err
 	}
 	if err := ValidateStrategy(cs.Spec); err != nil {
-		conditions.MarkStalled(idx, ReasonStrategyInvalid, fmt.Sprintf("ChunkingStrategy %q: %v", cs.Name, err))
-		return stop, nil
+		return stalled(ReasonStrategyInvalid, fmt.Sprintf("ChunkingStrategy %q: %v", cs.Name, err)), nil
 	}
 	st.strategy = &cs
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
 		if msg, reason := checkSecretKeys(ctx, r.Client, idx.Namespace, "spec.weaviate.apiKeySecretRef", ref.Name, ref.Key); msg != "" {
-			conditions.MarkStalled(idx, reason, msg)
-			return stop, nil
+			return stalled(reason, msg), nil
 		}
 		var sec corev1.Secret
 		if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: ref.Name}, &sec); err != nil {
@@ -213,20 +293,17 @@ func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (st
 		return stop, err
 	}
 	if msg != "" {
-		conditions.MarkStalled(idx, reason, msg)
-		return stop, nil
+		return stalled(reason, msg), nil
 	}
 	alias, err := vectorstore.AliasName(idx.Namespace, idx.Name)
 	if err != nil {
-		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
-		return stop, nil
+		return stalled(ReasonInvalidSpec, err.Error()), nil
 	}
 	st.alias = alias
 	idx.Status.Alias = alias
 	st.store, err = r.Options.NewStore(idx.Spec.Weaviate, st.apiKey, ca)
 	if err != nil {
-		conditions.MarkStalled(idx, ReasonInvalidSpec, err.Error())
-		return stop, nil
+		return stalled(ReasonInvalidSpec, err.Error()), nil
 	}
 	st.revision = Revision(cs.Spec, idx, corpus.Spec.Format)
 	idx.Status.Revision = st.revision

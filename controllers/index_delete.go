@@ -13,12 +13,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -49,12 +47,13 @@ func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alph
 }
 
 // reconcileDelete stops running Jobs, then removes the alias, then every revision
-// collection, then the finalizer. With
-// Weaviate unreachable it sets DeletionBlocked and retries with backoff; after
-// FinalizerTimeout it gives up with a Warning event naming what is left behind.
-func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alpha1.Index) (ctrl.Result, error) {
+// collection, then the finalizer. While Job pods run, or with Weaviate unreachable (retried
+// with backoff), its outcome is DeletionBlocked; after FinalizerTimeout it gives up with a
+// Warning event naming what is left behind. Once the finalizer is gone the outcome is
+// deleted: the status no longer claims to serve while others' finalizers hold the object.
+func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alpha1.Index) (stepResult, error) {
 	if !controllerutil.ContainsFinalizer(idx, Finalizer) {
-		return ctrl.Result{}, nil
+		return stop, nil
 	}
 	skip := idx.Annotations[AnnotationSkipCleanup] == "true"
 	if !skip {
@@ -62,12 +61,11 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 		// deleted under it: stop the running Jobs and wait until their pods are gone.
 		running, err := r.stopRunningJobs(ctx, idx)
 		if err != nil {
-			return ctrl.Result{}, err
+			return stop, err
 		}
 		if len(running) > 0 {
-			conditions.Set(idx, ragopsv1alpha1.ConditionDeletionBlocked, metav1.ConditionTrue, ReasonDeleting,
-				fmt.Sprintf("waiting for the pods of Job(s) %s to stop before deleting the collections", strings.Join(running, ",")))
-			return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+			return stopFor(2*time.Second).with(outcomeDeletionBlocked, ReasonDeleting,
+				fmt.Sprintf("waiting for the pods of Job(s) %s to stop before deleting the collections", strings.Join(running, ","))), nil
 		}
 	}
 	var leftovers []string
@@ -76,9 +74,9 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 		if err != nil {
 			age := time.Since(idx.DeletionTimestamp.Time)
 			if age < r.Options.FinalizerTimeout {
-				conditions.Set(idx, ragopsv1alpha1.ConditionDeletionBlocked, metav1.ConditionTrue, ReasonCleanupFailed,
-					fmt.Sprintf("cannot delete Weaviate alias/collections yet (retrying with backoff; annotate %s=true to skip): %v", AnnotationSkipCleanup, err))
-				return ctrl.Result{}, fmt.Errorf("index %s/%s cleanup: %w", idx.Namespace, idx.Name, err)
+				return stop.with(outcomeDeletionBlocked, ReasonCleanupFailed,
+						fmt.Sprintf("cannot delete Weaviate alias/collections yet (retrying with backoff; annotate %s=true to skip): %v", AnnotationSkipCleanup, err)),
+					fmt.Errorf("index %s/%s cleanup: %w", idx.Namespace, idx.Name, err)
 			}
 			for _, rev := range idx.Status.Revisions {
 				leftovers = append(leftovers, rev.Collection)
@@ -91,7 +89,7 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 	base := idx.DeepCopy()
 	controllerutil.RemoveFinalizer(idx, Finalizer)
 	if err := r.Patch(ctx, idx, client.MergeFrom(base)); err != nil {
-		return ctrl.Result{}, err
+		return stop, err
 	}
 	// Other finalizers may keep the object: its status must not claim it still serves.
 	idx.Status.ActiveRevision, idx.Status.Chunks, idx.Status.Build, idx.Status.Progress = "", 0, nil, ""
@@ -104,11 +102,7 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 	if len(idx.Finalizers) > 0 {
 		msg += fmt.Sprintf("; waiting for finalizers %s", strings.Join(idx.Finalizers, ","))
 	}
-	conditions.Set(idx, ragopsv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonDeleting, msg)
-	conditions.Remove(idx, ragopsv1alpha1.ConditionReconciling)
-	conditions.Remove(idx, ragopsv1alpha1.ConditionStalled)
-	conditions.Remove(idx, ragopsv1alpha1.ConditionDeletionBlocked)
-	return ctrl.Result{}, nil
+	return stop.with(outcomeDeleted, ReasonDeleting, msg), nil
 }
 
 func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alpha1.Index) error {

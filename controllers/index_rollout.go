@@ -42,8 +42,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		}
 		target, found, err := st.store.GetAlias(ctx, st.alias)
 		if err != nil {
-			conditions.MarkNotReady(idx, ReasonWeaviateError, fmt.Sprintf("read alias %s: %v", st.alias, err))
-			return stopFor(r.Options.ProgressInterval), nil
+			return stopFor(r.Options.ProgressInterval).with(outcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read alias %s: %v", st.alias, err)), nil
 		}
 		if !found || target != rev.Collection {
 			if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
@@ -55,21 +54,19 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		return proceedFor(jitter(r.Options.DriftInterval)), nil
 	}
 	if rev.Phase == ragopsv1alpha1.RevisionRejected {
-		conditions.MarkStalled(idx, ReasonGateFailed, rev.Message)
-		return stop, nil
+		return stalled(ReasonGateFailed, rev.Message), nil
 	}
 	gated := idx.Spec.Rollout.Policy == ragopsv1alpha1.RolloutEvaluationGated && idx.Spec.Rollout.Gate != nil
 	// A kept revision that served before (a revert) takes the alias back without a gate.
 	if gated && rev.GateRecall == nil && active != nil {
-		passed, msg, wait, err := r.reconcileGate(ctx, st, rev, active)
-		if err != nil || wait {
-			return stop, err
+		passed, msg, waiting, err := r.reconcileGate(ctx, st, rev, active)
+		if err != nil || waiting != "" {
+			return stop.with(outcomeProgressing, ReasonGating, waiting), err
 		}
 		if !passed {
 			rev.Phase, rev.Message = ragopsv1alpha1.RevisionRejected, msg
-			conditions.MarkStalled(idx, ReasonGateFailed, msg)
 			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonGateFailed, "Rollout", "%s", msg)
-			return stop, nil
+			return stalled(ReasonGateFailed, msg), nil
 		}
 	}
 	if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
@@ -97,15 +94,13 @@ func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, r
 	idx := st.idx
 	var nf *vectorstore.CollectionNotFoundError
 	if !errors.As(err, &nf) || nf.Collection != rev.Collection {
-		conditions.MarkNotReady(idx, ReasonWeaviateError, fmt.Sprintf("%s: %v", op, err))
-		return stopFor(r.Options.ProgressInterval), nil
+		return stopFor(r.Options.ProgressInterval).with(outcomeRetrying, ReasonWeaviateError, fmt.Sprintf("%s: %v", op, err)), nil
 	}
 	if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("collection %s is missing from Weaviate", rev.Collection)); err != nil {
 		return stop, err
 	}
-	conditions.MarkNotReady(idx, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message))
 	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCollectionLost, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
-	return stopFor(time.Second), nil
+	return stopFor(time.Second).with(outcomeRetrying, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 }
 
 // gateEvaluationName names the gating Evaluation of a revision.
@@ -114,36 +109,35 @@ func gateEvaluationName(idx *ragopsv1alpha1.Index, rev string) string {
 }
 
 // reconcileGate runs the gating Evaluations of the candidate (and of the active revision
-// when maxRegression needs its baseline) and decides.
-func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, cand, active *ragopsv1alpha1.RevisionStatus) (passed bool, msg string, wait bool, err error) {
+// when maxRegression needs its baseline) and decides. waiting, when not empty, says which
+// Evaluation the rollout waits for (or failed to start, with err).
+func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, cand, active *ragopsv1alpha1.RevisionStatus) (passed bool, msg, waiting string, err error) {
 	idx := st.idx
 	gate := idx.Spec.Rollout.Gate
 	cand.Phase = ragopsv1alpha1.RevisionGating
 	candRecall, ready, err := r.gateRecall(ctx, idx, cand.Name)
 	if err != nil || !ready {
-		conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonGating, fmt.Sprintf("revision %s waits for its gating Evaluation %s", cand.Name, gateEvaluationName(idx, cand.Name)))
-		return false, "", true, err
+		return false, "", fmt.Sprintf("revision %s waits for its gating Evaluation %s", cand.Name, gateEvaluationName(idx, cand.Name)), err
 	}
 	cand.GateRecall = ptr.To(candRecall)
 	if gate.MinRecall != nil && candRecall < *gate.MinRecall {
-		return false, fmt.Sprintf("revision %s recall@10 %.4f is below minRecall %.4f; alias stays on %s", cand.Name, candRecall, *gate.MinRecall, active.Name), false, nil
+		return false, fmt.Sprintf("revision %s recall@10 %.4f is below minRecall %.4f; alias stays on %s", cand.Name, candRecall, *gate.MinRecall, active.Name), "", nil
 	}
 	if gate.MaxRegression != nil {
 		base := active.GateRecall
 		if base == nil {
 			recall, ready, err := r.gateRecall(ctx, idx, active.Name)
 			if err != nil || !ready {
-				conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonGating, fmt.Sprintf("measuring the active revision %s as the gate's baseline", active.Name))
-				return false, "", true, err
+				return false, "", fmt.Sprintf("measuring the active revision %s as the gate's baseline", active.Name), err
 			}
 			base = ptr.To(recall)
 			active.GateRecall = base
 		}
 		if candRecall < *base-*gate.MaxRegression-1e-9 {
-			return false, fmt.Sprintf("revision %s recall@10 %.4f regresses more than %.4f from the active revision %s (%.4f); alias stays", cand.Name, candRecall, *gate.MaxRegression, active.Name, *base), false, nil
+			return false, fmt.Sprintf("revision %s recall@10 %.4f regresses more than %.4f from the active revision %s (%.4f); alias stays", cand.Name, candRecall, *gate.MaxRegression, active.Name, *base), "", nil
 		}
 	}
-	return true, "", false, nil
+	return true, "", "", nil
 }
 
 // gateRecall ensures the gating Evaluation of a revision exists and returns its recall@10

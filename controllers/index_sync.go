@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
 )
 
@@ -42,20 +41,18 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		if err := r.deleteFinishedSyncJobs(ctx, st, rev); err != nil {
 			return stop, err
 		}
-		conditions.MarkReady(idx, ReasonActive, servingMessage(rev, st.alias))
-		return proceed, nil
+		return proceed.with(outcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
 	}
 	w := r.embedWorkload(st, rev, true)
 	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
 	if err != nil {
-		return r.ensureFailed(idx, err)
+		return ensureFailed(err)
 	}
 	state, failure := stateOf(job)
 	switch state {
 	case jobRunning:
 		r.refreshProgress(ctx, st, rev, job)
-		conditions.MarkReconcilingKeepReady(idx, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", st.corpus.Status.Revision, rev.Name))
-		return stopFor(r.Options.ProgressInterval), nil
+		return stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", st.corpus.Status.Revision, rev.Name)), nil
 	case jobFailed:
 		msg, err := jobFailure(ctx, r.Client, job, failure)
 		if err != nil {
@@ -67,12 +64,10 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 			if err := deleteJob(ctx, r.Client, idx.Namespace, job.Name); err != nil {
 				return stop, err
 			}
-			conditions.MarkReconcilingKeepReady(idx, ReasonSyncingCorpus, fmt.Sprintf("retry requested (%s=%s): syncing corpus revision %s into revision %s again", AnnotationRetry, retry, st.corpus.Status.Revision, rev.Name))
-			return stopFor(time.Second), nil
+			return stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("retry requested (%s=%s): syncing corpus revision %s into revision %s again", AnnotationRetry, retry, st.corpus.Status.Revision, rev.Name)), nil
 		}
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		conditions.MarkStalled(idx, ReasonBuildFailed, fmt.Sprintf("corpus sync Job %s failed: %s; revision %s keeps serving corpus revision %s%s", job.Name, truncate(msg, 1024), rev.Name, rev.CorpusRevision, retryHint(idx)))
-		return stop, nil
+		return stalled(ReasonBuildFailed, fmt.Sprintf("corpus sync Job %s failed: %s; revision %s keeps serving corpus revision %s%s", job.Name, truncate(msg, 1024), rev.Name, rev.CorpusRevision, retryHint(idx))), nil
 	}
 	results, lost, err := r.shardResults(ctx, job)
 	if err != nil {
@@ -114,10 +109,9 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	idx.Status.Chunks = rev.Chunks
 	idx.Status.Build, idx.Status.Progress = nil, ""
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted, %d unreadable kept their chunks", rev.Name, changed, deleted, kept)
-	conditions.MarkReady(idx, ReasonActive, servingMessage(rev, st.alias))
 	// The sync Job goes in a later reconcile, once this status (its result) is persisted: a
 	// failed status patch then reads the result again instead of re-embedding the diff.
-	return proceedFor(time.Second), nil
+	return proceedFor(time.Second).with(outcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
 }
 
 // servingMessage is the Ready message of an Index whose revision serves, with the revision's

@@ -250,6 +250,237 @@ func TestStaleCacheReconcilesStartOneScanJob(t *testing.T) {
 	}
 }
 
+// corpusView is what one reconcile of a lagging cache sees: the Corpus's status as of some
+// earlier write, and its Jobs less those the cache has not seen yet.
+type corpusView struct {
+	status ragopsv1alpha1.CorpusStatus
+	unseen map[string]bool
+}
+
+// laggingCorpusClient reads the API server but shows each Corpus with view().status and
+// unsuspended (the manager's reconciler leaves a suspended Corpus alone), lists the Jobs a
+// Corpus controls (as the manager's field index does) less view().unseen, and hands status
+// writes to patched instead of the API server (the next view decides what the reconcile saw
+// of them).
+func laggingCorpusClient(t *testing.T, view func() corpusView, patched func(*ragopsv1alpha1.Corpus)) client.Client {
+	t.Helper()
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return interceptor.NewClient(direct, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			jobs, ok := list.(*batchv1.JobList)
+			if !ok {
+				return c.List(ctx, list, opts...)
+			}
+			var o client.ListOptions
+			o.ApplyOptions(opts)
+			owner := o.FieldSelector.String() // .metadata.controller=Corpus/<name>
+			var all batchv1.JobList
+			if err := c.List(ctx, &all, client.InNamespace(o.Namespace)); err != nil {
+				return err
+			}
+			jobs.Items = nil
+			for _, j := range all.Items {
+				ref := metav1.GetControllerOf(&j)
+				if ref != nil && strings.HasSuffix(owner, "="+ref.Kind+"/"+ref.Name) && !view().unseen[j.Name] {
+					jobs.Items = append(jobs.Items, j)
+				}
+			}
+			return nil
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if co, ok := obj.(*ragopsv1alpha1.Corpus); ok {
+				co.Spec.Suspend = false
+				st := view().status
+				co.Status = *st.DeepCopy()
+			}
+			return nil
+		},
+		SubResourcePatch: func(_ context.Context, _ client.Client, _ string, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+			if co, ok := obj.(*ragopsv1alpha1.Corpus); ok && patched != nil {
+				patched(co.DeepCopy())
+			}
+			return nil
+		},
+	})
+}
+
+// Defect 7, the race left after the first fix: when a spec change and the status write that
+// records the previous scan cross, one reconcile of the new generation reads the status
+// before that write (no last sync) and the next one after it (last sync T1), neither seeing
+// the other's scan Job. Both must name the same scan Job: one is created, the other adopts
+// it. Then a schedule slot whose interval has passed starts one scan, however many
+// reconciles of that slot do not see each other's Job.
+func TestStaleViewsOfANewGenerationStartOneScanJob(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.CorpusSpec{Suspend: true, Git: &ragopsv1alpha1.GitSource{URL: "https://git.example.org/besluiten.git", Ref: "main"}}}
+	if err := env.Client.Create(ctx, corpus); err != nil {
+		t.Fatal(err)
+	}
+	var view corpusView
+	now := time.Now()
+	rec := &controllers.CorpusReconciler{Client: laggingCorpusClient(t, func() corpusView { return view }, nil),
+		Options: controllers.Options{WorkerImage: "ragops:test", ProgressInterval: time.Second},
+		Now:     func() time.Time { return now }}
+	reconcile := func(v corpusView) {
+		t.Helper()
+		view = v
+		if _, err := rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(corpus)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobsOf := func(gen int64) []batchv1.Job {
+		var out []batchv1.Job
+		for _, j := range ownedJobs(t, ns, corpus) {
+			if j.Labels[controllers.LabelRevision] == strconv.FormatInt(gen, 10) {
+				out = append(out, j)
+			}
+		}
+		return out
+	}
+	names := func(jobs []batchv1.Job) []string {
+		var out []string
+		for _, j := range jobs {
+			out = append(out, j.Name)
+		}
+		return out
+	}
+	result, _ := json.Marshal(plan.ScanResult{Documents: 3, Bytes: 30, Revision: "rev1"})
+
+	// Generation 1 scans once (J1) and its result is recorded at T1.
+	reconcile(corpusView{})
+	j1 := jobsOf(1)
+	if len(j1) != 1 {
+		t.Fatalf("generation 1: scan Jobs %v, want 1", names(j1))
+	}
+	finishJob(t, &j1[0], 0, string(result))
+	t1 := *j1[0].Status.CompletionTime
+	recorded := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 1, LastSyncTime: &t1, Revision: "rev1", Documents: 3, Bytes: 30}
+
+	// The spec changes (generation 2) while that record is being written.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), corpus); err != nil {
+		t.Fatal(err)
+	}
+	corpus.Spec.Include = []string{"*.md"}
+	if err := env.Client.Update(ctx, corpus); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(corpusView{status: ragopsv1alpha1.CorpusStatus{ObservedGeneration: 1}})
+	first := jobsOf(2)
+	unseen := map[string]bool{}
+	for _, j := range first {
+		unseen[j.Name] = true
+	}
+	reconcile(corpusView{status: recorded, unseen: unseen})
+	j2 := jobsOf(2)
+	if len(j2) != 1 {
+		t.Fatalf("generation 2: two reconciles on lagging caches started scan Jobs %v, want 1", names(j2))
+	}
+
+	// J2 finishes and is recorded at T2; an interval (1h) later, reconciles of one schedule
+	// slot start one scan, the second not seeing the first's Job.
+	finishJob(t, &j2[0], 0, string(result))
+	t2 := *j2[0].Status.CompletionTime
+	synced := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 2, LastSyncTime: &t2, Revision: "rev1", Documents: 3, Bytes: 30}
+	slot := t2.Add(time.Hour).UnixNano()/int64(time.Hour) + 1
+	now = time.Unix(0, slot*int64(time.Hour)).Add(10 * time.Minute)
+	reconcile(corpusView{status: synced})
+	scheduled := jobsOf(2)
+	if len(scheduled) != 2 {
+		t.Fatalf("an interval after the last sync: scan Jobs %v, want 2", names(scheduled))
+	}
+	unseen = map[string]bool{}
+	for _, j := range scheduled {
+		if j.Name != j2[0].Name {
+			unseen[j.Name] = true
+		}
+	}
+	now = now.Add(time.Minute)
+	reconcile(corpusView{status: synced, unseen: unseen})
+	if jobs := jobsOf(2); len(jobs) != 2 {
+		t.Fatalf("two reconciles of one schedule slot started scan Jobs %v, want 2 in all", names(jobs))
+	}
+}
+
+// A scan that finishes in the same second as the scan last recorded (completion times have
+// whole seconds) is recorded too: the new generation's result is not left unread.
+func TestScanFinishedInTheSecondOfTheLastSyncIsRecorded(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.CorpusSpec{Suspend: true, Git: &ragopsv1alpha1.GitSource{URL: "https://git.example.org/besluiten.git", Ref: "main"}}}
+	if err := env.Client.Create(ctx, corpus); err != nil {
+		t.Fatal(err)
+	}
+	var view corpusView
+	var written *ragopsv1alpha1.Corpus
+	rec := &controllers.CorpusReconciler{Client: laggingCorpusClient(t, func() corpusView { return view }, func(c *ragopsv1alpha1.Corpus) { written = c }),
+		Options: controllers.Options{WorkerImage: "ragops:test", ProgressInterval: time.Second}}
+	reconcile := func(v corpusView) {
+		t.Helper()
+		view, written = v, nil
+		if _, err := rec.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(corpus)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scanJob := func(gen string) *batchv1.Job {
+		t.Helper()
+		for _, j := range ownedJobs(t, ns, corpus) {
+			if j.Labels[controllers.LabelRevision] == gen {
+				return &j
+			}
+		}
+		t.Fatalf("no scan Job of generation %s", gen)
+		return nil
+	}
+	reconcile(corpusView{})
+	j1 := scanJob("1")
+	r1, _ := json.Marshal(plan.ScanResult{Documents: 3, Bytes: 30, Revision: "rev1"})
+	finishJob(t, j1, 0, string(r1))
+	t1 := *j1.Status.CompletionTime
+	recorded := ragopsv1alpha1.CorpusStatus{ObservedGeneration: 1, LastSyncTime: &t1, Revision: "rev1", Documents: 3, Bytes: 30}
+
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), corpus); err != nil {
+		t.Fatal(err)
+	}
+	corpus.Spec.Include = []string{"*.md"}
+	if err := env.Client.Update(ctx, corpus); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(corpusView{status: recorded})
+	j2 := scanJob("2")
+	r2, _ := json.Marshal(plan.ScanResult{Documents: 4, Bytes: 40, Revision: "rev2"})
+	finishJob(t, j2, 0, string(r2))
+	j2.Status.CompletionTime = t1.DeepCopy() // finished in the second of the last sync
+	if err := env.Client.Status().Update(ctx, j2); err != nil {
+		t.Fatal(err)
+	}
+	reconcile(corpusView{status: recorded})
+	if written == nil {
+		t.Fatal("no status written after the generation 2 scan finished in the second of the last sync")
+	}
+	if written.Status.Revision != "rev2" || written.Status.Documents != 4 {
+		t.Fatalf("status after the generation 2 scan finished in the second of the last sync: revision %q, %d documents; want rev2 with 4",
+			written.Status.Revision, written.Status.Documents)
+	}
+	// Read again with the result recorded: nothing changes, and no further scan starts.
+	again := written.Status
+	reconcile(corpusView{status: again})
+	if written != nil && (written.Status.Revision != "rev2" || written.Status.Documents != 4) {
+		t.Errorf("second read of the same scan wrote %+v", written.Status)
+	}
+	if jobs := ownedJobs(t, ns, corpus); len(jobs) != 2 {
+		t.Errorf("%d scan Jobs, want 2", len(jobs))
+	}
+}
+
 // syncFixture builds and activates revision r1 and changes the corpus; it returns the sync
 // Job the controller starts.
 func syncFixture(t *testing.T, ns string) (r1 string, sync *batchv1.Job, corpusRev string) {
@@ -577,6 +808,9 @@ func TestDeletedIndexHeldByAnotherFinalizerIsNotReady(t *testing.T) {
 	}
 	if ok, err := directStore(t).CollectionExists(ctx, c1); err != nil || ok {
 		t.Errorf("collection %s exists=%v (err %v) after cleanup", c1, ok, err)
+	}
+	if target := aliasTarget(t, ns, "besluiten"); target != "" {
+		t.Errorf("alias still points at %s after cleanup", target)
 	}
 	base = idx.DeepCopy()
 	idx.Finalizers = nil

@@ -68,6 +68,16 @@ func (b *syncBuffer) String() string {
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	var sink io.Writer = &managerLog
+	if os.Getenv("RAGOPS_TEST_VERBOSE") != "" {
+		sink = io.MultiWriter(&managerLog, os.Stderr)
+	}
+	// The most verbose level there is, so a secret logged at any V-level is seen. Set before
+	// envtest starts: controller-runtime discards every later log line for good when a line
+	// (envtest's own, on a slow start) is logged 30 s before a logger is set.
+	logger := zap.New(zap.WriteTo(sink), zap.Level(zapcore.Level(-127)))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger) // client-go's own lines (at klog's default verbosity, as in the manager)
 	var err error
 	if env, err = testenv.Start(); err != nil {
 		fmt.Println(err)
@@ -99,14 +109,6 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = wv.Stop() }()
 
-	var sink io.Writer = &managerLog
-	if os.Getenv("RAGOPS_TEST_VERBOSE") != "" {
-		sink = io.MultiWriter(&managerLog, os.Stderr)
-	}
-	// The most verbose level there is, so a secret logged at any V-level is seen.
-	logger := zap.New(zap.WriteTo(sink), zap.Level(zapcore.Level(-127)))
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger) // client-go's own lines (at klog's default verbosity, as in the manager)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: cmd.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Println(err)
