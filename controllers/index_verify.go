@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -102,16 +101,14 @@ func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *
 		rev.Phase, rev.Message = ragopsv1alpha1.RevisionFailed, fmt.Sprintf("%s after %d re-runs", what, runs)
 		idx.Status.Build, idx.Status.Progress = nil, ""
 		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Verify", "revision %s: %s", rev.Name, rev.Message)
-		conditions.MarkStalled(idx, ReasonIncompleteCollection, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx)))
-		return false, stop, nil
+		return false, stalled(ReasonIncompleteCollection, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
 	}
 	if err := r.restartBuild(ctx, st, rev, what+": re-running the build for the missing documents"); err != nil {
 		return false, stop, err
 	}
 	rev.IncompleteRuns = runs + 1
 	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
-	conditions.MarkReconcilingKeepReadyOrFalse(idx, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message))
-	return false, stopFor(time.Second), nil
+	return false, stopFor(time.Second).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 }
 
 // verifySync checks a finished corpus sync: ok when the active collection holds exactly the
@@ -140,9 +137,8 @@ func (r *IndexReconciler) verifySync(ctx context.Context, st *indexState, rev *r
 	if rev.IncompleteRuns >= maxIncompleteRuns {
 		retry := idx.Annotations[AnnotationRetry]
 		if retry == "" || retry == idx.Status.LastHandledRetry {
-			conditions.MarkStalled(idx, ReasonIncompleteCollection, fmt.Sprintf("%s after %d re-runs; revision %s keeps serving corpus revision %s%s",
-				what, rev.IncompleteRuns, rev.Name, rev.CorpusRevision, retryHint(idx)))
-			return false, stop, nil
+			return false, stalled(ReasonIncompleteCollection, fmt.Sprintf("%s after %d re-runs; revision %s keeps serving corpus revision %s%s",
+				what, rev.IncompleteRuns, rev.Name, rev.CorpusRevision, retryHint(idx))), nil
 		}
 		idx.Status.LastHandledRetry, rev.IncompleteRuns = retry, 0
 	}
@@ -151,6 +147,5 @@ func (r *IndexReconciler) verifySync(ctx context.Context, st *indexState, rev *r
 	}
 	rev.IncompleteRuns++
 	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Resync", "revision %s: %s: syncing again (re-run %d)", rev.Name, what, rev.IncompleteRuns)
-	conditions.MarkReconcilingKeepReady(idx, ReasonSyncingCorpus, fmt.Sprintf("%s: syncing again (re-run %d)", what, rev.IncompleteRuns))
-	return false, stopFor(time.Second), nil
+	return false, stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("%s: syncing again (re-run %d)", what, rev.IncompleteRuns)), nil
 }
