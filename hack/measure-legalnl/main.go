@@ -7,12 +7,14 @@
 //
 //	go run ./hack/measure-legalnl -data DIR [-samples config/samples/demo-legalnl/10-strategies.yaml]
 //	    [-strategies a,b] [-modes dense,bm25,hybrid-rrf,hybrid-rsf] [-weaviate http://127.0.0.1:18080]
-//	    [-grpc 127.0.0.1:18079] [-model $RAGOPS_MODEL_DIR] [-threads 1]
+//	    [-grpc 127.0.0.1:18079] [-model $RAGOPS_MODEL_DIR] [-threads 1] [-k 10,40] [-eval-only]
 //	go run ./hack/measure-legalnl -count -data DIR   # chunks and tokens per strategy only
 //	go run ./hack/measure-legalnl -shape -data DIR   # chunk sizes against the gold articles
 //
 // -eval-only evaluates collections an earlier run built (same -collection-prefix) without
-// building them again; the chunks, tokens and build columns are then "-".
+// building them again; the chunks, tokens and build columns are then "-". -k 10,40 adds
+// SpanHit@40 in a last column: ten Heading chunks hold far less text than ten fixed-512
+// ones, so a larger k compares strategies at about the same amount of retrieved text.
 //
 // -shape chunks the corpus like -count and sets the chunks beside the gold articles
 // (query_spans.jsonl, in the indexed document's offsets): per strategy the chunk tokens
@@ -35,12 +37,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +55,7 @@ import (
 	"github.com/ragops/ragops/chunkers/docchunk"
 	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/embedder/tokenize"
+	"github.com/ragops/ragops/evaluator"
 	evalbeir "github.com/ragops/ragops/evaluator/beir"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/build"
@@ -85,6 +90,7 @@ func main() {
 		count    = flag.Bool("count", false, "only count chunks and tokens per strategy")
 		shape    = flag.Bool("shape", false, "only set the chunks beside the gold articles per strategy")
 		evalOnly = flag.Bool("eval-only", false, "evaluate the collections of an earlier run without building")
+		cutoffs  = flag.String("k", "10", "cut-offs, comma-separated; SpanHit@k beyond 10 is printed in a last column")
 	)
 	flag.Parse()
 	if *data == "" || *model == "" {
@@ -105,24 +111,36 @@ func main() {
 		}
 		return
 	}
-	if err := run(*data, *samples, *only, *modeList, *url, *grpc, *model, *threads, *prefix, *evalOnly); err != nil {
+	if err := run(*data, *samples, *only, *modeList, *url, *grpc, *model, *threads, *prefix, *evalOnly, *cutoffs); err != nil {
 		fmt.Fprintln(os.Stderr, "measure-legalnl:", err)
 		os.Exit(1)
 	}
 }
 
-func run(data, samples, only, modeList, url, grpc, model string, threads int, prefix string, evalOnly bool) error {
+func run(data, samples, only, modeList, url, grpc, model string, threads int, prefix string, evalOnly bool, cutoffs string) error {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	strategies, err := readStrategies(samples, only)
 	if err != nil {
 		return err
 	}
+	var ks []int
+	for _, f := range strings.Split(cutoffs, ",") {
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 1 {
+			return fmt.Errorf("-k %q: want positive integers", cutoffs)
+		}
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	if !slices.Contains(ks, 10) {
+		return fmt.Errorf("-k %q: 10 is needed for recall@10 and SpanHit@10", cutoffs)
+	}
 	lib := os.Getenv("RAGOPS_ONNXRUNTIME_LIB")
 	weaviate := plan.Weaviate{URL: url, GRPCAddress: grpc}
 	embedderSpec := ragopsv1alpha1.EmbedderSpec{Device: "cpu", Threads: int32(threads), BatchTokens: 8192}
-	fmt.Println("| strategy | chunks | tokens | build s | mode | recall@10 | SpanHit@10 | eval s |")
-	fmt.Println("|---|---:|---:|---:|---|---:|---:|---:|")
+	fmt.Println("| strategy | chunks | tokens | build s | mode | recall@10 | SpanHit@10 | eval s | SpanHit@k |")
+	fmt.Println("|---|---:|---:|---:|---|---:|---:|---:|---|")
 	for _, s := range strategies {
 		collection := prefix + "_" + strings.ReplaceAll(s.Name, "-", "_")
 		chunks, tokens, buildSeconds := "-", "-", "-"
@@ -152,8 +170,12 @@ func run(data, samples, only, modeList, url, grpc, model string, threads int, pr
 			r, err := evaluate.Run(ctx, log, plan.Evaluate{
 				Version: plan.Version, Namespace: "measure", Evaluation: s.Name + "-" + m, Revision: "m1", Collection: collection,
 				Dataset: plan.Source{Dir: data}, Split: "dev", Mode: md.mode, Alpha: 0.5, Fusion: md.fusion,
-				K: []int{10}, ModelDir: model, Embedder: embedderSpec, Weaviate: weaviate,
+				K: ks, ModelDir: model, Embedder: embedderSpec, Weaviate: weaviate,
 			}, evaluate.Options{LibraryPath: lib, OutDir: out})
+			more := ""
+			if err == nil {
+				more, err = spanHitsBeyond10(filepath.Join(out, evaluator.QueriesFile), ks)
+			}
 			_ = os.RemoveAll(out)
 			if err != nil {
 				return fmt.Errorf("%s %s: evaluate: %w", s.Name, m, err)
@@ -167,7 +189,7 @@ func run(data, samples, only, modeList, url, grpc, model string, threads int, pr
 			if r.SpanHitRate != nil {
 				span = fmt.Sprintf("%.3f", *r.SpanHitRate)
 			}
-			fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %.0f |\n", s.Name, chunks, tokens, buildSeconds, m, recall, span, time.Since(start).Seconds())
+			fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", s.Name, chunks, tokens, buildSeconds, m, recall, span, time.Since(start).Seconds(), more)
 		}
 	}
 	return nil
@@ -393,4 +415,37 @@ func median(v []int) int {
 	c := slices.Clone(v)
 	slices.Sort(c)
 	return c[len(c)/2]
+}
+
+// spanHitsBeyond10 reads the evaluator's per-query records and returns "@k x.xxx" for each
+// cut-off above 10: the share of span-annotated questions whose top k chunks overlap a gold
+// article. Ten Heading chunks hold far less text than ten fixed-512 chunks; a larger k
+// compares the strategies at about the same amount of retrieved text.
+func spanHitsBeyond10(path string, ks []int) (string, error) {
+	raw, err := os.ReadFile(filepath.Clean(path))
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, k := range ks {
+		if k <= 10 {
+			continue
+		}
+		key := "spanHit@" + strconv.Itoa(k)
+		hits, n := 0.0, 0
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var rec evaluator.QueryRecord
+			if err := json.Unmarshal([]byte(l), &rec); err != nil {
+				return "", fmt.Errorf("%s: %w", path, err)
+			}
+			if v, ok := rec.Values[key]; ok {
+				hits += v
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("@%d %.3f", k, hits/float64(n)))
+		}
+	}
+	return strings.Join(parts, ", "), nil
 }
