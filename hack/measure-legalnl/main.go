@@ -12,9 +12,9 @@
 //	go run ./hack/measure-legalnl -shape -data DIR   # chunk sizes against the gold articles
 //
 // -eval-only evaluates collections an earlier run built (same -collection-prefix) without
-// building them again; the chunks, tokens and build columns are then "-". -k 10,40 adds
-// SpanHit@40 in a last column: ten Heading chunks hold far less text than ten fixed-512
-// ones, so a larger k compares strategies at about the same amount of retrieved text.
+// building them again; the chunks, tokens and build columns are then "-". -k 3,10,40 adds
+// SpanHit@3 and SpanHit@40 in a last column: ten Heading chunks hold far less text than ten
+// fixed-512 ones, so different k compare strategies at about the same retrieved text.
 //
 // -shape chunks the corpus like -count and sets the chunks beside the gold articles
 // (query_spans.jsonl, in the indexed document's offsets): per strategy the chunk tokens
@@ -90,7 +90,7 @@ func main() {
 		count    = flag.Bool("count", false, "only count chunks and tokens per strategy")
 		shape    = flag.Bool("shape", false, "only set the chunks beside the gold articles per strategy")
 		evalOnly = flag.Bool("eval-only", false, "evaluate the collections of an earlier run without building")
-		cutoffs  = flag.String("k", "10", "cut-offs, comma-separated; SpanHit@k beyond 10 is printed in a last column")
+		cutoffs  = flag.String("k", "10", "cut-offs, comma-separated; SpanHit@k for k other than 10 is printed in a last column")
 	)
 	flag.Parse()
 	if *data == "" || *model == "" {
@@ -174,7 +174,7 @@ func run(data, samples, only, modeList, url, grpc, model string, threads int, pr
 			}, evaluate.Options{LibraryPath: lib, OutDir: out})
 			more := ""
 			if err == nil {
-				more, err = spanHitsBeyond10(filepath.Join(out, evaluator.QueriesFile), ks)
+				more, err = otherSpanHits(filepath.Join(out, evaluator.QueriesFile), ks)
 			}
 			_ = os.RemoveAll(out)
 			if err != nil {
@@ -417,18 +417,17 @@ func median(v []int) int {
 	return c[len(c)/2]
 }
 
-// spanHitsBeyond10 reads the evaluator's per-query records and returns "@k x.xxx" for each
-// cut-off above 10: the share of span-annotated questions whose top k chunks overlap a gold
-// article. Ten Heading chunks hold far less text than ten fixed-512 chunks; a larger k
-// compares the strategies at about the same amount of retrieved text.
-func spanHitsBeyond10(path string, ks []int) (string, error) {
+// otherSpanHits reads the evaluator's per-query records and returns "@k x.xxx" for each
+// cut-off but 10: the share of span-annotated questions whose top k chunks overlap a gold
+// article.
+func otherSpanHits(path string, ks []int) (string, error) {
 	raw, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		return "", err
 	}
 	var parts []string
 	for _, k := range ks {
-		if k <= 10 {
+		if k == 10 {
 			continue
 		}
 		key := "spanHit@" + strconv.Itoa(k)
