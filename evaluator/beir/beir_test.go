@@ -8,16 +8,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/ragops/ragops/evaluator/internal/datasets"
+	readerbeir "github.com/ragops/ragops/reader/beir"
 )
 
 func TestLoadSciFact(t *testing.T) {
@@ -296,4 +299,61 @@ func TestFetchArchives(t *testing.T) {
 	if _, err := Fetch(ctx, srv.URL+"/scifact.zip", t.TempDir(), FetchOptions{SHA256: sum(archives["/scifact.zip"]), MaxBytes: 1000}); err == nil || !strings.Contains(err.Error(), "larger than 1000 bytes") {
 		t.Fatalf("size limit: %v", err)
 	}
+}
+
+// TestSpansFollowTheTitle: chunks are cut from reader/beir's document (title, blank line,
+// text), so a loaded span must slice that document where byte_spans slice the text. Before
+// the shift, legalqa-nl's spans (every law has a title) pointed len(title)+2 bytes early:
+// the article before the gold one overlapped it and the gold article's tail did not.
+func TestSpansFollowTheTitle(t *testing.T) {
+	text := "# Wet X\n\n## Artikel 1\n\nEen.\n\n## Artikel 2\n\nTwee.\n"
+	s := strings.Index(text, "## Artikel 2")
+	fsys := fstest.MapFS{
+		"corpus.jsonl":      {Data: []byte(`{"_id":"w1","title":"Wet  X","text":` + strconv.Quote(text) + `}` + "\n" + `{"_id":"w2","text":"zonder titel"}` + "\n")},
+		"queries.jsonl":     {Data: []byte(`{"_id":"q1","text":"twee?"}` + "\n" + `{"_id":"q2","text":"titel?"}` + "\n")},
+		"qrels/dev.tsv":     {Data: []byte("query-id\tcorpus-id\tscore\nq1\tw1\t1\nq2\tw2\t1\n")},
+		"query_spans.jsonl": {Data: []byte(fmt.Sprintf(`{"query-id":"q1","corpus-id":"w1","byte_spans":[[%d,%d]]}`+"\n"+`{"query-id":"q2","corpus-id":"w2","byte_spans":[[0,6]]}`+"\n", s, len(text)))},
+	}
+	ds, err := Load(fsys, Options{Split: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := readerbeir.FromFields("Wet  X", text)
+	got := ds.Spans["q1"][0].Spans[0]
+	// "Wet X" (collapsed) + "\n\n" = 7 bytes in front of the text.
+	if got.Start != s+7 || got.End != len(text)+7 || doc.Text[got.Start:got.End] != text[s:] {
+		t.Fatalf("span %+v slices %q of the indexed document, want [%d, %d) = %q", got, doc.Text[got.Start:got.End], s+7, len(text)+7, text[s:])
+	}
+	if got := ds.Spans["q2"][0].Spans[0]; got != (Span{0, 6}) {
+		t.Fatalf("untitled document's span moved: %+v", got)
+	}
+}
+
+// TestLegalQANLSpansSliceTheirArticles: every gold span of legalqa-nl, loaded, slices the
+// indexed document at its "Artikel N" heading line (the data set's own check, SOURCE.md).
+func TestLegalQANLSpansSliceTheirArticles(t *testing.T) {
+	dir := datasets.Dir(t, "legalqa-nl")
+	ds, err := Load(os.DirFS(dir), Options{Split: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, list := range ds.Spans {
+		for _, qs := range list {
+			d, _ := ds.Doc(qs.DocID)
+			doc, _ := readerbeir.FromFields(d.Title, d.Text)
+			for _, sp := range qs.Spans {
+				head := strings.TrimLeft(doc.Text[sp.Start:sp.End], "#")
+				if !strings.HasPrefix(head, " Artikel ") {
+					t.Fatalf("%s span %+v starts %q, want a heading \"# Artikel N\"", qs.DocID, sp, doc.Text[sp.Start:min(sp.End, sp.Start+30)])
+				}
+				n++
+			}
+		}
+	}
+	// 51 questions with their gold articles (SOURCE.md: most one, a few 2-5).
+	if len(ds.Spans) != 51 || n < 51 {
+		t.Fatalf("%d questions with spans, %d spans; want 51 questions", len(ds.Spans), n)
+	}
+	t.Logf("%d spans of %d questions start at their article heading", n, len(ds.Spans))
 }

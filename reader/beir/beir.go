@@ -45,6 +45,17 @@ type Entry struct {
 	Err error
 }
 
+// BodyStart returns the byte offset at which a record's "text" field starts in the document
+// FromFields builds from it: 0 without a title, else the whitespace-collapsed title's length
+// plus 2 (the blank line). Chunk offsets are offsets into that document, so a byte offset b
+// into the corpus text (an annotated span) is BodyStart(title) + b there.
+func BodyStart(title string) int {
+	if t := reader.CollapseSpace(title); t != "" {
+		return len(t) + 2
+	}
+	return 0
+}
+
 // FromFields builds the document for one corpus record: its outline is the title (level 1)
 // followed by the text's Markdown headings at their own levels, each section ending where
 // reader.SetSectionEnds puts it.
@@ -55,7 +66,7 @@ func FromFields(title, text string) (doc reader.Document, bodyStart int) {
 		doc.Text = text
 	} else {
 		doc.Text = title + "\n\n" + text
-		bodyStart = len(title) + 2
+		bodyStart = BodyStart(title)
 		doc.Outline = []reader.Heading{{Level: 1, Title: title}}
 	}
 	for _, h := range markup.Headings(text) {
