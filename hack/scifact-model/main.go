@@ -63,6 +63,7 @@ func main() {
 	}
 	dim := m.Dimension()
 	docVecs, err := readVectors(*vectors, len(ds.Corpus), dim)
+	cached := err == nil
 	cpu0, wall0 := cpuSeconds(), time.Now()
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -104,16 +105,15 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out := map[string]any{
-		"model":         m.Config().Name,
-		"summary":       sum,
-		"docTokens":     st.Tokens,
-		"truncatedDocs": st.Truncated,
-		"embedCPUs":     math.Round(cpu),
-		"embedWallS":    math.Round(wall),
-	}
-	if cpu > 1 && st.Tokens > 0 {
-		out["tokensPerCPUSecond"] = math.Round(float64(st.Tokens) / cpu)
+	out := map[string]any{"model": m.Config().Name, "summary": sum}
+	if cached {
+		out["documentVectors"] = "read from " + *vectors
+	} else {
+		out["docTokens"], out["truncatedDocs"] = st.Tokens, st.Truncated
+		out["embedCPUs"], out["embedWallS"] = math.Round(cpu), math.Round(wall)
+		if cpu > 1 && st.Tokens > 0 {
+			out["tokensPerCPUSecond"] = math.Round(float64(st.Tokens) / cpu)
+		}
 	}
 	pub, known := published[m.Config().Name]
 	var diff float64
