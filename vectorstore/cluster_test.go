@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,9 @@ func clusterFor(t *testing.T) *weaviatetest.Cluster {
 				"ASYNC_REPLICATION_FREQUENCY=1s", "ASYNC_REPLICATION_FREQUENCY_WHILE_PROPAGATING=1s",
 				// Objects are propagated once they are this old (default 30 s).
 				"ASYNC_REPLICATION_PROPAGATION_DELAY=1s",
+				// The nodes API's per-replica object counts are read from flushed segments: flush
+				// idle memtables after 2 s instead of 60 s so they follow writes and repairs.
+				"PERSISTENCE_MEMTABLES_FLUSH_IDLE_AFTER_SECONDS=2",
 			}}})
 	})
 	if sharedCluster.err != nil {
@@ -120,6 +124,9 @@ func waitRepaired(ctx context.Context, t *testing.T, s *Store, collection string
 			if ok {
 				return h
 			}
+			if os.Getenv("RAGOPS_DEBUG_REPAIR") != "" {
+				t.Logf("%s objects per node %v", time.Now().Format("15:04:05"), perNode)
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("collection %s not repaired after %s: objects per node %v, want %d each; health %s, err %v", collection, timeout, perNode, want, h, err)
@@ -128,11 +135,11 @@ func waitRepaired(ctx context.Context, t *testing.T, s *Store, collection string
 	}
 }
 
-// TestClusterQuorumWritesSurviveNodeLoss writes 2,000 chunks with replication factor 3 and
+// TestClusterQuorumWritesSurviveNodeLoss writes 1,000 chunks with replication factor 3 and
 // write consistency QUORUM through node1 in batches of 100 while node3 is SIGKILLed after the
-// first 500: every Upsert call must succeed (QUORUM = 2 of 3 acknowledge). Then node3 comes
+// first 300: every Upsert call must succeed (QUORUM = 2 of 3 acknowledge). Then node3 comes
 // back on its data folder and async replication repairs it; the test asserts each node holds
-// exactly 2,000 objects (nodes API per-replica counts) and every one of the 2,000 chunk IDs
+// exactly 1,000 objects (nodes API per-replica counts) and every one of the 1,000 chunk IDs
 // (read from each node's own replica), and that health reports 3 of 3 replicas per shard
 // again. While node3 was down, health must have reported every shard under-replicated with
 // 2 live replicas.
@@ -140,7 +147,7 @@ func TestClusterQuorumWritesSurviveNodeLoss(t *testing.T) {
 	c := clusterFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	const n, dims = 2000, 64
+	const n, dims = 1000, 64
 	s := nodeStore(t, c, 0, Config{WriteConsistency: ConsistencyQuorum, ReadConsistency: ConsistencyQuorum, BatchSize: 100, Concurrency: 1})
 	coll := "RagopsTest_Cluster_Quorum_R1"
 	spec := CollectionSpec{Name: coll, Revision: "r1", Dimensions: dims, Index: VectorIndex{Type: IndexFlat},
@@ -153,7 +160,7 @@ func TestClusterQuorumWritesSurviveNodeLoss(t *testing.T) {
 	start := time.Now()
 	phase := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
 
-	if err := s.Upsert(ctx, coll, chunks[:500]); err != nil {
+	if err := s.Upsert(ctx, coll, chunks[:300]); err != nil {
 		t.Fatal(err)
 	}
 	// Kill node3 while the rest is being written.
@@ -162,9 +169,9 @@ func TestClusterQuorumWritesSurviveNodeLoss(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		killed <- c.Nodes[2].Kill()
 	}()
-	for lo := 500; lo < n; lo += 250 {
-		if err := s.Upsert(ctx, coll, chunks[lo:lo+250]); err != nil {
-			t.Fatalf("upsert chunks %d-%d with node3 down (QUORUM): %v", lo, lo+250, err)
+	for lo := 300; lo < n; lo += 100 {
+		if err := s.Upsert(ctx, coll, chunks[lo:lo+100]); err != nil {
+			t.Fatalf("upsert chunks %d-%d with node3 down (QUORUM): %v", lo, lo+100, err)
 		}
 	}
 	if err := <-killed; err != nil {
@@ -295,7 +302,7 @@ func TestClusterQuorumReadsWithNodeDown(t *testing.T) {
 	}
 }
 
-// TestClusterShardedTopKEqualsSingleShard writes the first 2,000 SciFact documents' chunk
+// TestClusterShardedTopKEqualsSingleShard writes the first 1,000 SciFact documents' chunk
 // vectors (deterministic per chunk text, 384 dimensions) into a 3-shard and a 1-shard
 // collection (flat index, exact search) and compares the top-10 of 100 queries: the sharded
 // collection's merged result must equal the single shard's in IDs, order and distances
@@ -304,7 +311,7 @@ func TestClusterShardedTopKEqualsSingleShard(t *testing.T) {
 	c := clusterFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ids, texts := scifactDocs(t, 2000)
+	ids, texts := scifactDocs(t, 1000)
 	const dims = 384
 	chunks := chunkDocs(t, ids, texts, dims)
 	s := nodeStore(t, c, 1, Config{})

@@ -62,7 +62,21 @@ func NodeName(i int) string { return "node" + strconv.Itoa(i+1) }
 // (6 per node: gossip, data, raft, raft RPC, gRPC, HTTP), all at once (raft bootstrap waits
 // for every voter), then waits until each answers /v1/.well-known/ready and the nodes API of
 // node1 lists every node as HEALTHY. On failure all nodes are stopped and their folders removed.
+//
+// Ports are free when picked but another process can take one before a node binds it; a
+// launch that fails with "address already in use" is retried on a new block, up to 3 times.
 func LaunchCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
+	var err error
+	for attempt := 1; ; attempt++ {
+		var c *Cluster
+		c, err = launchCluster(ctx, opts)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+	}
+}
+
+func launchCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 	n := opts.Size
 	if n == 0 {
 		n = 3
