@@ -145,7 +145,7 @@ func waitRepaired(ctx context.Context, t *testing.T, s *Store, collection string
 // 2 live replicas.
 func TestClusterQuorumWritesSurviveNodeLoss(t *testing.T) {
 	c := clusterFor(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	const n, dims = 1000, 64
 	s := nodeStore(t, c, 0, Config{WriteConsistency: ConsistencyQuorum, ReadConsistency: ConsistencyQuorum, BatchSize: 100, Concurrency: 1})
@@ -212,7 +212,7 @@ func TestClusterQuorumWritesSurviveNodeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	phase("node3 back")
-	h = waitRepaired(ctx, t, s, coll, 3, n, 2*time.Minute)
+	h = waitRepaired(ctx, t, s, coll, 3, n, 3*time.Minute)
 	phase("repaired")
 	if under, missing := h.UnderReplicated(); len(under) != 0 || missing != 0 {
 		t.Fatalf("health after repair: %s", h)
@@ -256,7 +256,7 @@ func topIDs(ctx context.Context, t *testing.T, s *Store, target string, queries 
 // (ID and order), and none may fail.
 func TestClusterQuorumReadsWithNodeDown(t *testing.T) {
 	c := clusterFor(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const n, dims = 1000, 64
 	s1 := nodeStore(t, c, 0, Config{WriteConsistency: ConsistencyAll, ReadConsistency: ConsistencyQuorum})

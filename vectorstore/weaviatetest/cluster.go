@@ -36,7 +36,8 @@ type ClusterOptions struct {
 // nodes, where gossip[j] and raft[j] are node j's gossip and raft ports (its data port is
 // gossip[j]+1, its raft RPC port raft[j]+1): the single-node [Env] with its own hostname,
 // CLUSTER_JOIN at node1's gossip port (for i > 0), RAFT_JOIN naming every node's raft
-// address and RAFT_BOOTSTRAP_EXPECT the node count (all nodes are raft voters). The data folder
+// address, RAFT_BOOTSTRAP_EXPECT the node count (all nodes are raft voters) and
+// RAFT_TIMEOUTS_MULTIPLIER=3. The data folder
 // is left empty (set PERSISTENCE_DATA_PATH after it).
 func ClusterEnv(i int, grpcPort int, gossip, raft []int) []string {
 	env := Env("", grpcPort, gossip[i], gossip[i]+1, raft[i], raft[i]+1)
@@ -45,6 +46,9 @@ func ClusterEnv(i int, grpcPort int, gossip, raft []int) []string {
 		join[j] = NodeName(j) + ":" + strconv.Itoa(raft[j])
 	}
 	env = append(env,
+		// Raft timeouts 3x the defaults: with 1x a loaded machine (tests beside builds)
+		// made leaders step down and elections flap.
+		"RAFT_TIMEOUTS_MULTIPLIER=3",
 		"CLUSTER_HOSTNAME="+NodeName(i),
 		"RAFT_JOIN="+strings.Join(join, ","),
 		"RAFT_BOOTSTRAP_EXPECT="+strconv.Itoa(len(raft)),
