@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/ragops/ragops/vectorstore/weaviatetest"
 )
@@ -137,7 +138,7 @@ func waitRepaired(ctx context.Context, t *testing.T, s *Store, collection string
 
 // TestClusterQuorumWritesSurviveNodeLoss writes 1,000 chunks with replication factor 3 and
 // write consistency QUORUM through node1 in batches of 100 while node3 is SIGKILLed after the
-// first 300: every Upsert call must succeed (QUORUM = 2 of 3 acknowledge). Then node3 comes
+// first 300 (600 of the chunks are written after node3 has exited): every Upsert call must succeed (QUORUM = 2 of 3 acknowledge). Then node3 comes
 // back on its data folder and async replication repairs it; the test asserts each node holds
 // exactly 1,000 objects (nodes API per-replica counts) and every one of the 1,000 chunk IDs
 // (read from each node's own replica), and that health reports 3 of 3 replicas per shard
@@ -163,29 +164,31 @@ func TestClusterQuorumWritesSurviveNodeLoss(t *testing.T) {
 	if err := s.Upsert(ctx, coll, chunks[:300]); err != nil {
 		t.Fatal(err)
 	}
-	// Kill node3 while the rest is being written.
+	// Kill node3 as the rest is written: the first of the 7 remaining batches races the
+	// kill, the other 6 start after node3 has exited.
 	killed := make(chan error, 1)
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		killed <- c.Nodes[2].Kill()
-	}()
+	go func() { killed <- c.Nodes[2].Kill() }()
 	for lo := 300; lo < n; lo += 100 {
+		if lo == 400 {
+			if err := <-killed; err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := s.Upsert(ctx, coll, chunks[lo:lo+100]); err != nil {
 			t.Fatalf("upsert chunks %d-%d with node3 down (QUORUM): %v", lo, lo+100, err)
 		}
-	}
-	if err := <-killed; err != nil {
-		t.Fatal(err)
 	}
 	phase("written with node3 killed")
 	if got, err := s.Count(ctx, coll); err != nil || got != n {
 		t.Fatalf("count with node3 down = %d, %v; want %d", got, err, n)
 	}
-	// Health while node3 is down: every shard has 2 of 3 live replicas.
+	// Health while node3 is down: every shard has 2 of 3 live replicas. The nodes API fails
+	// until gossip has noticed the loss: poll with single attempts.
+	probe := nodeStore(t, c, 0, Config{Retry: wait.Backoff{Steps: 1}, Timeout: 5 * time.Second})
 	var h Health
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := time.Now().Add(time.Minute); ; {
 		var err error
-		h, err = s.CollectionHealth(ctx, coll)
+		h, err = probe.CollectionHealth(ctx, coll)
 		if err == nil && len(h.Nodes) == 2 {
 			break
 		}
@@ -212,7 +215,7 @@ func TestClusterQuorumWritesSurviveNodeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	phase("node3 back")
-	h = waitRepaired(ctx, t, s, coll, 3, n, 3*time.Minute)
+	h = waitRepaired(ctx, t, probe, coll, 3, n, 3*time.Minute)
 	phase("repaired")
 	if under, missing := h.UnderReplicated(); len(under) != 0 || missing != 0 {
 		t.Fatalf("health after repair: %s", h)
