@@ -1,19 +1,19 @@
 // Command bench-cluster measures ragops's vector store beyond one node, on SciFact with
 // precomputed all-MiniLM-L6-v2 document vectors (float32 LE, one 384-dim row per corpus
-// document in corpus order, as hack/scifact-model writes them):
+// document in corpus order, as hack/scifact-model writes them).
 //
-//   - speed: import objects/s and query latency p50/p99 (300 test queries, nearVector, top 10)
-//     on one node versus a three-node cluster with replication factor 3 (QUORUM writes and
-//     reads), same data, same HNSW settings, one run each;
+// Speed: import objects/s and query latency p50/p99 (300 test queries, nearVector, top 10) on
+// one node versus a three-node cluster with replication factor 3 (QUORUM writes and reads),
+// same data, same HNSW settings, one run each.
 //
-//   - compression: for each quantizer, a fresh single node, the same import, and the 300 test
-//     queries evaluated by package evaluator (nDCG@10, recall@10), plus the server's RSS growth
-//     and the vector bytes per million vectors of the quantized form.
+// Compression: for each quantizer, a fresh single node, the same import, and the 300 test
+// queries evaluated by package evaluator (nDCG@10, recall@10), plus the server's RSS growth
+// and the vector bytes per million vectors of the quantized form.
 //
-//     go run ./hack/bench-cluster -model .cache/models/all-minilm-l6-v2 \
-//     -vectors /work/vectors/all-minilm-l6-v2.f32 -datasets ../shared/datasets
+// Usage (one JSON line per measurement):
 //
-// It prints one JSON line per measurement.
+//	go run ./hack/bench-cluster -model .cache/models/all-minilm-l6-v2 \
+//	    -vectors /work/vectors/all-minilm-l6-v2.f32 -datasets ../shared/datasets
 package main
 
 import (
