@@ -305,7 +305,7 @@ func TestClusterQuorumReadsWithNodeDown(t *testing.T) {
 	}
 }
 
-// TestClusterShardedTopKEqualsSingleShard writes the first 1,000 SciFact documents' chunk
+// TestClusterShardedTopKEqualsSingleShard writes the first 500 SciFact documents' chunk
 // vectors (deterministic per chunk text, 384 dimensions) into a 3-shard and a 1-shard
 // collection (flat index, exact search) and compares the top-10 of 100 queries: the sharded
 // collection's merged result must equal the single shard's in IDs, order and distances
@@ -314,7 +314,7 @@ func TestClusterShardedTopKEqualsSingleShard(t *testing.T) {
 	c := clusterFor(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ids, texts := scifactDocs(t, 1000)
+	ids, texts := scifactDocs(t, 500)
 	const dims = 384
 	chunks := chunkDocs(t, ids, texts, dims)
 	s := nodeStore(t, c, 1, Config{})
