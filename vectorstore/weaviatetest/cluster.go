@@ -114,7 +114,7 @@ func launchCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 		}
 		c.Nodes[i] = s
 		if i == 0 {
-			if err := s.waitListening(ctx, gossip[0], 30*time.Second); err != nil {
+			if err := s.waitListening(ctx, gossip[0], 60*time.Second); err != nil {
 				c.Stop()
 				return nil, fmt.Errorf("%w\nweaviate log tail:\n%s", err, s.LogTail())
 			}
