@@ -240,7 +240,8 @@ func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *rago
 		Namespace: ev.Namespace, Evaluation: ev.Name, Revision: rev.Name, Collection: rev.Collection,
 		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
 		Embedder: idx.Spec.Embedder,
-		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress},
+		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
+			Consistency: readConsistency(idx)},
 	}
 	if pl.Split == "" {
 		pl.Split = "test"

@@ -252,7 +252,9 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 		Version: plan.Version, Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
 		Incremental: incremental, Shards: int(w.shards), Source: src, Strategy: st.strategy.Spec,
 		ModelDir: modelDir, Embedder: e, VectorIndex: idx.Spec.VectorIndex,
-		Weaviate:      plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress},
+		Replication: idx.Spec.Replication, Sharding: idx.Spec.Sharding, Compression: idx.Spec.Compression,
+		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
+			Consistency: writeConsistency(idx)},
 		OutageSeconds: int64(r.Options.WeaviateOutageWait.Seconds()),
 	}
 	return w

@@ -14,14 +14,50 @@ type revisionInputs struct {
 	Model       ragopsv1alpha1.ModelSpec            `json:"model"`
 	VectorIndex ragopsv1alpha1.VectorIndexSpec      `json:"vectorIndex"`
 	Format      ragopsv1alpha1.DocumentFormat       `json:"format"`
+	// Layout is absent for a single-copy, unsharded, uncompressed collection, so the revisions
+	// of Indexes that do not use these fields keep their hashes.
+	Layout *collectionLayout `json:"layout,omitempty"`
+}
+
+// collectionLayout is what of replication, sharding and compression changes a collection
+// (consistency levels do not: they are per request).
+type collectionLayout struct {
+	Factor       int32                           `json:"factor,omitempty"`
+	AsyncEnabled bool                            `json:"asyncEnabled,omitempty"`
+	Shards       int32                           `json:"shards,omitempty"`
+	Compression  *ragopsv1alpha1.CompressionSpec `json:"compression,omitempty"`
+}
+
+// layoutOf returns the Index's collection layout, nil when it is the default one.
+func layoutOf(spec *ragopsv1alpha1.IndexSpec) *collectionLayout {
+	var l collectionLayout
+	if r := spec.Replication; r != nil {
+		if r.Factor > 1 {
+			l.Factor = r.Factor
+		}
+		l.AsyncEnabled = r.AsyncEnabled
+	}
+	if sh := spec.Sharding; sh != nil {
+		l.Shards = sh.DesiredCount
+	}
+	if c := spec.Compression; c != nil && c.Type != "" && c.Type != ragopsv1alpha1.CompressionNone {
+		l.Compression = c
+	}
+	if l == (collectionLayout{}) {
+		return nil
+	}
+	return &l
 }
 
 // Revision returns the revision hash of an Index: the first 10 hex digits of SHA-256 over
 // the JSON of the strategy spec, the model (name and source, so a new tokenizer or weights
-// at a new location or checksum is a new revision), the vector index settings and the corpus
-// format. Corpus content is not part of it: a content change is an incremental sync.
+// at a new location or checksum is a new revision), the vector index settings, the corpus
+// format and, when not the default, the collection layout (replication factor, async
+// replication, shard count, compression). Consistency levels and corpus content are not part
+// of it: a content change is an incremental sync.
 func Revision(strategy ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, format ragopsv1alpha1.DocumentFormat) string {
-	raw, _ := json.Marshal(revisionInputs{Strategy: strategy, Model: idx.Spec.Model, VectorIndex: idx.Spec.VectorIndex, Format: format})
+	raw, _ := json.Marshal(revisionInputs{Strategy: strategy, Model: idx.Spec.Model, VectorIndex: idx.Spec.VectorIndex, Format: format,
+		Layout: layoutOf(&idx.Spec)})
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:10]
 }

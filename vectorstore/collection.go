@@ -54,6 +54,52 @@ type VectorIndex struct {
 	MaxConnections int `json:"maxConnections,omitempty"`
 	// Ef is the HNSW query-time candidate list size; -1 means dynamic (HNSW only).
 	Ef int `json:"ef,omitempty"`
+	// Compression quantizes the vectors the index searches; zero means none.
+	Compression Compression `json:"compression,omitzero"`
+}
+
+// Vector compression (quantizer) types, as Weaviate 1.37 names them in vectorIndexConfig.
+const (
+	// CompressionNone keeps float32 vectors (4 bytes per dimension).
+	CompressionNone = ""
+	// CompressionPQ is product quantization (Jégou et al. 2011): Segments sub-vectors of
+	// 1 byte each after training a codebook on TrainingLimit vectors per shard (HNSW only).
+	CompressionPQ = "pq"
+	// CompressionBQ is binary quantization: 1 bit per dimension (sign), 32x smaller.
+	CompressionBQ = "bq"
+	// CompressionSQ is scalar quantization: 1 byte per dimension after learning the value range
+	// from TrainingLimit vectors per shard (HNSW only).
+	CompressionSQ = "sq"
+	// CompressionRQ is rotational quantization: a random rotation, then Bits (8 or 1) per
+	// dimension; no training.
+	CompressionRQ = "rq"
+)
+
+// Compression holds a vector index's quantizer. Zero numeric fields leave Weaviate's
+// defaults (RQ bits 8, PQ segments from the dimensions, training limit 100,000, rescore limit
+// chosen by Weaviate).
+type Compression struct {
+	// Type is one of CompressionNone, CompressionPQ, CompressionBQ, CompressionSQ, CompressionRQ.
+	Type string `json:"type,omitempty"`
+	// Bits per dimension of RQ: 8 or 1.
+	Bits int `json:"bits,omitempty"`
+	// Segments of PQ; must divide the dimensions.
+	Segments int `json:"segments,omitempty"`
+	// TrainingLimit is the number of vectors per shard collected before PQ or SQ trains and
+	// compresses; until then vectors stay uncompressed.
+	TrainingLimit int `json:"trainingLimit,omitempty"`
+	// RescoreLimit is how many candidates found with compressed vectors are re-ranked with
+	// the uncompressed ones (SQ, RQ; BQ on a flat index).
+	RescoreLimit int `json:"rescoreLimit,omitempty"`
+}
+
+// Replication holds the replication settings of a collection.
+type Replication struct {
+	// Factor is the number of copies of each shard, on different nodes; 0 means 1.
+	Factor int `json:"factor,omitempty"`
+	// AsyncEnabled turns on Weaviate's asynchronous replication: replicas compare hash trees in
+	// the background and repair objects one of them missed (e.g. while its node was down).
+	AsyncEnabled bool `json:"asyncEnabled,omitempty"`
 }
 
 // CollectionSpec describes one revision collection.
@@ -68,14 +114,20 @@ type CollectionSpec struct {
 	Dimensions int
 	// Index holds the vector index settings.
 	Index VectorIndex
+	// Replication is the replication factor and async repair; zero means one copy.
+	Replication Replication
+	// Shards is the desired number of shards; 0 leaves Weaviate's default (one per node).
+	Shards int
 }
 
 // CollectionInfo is what a revision collection records about itself (in its description).
 type CollectionInfo struct {
-	Name       string      `json:"-"`
-	Revision   string      `json:"revision"`
-	Dimensions int         `json:"dimensions"`
-	Index      VectorIndex `json:"index"`
+	Name        string      `json:"-"`
+	Revision    string      `json:"revision"`
+	Dimensions  int         `json:"dimensions"`
+	Index       VectorIndex `json:"index"`
+	Replication Replication `json:"replication,omitzero"`
+	Shards      int         `json:"shards,omitempty"`
 }
 
 const descriptionPrefix = "ragops revision collection "
@@ -114,15 +166,87 @@ func (spec *CollectionSpec) validate() error {
 	if ix.EfConstruction < 0 || ix.MaxConnections < 0 || ix.Ef < -1 {
 		return fmt.Errorf("collection %s: efConstruction %d, maxConnections %d, ef %d: want >= 0 (ef >= -1)", spec.Name, ix.EfConstruction, ix.MaxConnections, ix.Ef)
 	}
+	if err := ix.Compression.validate(ix.Type, spec.Dimensions); err != nil {
+		return fmt.Errorf("collection %s: %w", spec.Name, err)
+	}
+	if spec.Replication.Factor < 0 || spec.Shards < 0 {
+		return fmt.Errorf("collection %s: replication factor %d, shards %d: want >= 0", spec.Name, spec.Replication.Factor, spec.Shards)
+	}
+	if spec.Replication.Factor == 1 {
+		spec.Replication.Factor = 0 // recorded like the default
+	}
 	return nil
+}
+
+// validate checks the quantizer against the index type (Weaviate 1.37: flat supports BQ and RQ
+// only) and its parameters against the type.
+func (c *Compression) validate(indexType string, dims int) error {
+	switch c.Type {
+	case CompressionNone:
+		if *c != (Compression{}) {
+			return errors.New("compression parameters set without a compression type")
+		}
+		return nil
+	case CompressionPQ, CompressionSQ:
+		if indexType == IndexFlat {
+			return fmt.Errorf("compression %s needs an hnsw index (flat supports bq and rq)", c.Type)
+		}
+	case CompressionBQ, CompressionRQ:
+	default:
+		return fmt.Errorf("compression type %q: want pq, bq, sq or rq", c.Type)
+	}
+	switch {
+	case c.Bits != 0 && (c.Type != CompressionRQ || (c.Bits != 1 && c.Bits != 8)):
+		return fmt.Errorf("compression %s: bits %d: only rq takes bits, 8 or 1", c.Type, c.Bits)
+	case c.Segments != 0 && (c.Type != CompressionPQ || c.Segments < 0 || dims%c.Segments != 0):
+		return fmt.Errorf("compression %s: segments %d: only pq takes segments, a divisor of the %d dimensions", c.Type, c.Segments, dims)
+	case c.TrainingLimit != 0 && (c.Type != CompressionPQ && c.Type != CompressionSQ || c.TrainingLimit < 0):
+		return fmt.Errorf("compression %s: trainingLimit %d: only pq and sq train, want > 0", c.Type, c.TrainingLimit)
+	case c.RescoreLimit != 0 && (c.Type == CompressionPQ || c.Type == CompressionBQ && indexType != IndexFlat || c.RescoreLimit < 0):
+		return fmt.Errorf("compression %s: rescoreLimit %d: only sq, rq and bq on a flat index rescore, want > 0", c.Type, c.RescoreLimit)
+	}
+	return nil
+}
+
+// config returns the quantizer's vectorIndexConfig entry (key and value), ok false for none.
+func (c *Compression) config() (key string, value map[string]any, ok bool) {
+	if c.Type == CompressionNone {
+		return "", nil, false
+	}
+	v := map[string]any{"enabled": true}
+	if c.Bits != 0 {
+		v["bits"] = c.Bits
+	}
+	if c.Segments != 0 {
+		v["segments"] = c.Segments
+	}
+	if c.TrainingLimit != 0 {
+		v["trainingLimit"] = c.TrainingLimit
+	}
+	if c.RescoreLimit != 0 {
+		v["rescoreLimit"] = c.RescoreLimit
+	}
+	return c.Type, v, true
+}
+
+// info is what the collection records about itself.
+func (spec *CollectionSpec) info() CollectionInfo {
+	return CollectionInfo{Revision: spec.Revision, Dimensions: spec.Dimensions, Index: spec.Index,
+		Replication: spec.Replication, Shards: spec.Shards}
 }
 
 func boolp(b bool) *bool { return &b }
 
 func (spec *CollectionSpec) class() *models.Class {
-	info := CollectionInfo{Revision: spec.Revision, Dimensions: spec.Dimensions, Index: spec.Index}
+	info := spec.info()
 	desc, _ := json.Marshal(info)
 	vic := map[string]any{"distance": spec.Index.Distance}
+	if key, v, ok := spec.Index.Compression.config(); ok {
+		vic[key] = v
+	} else {
+		// Servers started with DEFAULT_QUANTIZATION would quantize anyway; none means none.
+		vic["skipDefaultQuantization"] = true
+	}
 	if spec.Index.EfConstruction > 0 {
 		vic["efConstruction"] = spec.Index.EfConstruction
 	}
@@ -142,8 +266,18 @@ func (spec *CollectionSpec) class() *models.Class {
 		}
 		return p
 	}
+	var repl *models.ReplicationConfig
+	if spec.Replication != (Replication{}) {
+		repl = &models.ReplicationConfig{Factor: int64(max(spec.Replication.Factor, 1)), AsyncEnabled: spec.Replication.AsyncEnabled}
+	}
+	var sharding any
+	if spec.Shards > 0 {
+		sharding = map[string]any{"desiredCount": spec.Shards}
+	}
 	return &models.Class{
 		Class:             spec.Name,
+		ReplicationConfig: repl,
+		ShardingConfig:    sharding,
 		Description:       descriptionPrefix + string(desc),
 		Vectorizer:        "none",
 		VectorIndexType:   spec.Index.Type,
@@ -173,7 +307,8 @@ func (s *Store) EnsureCollection(ctx context.Context, spec CollectionSpec) error
 	if err := spec.validate(); err != nil {
 		return fmt.Errorf("vectorstore: %w", err)
 	}
-	want := CollectionInfo{Name: spec.Name, Revision: spec.Revision, Dimensions: spec.Dimensions, Index: spec.Index}
+	want := spec.info()
+	want.Name = spec.Name
 	err := s.retry(ctx, func() error {
 		err := s.client.Schema().ClassCreator().WithClass(spec.class()).Do(ctx)
 		if err != nil && !isAlreadyExists(err) {

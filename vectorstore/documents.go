@@ -19,8 +19,12 @@ func (s *Store) deleteWhere(ctx context.Context, collection string, where *filte
 		var res *models.BatchDeleteResponse
 		err := s.retry(ctx, func() error {
 			var err error
-			res, err = s.client.Batch().ObjectsBatchDeleter().WithClassName(collection).
-				WithOutput("minimal").WithWhere(where).Do(ctx)
+			d := s.client.Batch().ObjectsBatchDeleter().WithClassName(collection).
+				WithOutput("minimal").WithWhere(where)
+			if s.cfg.WriteConsistency != "" {
+				d = d.WithConsistencyLevel(s.cfg.WriteConsistency)
+			}
+			res, err = d.Do(ctx)
 			return classify("delete", collection, err)
 		})
 		if err != nil {

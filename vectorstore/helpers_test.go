@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if shared.srv != nil {
 		shared.srv.Stop()
 	}
+	if sharedCluster.c != nil {
+		sharedCluster.c.Stop()
+	}
 	os.Exit(code)
 }
 

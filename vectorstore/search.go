@@ -123,6 +123,9 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 	req := s.client.Experimental().Search().WithCollection(target).WithLimit(q.Limit).
 		WithProperties(props...).
 		WithMetadata(&graphql.Metadata{ID: true, Distance: q.Mode == ModeNearVector, Score: q.Mode != ModeNearVector})
+	if s.cfg.ReadConsistency != "" {
+		req = req.WithConsistencyLevel(s.cfg.ReadConsistency)
+	}
 	switch q.Mode {
 	case ModeNearVector:
 		req = req.WithNearVector((&graphql.NearVectorArgumentBuilder{}).WithVector(q.Vector))

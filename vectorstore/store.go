@@ -33,6 +33,14 @@ type Config struct {
 	BatchSize int
 	// Concurrency is the number of batch requests in flight during one Upsert; default 2.
 	Concurrency int
+	// WriteConsistency is how many replicas of a shard must acknowledge each write and delete:
+	// ConsistencyOne, ConsistencyQuorum or ConsistencyAll; empty leaves Weaviate's default
+	// (QUORUM).
+	WriteConsistency string
+	// ReadConsistency is how many replicas of a shard must answer each search (results are
+	// merged and stale replicas repaired): ConsistencyOne, ConsistencyQuorum or
+	// ConsistencyAll; empty leaves Weaviate's default.
+	ReadConsistency string
 	// Retry is the backoff for retryable failures (see [IsRetryable]); Steps is the number of
 	// attempts. Default: 6 attempts, 250 ms doubling to at most 8 s, 10% jitter.
 	Retry wait.Backoff
@@ -61,6 +69,14 @@ func ConfigFromEnv() (Config, error) {
 	}
 	return cfg, nil
 }
+
+// Consistency levels of replicated reads and writes (Weaviate's tunable consistency): one
+// replica, a majority (factor/2 + 1), or all replicas of a shard.
+const (
+	ConsistencyOne    = "ONE"
+	ConsistencyQuorum = "QUORUM"
+	ConsistencyAll    = "ALL"
+)
 
 // DefaultRetry is the backoff used when Config.Retry is zero.
 var DefaultRetry = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 6, Cap: 8 * time.Second}
@@ -95,6 +111,13 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.Timeout < 0 || cfg.BatchSize < 0 || cfg.Concurrency < 0 {
 		return nil, errors.New("vectorstore: Config.Timeout, BatchSize and Concurrency must not be negative")
+	}
+	for _, cl := range []string{cfg.WriteConsistency, cfg.ReadConsistency} {
+		switch cl {
+		case "", ConsistencyOne, ConsistencyQuorum, ConsistencyAll:
+		default:
+			return nil, fmt.Errorf("vectorstore: consistency level %q: want %s, %s or %s", cl, ConsistencyOne, ConsistencyQuorum, ConsistencyAll)
+		}
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 60 * time.Second

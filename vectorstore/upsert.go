@@ -129,7 +129,11 @@ func (s *Store) upsertBatch(ctx context.Context, info CollectionInfo, chunks []C
 		for j, i := range pending {
 			objs[j] = chunks[i].object(info.Name, info.Revision)
 		}
-		resp, err := s.client.Batch().ObjectsBatcher().WithObjects(objs...).Do(ctx)
+		b := s.client.Batch().ObjectsBatcher().WithObjects(objs...)
+		if s.cfg.WriteConsistency != "" {
+			b = b.WithConsistencyLevel(s.cfg.WriteConsistency)
+		}
+		resp, err := b.Do(ctx)
 		if err != nil {
 			return classify("upsert", info.Name, err)
 		}

@@ -5,6 +5,8 @@ import (
 )
 
 // IndexSpec binds a Corpus, a ChunkingStrategy and an embedding model to a Weaviate target.
+// +kubebuilder:validation:XValidation:rule="!has(self.compression) || !has(self.vectorIndex) || self.vectorIndex.type != 'flat' || self.compression.type in ['None', 'BQ', 'RQ']",fieldPath=".compression.type",reason=FieldValueForbidden,message="a flat vector index supports compression None, BQ or RQ only (PQ and SQ need hnsw)"
+// +kubebuilder:validation:XValidation:rule="!has(self.compression) || !has(self.compression.rescoreLimit) || self.compression.type != 'BQ' || (has(self.vectorIndex) && self.vectorIndex.type == 'flat')",fieldPath=".compression.rescoreLimit",reason=FieldValueForbidden,message="BQ takes rescoreLimit on a flat vector index only"
 type IndexSpec struct {
 	// CorpusRef names the Corpus to index.
 	CorpusRef LocalObjectReference `json:"corpusRef"`
@@ -22,6 +24,18 @@ type IndexSpec struct {
 	// +optional
 	// +kubebuilder:default={type: "hnsw", distance: "cosine", efConstruction: 128, maxConnections: 32}
 	VectorIndex VectorIndexSpec `json:"vectorIndex,omitempty"`
+	// Replication keeps copies of each shard on several Weaviate nodes and sets the
+	// consistency level of the embedder's writes and the Evaluations' reads. The factor and
+	// asyncEnabled are part of the revision.
+	// +optional
+	Replication *ReplicationSpec `json:"replication,omitempty"`
+	// Sharding splits the collection over several Weaviate nodes; part of the revision.
+	// +optional
+	Sharding *ShardingSpec `json:"sharding,omitempty"`
+	// Compression quantizes the vectors the index searches (less memory, some recall);
+	// part of the revision.
+	// +optional
+	Compression *CompressionSpec `json:"compression,omitempty"`
 	// Rollout says when a newly built revision takes the alias.
 	// +optional
 	// +kubebuilder:default={policy: "Immediate", revisionHistoryLimit: 3}
@@ -149,6 +163,145 @@ type VectorIndexSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100000
 	Ef int32 `json:"ef,omitempty"`
+}
+
+// ConsistencyLevel is how many replicas of a shard must acknowledge a write or answer a read:
+// ONE, QUORUM (a majority, factor/2 + 1) or ALL.
+// +kubebuilder:validation:Enum=ONE;QUORUM;ALL
+type ConsistencyLevel string
+
+// Consistency levels.
+const (
+	ConsistencyOne    ConsistencyLevel = "ONE"
+	ConsistencyQuorum ConsistencyLevel = "QUORUM"
+	ConsistencyAll    ConsistencyLevel = "ALL"
+)
+
+// ReplicationSpec is the replication of a revision collection (Weaviate replication with
+// tunable consistency). With factor 3 and QUORUM writes and reads, one node can be lost without
+// failing a build or an Evaluation, and every read sees every acknowledged write.
+type ReplicationSpec struct {
+	// Factor is the number of copies of each shard, each on another node; at most the number
+	// of Weaviate nodes (collection creation fails otherwise). Part of the revision.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=15
+	Factor int32 `json:"factor,omitempty"`
+	// AsyncEnabled turns on asynchronous replication: replicas compare hash trees in the
+	// background and repair objects one of them missed, e.g. while its node was down. Part of
+	// the revision.
+	// +optional
+	AsyncEnabled bool `json:"asyncEnabled,omitempty"`
+	// WriteConsistency of the embedder's writes and deletes.
+	// +optional
+	// +kubebuilder:default=QUORUM
+	WriteConsistency ConsistencyLevel `json:"writeConsistency,omitempty"`
+	// ReadConsistency of Evaluation searches.
+	// +optional
+	// +kubebuilder:default=QUORUM
+	ReadConsistency ConsistencyLevel `json:"readConsistency,omitempty"`
+}
+
+// ShardingSpec is the sharding of a revision collection.
+type ShardingSpec struct {
+	// DesiredCount is the number of shards (each held by factor nodes); without sharding,
+	// Weaviate makes one shard per node.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	DesiredCount int32 `json:"desiredCount"`
+}
+
+// CompressionType is a vector quantizer of Weaviate 1.37.
+// +kubebuilder:validation:Enum=None;PQ;BQ;SQ;RQ
+type CompressionType string
+
+// Compression types.
+const (
+	// CompressionNone keeps float32 vectors (4 bytes per dimension).
+	CompressionNone CompressionType = "None"
+	// CompressionPQ is product quantization (Jégou et al. 2011): one byte per segment after
+	// training on trainingLimit vectors per shard; hnsw only.
+	CompressionPQ CompressionType = "PQ"
+	// CompressionBQ is binary quantization: one bit per dimension.
+	CompressionBQ CompressionType = "BQ"
+	// CompressionSQ is scalar quantization: one byte per dimension after training on
+	// trainingLimit vectors per shard; hnsw only.
+	CompressionSQ CompressionType = "SQ"
+	// CompressionRQ is rotational quantization: a random rotation, then bits (8 or 1) per
+	// dimension; no training.
+	CompressionRQ CompressionType = "RQ"
+)
+
+// CompressionSpec quantizes a revision collection's vectors. Unset numbers take Weaviate's
+// defaults (RQ 8 bits, PQ segments from the dimensions, training limit 100,000).
+// +kubebuilder:validation:XValidation:rule="!has(self.bits) || self.type == 'RQ'",fieldPath=".bits",reason=FieldValueForbidden,message="bits applies to RQ only"
+// +kubebuilder:validation:XValidation:rule="!has(self.segments) || self.type == 'PQ'",fieldPath=".segments",reason=FieldValueForbidden,message="segments applies to PQ only"
+// +kubebuilder:validation:XValidation:rule="!has(self.trainingLimit) || self.type in ['PQ', 'SQ']",fieldPath=".trainingLimit",reason=FieldValueForbidden,message="trainingLimit applies to PQ and SQ only"
+// +kubebuilder:validation:XValidation:rule="!has(self.rescoreLimit) || self.type in ['SQ', 'RQ', 'BQ']",fieldPath=".rescoreLimit",reason=FieldValueForbidden,message="rescoreLimit applies to SQ, RQ and BQ (flat) only"
+type CompressionSpec struct {
+	// Type None, PQ, BQ, SQ or RQ.
+	// +optional
+	// +kubebuilder:default=None
+	Type CompressionType `json:"type,omitempty"`
+	// Bits per dimension of RQ: 8 (4x smaller than float32) or 1 (32x smaller).
+	// +optional
+	// +kubebuilder:validation:Enum=1;8
+	Bits int32 `json:"bits,omitempty"`
+	// Segments of PQ: one byte each; must divide the model's dimensions.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4096
+	Segments int32 `json:"segments,omitempty"`
+	// TrainingLimit is how many vectors per shard PQ or SQ collect before training and
+	// compressing; vectors stay uncompressed until then.
+	// +optional
+	// +kubebuilder:validation:Minimum=1000
+	// +kubebuilder:validation:Maximum=10000000
+	TrainingLimit int32 `json:"trainingLimit,omitempty"`
+	// RescoreLimit is how many candidates found with compressed vectors are re-ranked with
+	// the uncompressed ones (more is closer to uncompressed recall, slower).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	RescoreLimit int32 `json:"rescoreLimit,omitempty"`
+}
+
+// ConditionUnderReplicated is an Index condition, True (abnormal) while a shard of the active
+// revision's collection has fewer ready replicas than the replication factor (a node is down
+// or has not rejoined); reason ShardsUnderReplicated, or ReplicasHealthy when False.
+const ConditionUnderReplicated = "UnderReplicated"
+
+// ReplicaHealth is the replication state of one shard of the active revision's collection.
+type ReplicaHealth struct {
+	// Shard is Weaviate's shard name.
+	Shard string `json:"shard"`
+	// ReadyReplicas is the number of live nodes that hold a loaded replica.
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// Nodes are those nodes.
+	// +optional
+	// +listType=set
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// ReplicationStatus is the replication and shard health of the active revision's collection,
+// read from Weaviate's nodes API.
+type ReplicationStatus struct {
+	// Factor is the replication factor wanted.
+	Factor int32 `json:"factor"`
+	// Shards is the number of shards of the collection.
+	Shards int32 `json:"shards"`
+	// UnderReplicatedShards counts shards with fewer ready replicas than the factor, those
+	// with none included.
+	UnderReplicatedShards int32 `json:"underReplicatedShards"`
+	// Replicas lists the shards that have a ready replica.
+	// +optional
+	// +listType=map
+	// +listMapKey=shard
+	Replicas []ReplicaHealth `json:"replicas,omitempty"`
+	// UpdateTime is when the nodes API was read.
+	// +optional
+	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
 }
 
 // RolloutPolicy says when a built revision takes the alias.
@@ -324,6 +477,9 @@ type IndexStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Revisions []RevisionStatus `json:"revisions,omitempty"`
+	// Replication is the replication and shard health of the active revision's collection.
+	// +optional
+	Replication *ReplicationStatus `json:"replication,omitempty"`
 	// LastHandledRetry is the value of the ragops.dev/retry annotation last acted on: a new
 	// value rebuilds a Failed revision once.
 	// +optional

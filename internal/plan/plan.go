@@ -80,6 +80,9 @@ type Source struct {
 type Weaviate struct {
 	URL         string `json:"url"`
 	GRPCAddress string `json:"grpcAddress,omitempty"`
+	// Consistency is the consistency level of the job's requests to a replicated collection:
+	// writes for a build, reads for an evaluation; empty leaves Weaviate's default.
+	Consistency ragopsv1alpha1.ConsistencyLevel `json:"consistency,omitempty"`
 }
 
 // Scan asks `ragops scan` to list a corpus source.
@@ -120,7 +123,11 @@ type Build struct {
 	ModelDir    string                              `json:"modelDir"`
 	Embedder    ragopsv1alpha1.EmbedderSpec         `json:"embedder"`
 	VectorIndex ragopsv1alpha1.VectorIndexSpec      `json:"vectorIndex"`
-	Weaviate    Weaviate                            `json:"weaviate"`
+	// Replication, Sharding and Compression shape the collection (Index spec fields).
+	Replication *ragopsv1alpha1.ReplicationSpec `json:"replication,omitempty"`
+	Sharding    *ragopsv1alpha1.ShardingSpec    `json:"sharding,omitempty"`
+	Compression *ragopsv1alpha1.CompressionSpec `json:"compression,omitempty"`
+	Weaviate    Weaviate                        `json:"weaviate"`
 	// OutageSeconds bounds how long the worker waits out an unavailable Weaviate before the
 	// shard fails (0: the worker's --weaviate-outage-wait, default 5 minutes).
 	OutageSeconds int64 `json:"outageSeconds,omitempty"`

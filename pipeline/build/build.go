@@ -132,12 +132,15 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 		return res, err
 	}
 	cfg.Outage = outagePolicy(log, o.OutageWait)
+	cfg.WriteConsistency = string(p.Weaviate.Consistency)
 	store, err := vectorstore.New(cfg)
 	if err != nil {
 		return res, err
 	}
-	if err := store.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: p.Collection, Revision: p.Revision, Dimensions: model.Dimension(),
-		Index: vectorIndex(p.VectorIndex)}); err != nil {
+	spec := vectorstore.CollectionSpec{Name: p.Collection, Revision: p.Revision, Dimensions: model.Dimension(),
+		Index: vectorIndex(p.VectorIndex)}
+	vectorstore.ApplyLayout(&spec, p.Replication, p.Sharding, p.Compression)
+	if err := store.EnsureCollection(ctx, spec); err != nil {
 		return res, err
 	}
 

@@ -84,6 +84,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (pla
 	if vcfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
 		return res, err
 	}
+	vcfg.ReadConsistency = string(p.Weaviate.Consistency)
 	store, err := vectorstore.New(vcfg)
 	if err != nil {
 		return res, err

@@ -176,7 +176,22 @@ func Launch(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	gossip, dataPort, raft, raftRPC, grpcPort, httpPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
+	gossip, dataPort, raft, raftRPC, grpcPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	s, err := launchNode(ctx, bin, opts, ports, Env("", grpcPort, gossip, dataPort, raft, raftRPC))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitReadyOrStop(ctx, opts); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// launchNode starts one server process with the port block [gossip, data, raft, raftRPC, gRPC,
+// HTTP], a new temporary data folder (set as PERSISTENCE_DATA_PATH over env's) and env plus
+// opts.ExtraEnv; it does not wait for readiness ([Server.waitReadyOrStop] does).
+func launchNode(ctx context.Context, bin string, opts Options, ports []int, env []string) (*Server, error) {
+	grpcPort, httpPort := ports[4], ports[5]
 	data, err := os.MkdirTemp("", "ragops-weaviate-")
 	if err != nil {
 		return nil, err
@@ -189,8 +204,9 @@ func Launch(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.bin = bin
 	s.args = []string{"--host", "127.0.0.1", "--port", strconv.Itoa(httpPort), "--scheme", "http"}
-	s.env = append(os.Environ(), Env(data, grpcPort, gossip, dataPort, raft, raftRPC)...)
+	s.env = append(os.Environ(), env...)
 	s.env = append(s.env, opts.ExtraEnv...)
+	s.env = append(s.env, "PERSISTENCE_DATA_PATH="+data)
 	s.out = s.tail
 	if opts.Log != nil {
 		s.out = io.MultiWriter(s.tail, opts.Log)
@@ -199,16 +215,21 @@ func Launch(ctx context.Context, opts Options) (*Server, error) {
 		os.RemoveAll(data)
 		return nil, err
 	}
+	return s, nil
+}
 
+// waitReadyOrStop waits for readiness (opts.ReadyTimeout, default 60 s); on failure it stops
+// the server, removes its folder and returns the error with the log tail.
+func (s *Server) waitReadyOrStop(ctx context.Context, opts Options) error {
 	timeout := opts.ReadyTimeout
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
 	if err := s.waitReady(ctx, timeout); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("%w\nweaviate log tail:\n%s", err, s.LogTail())
+		return fmt.Errorf("%w\nweaviate log tail:\n%s", err, s.LogTail())
 	}
-	return s, nil
+	return nil
 }
 
 // start runs the server process with the recorded binary, flags and environment.
