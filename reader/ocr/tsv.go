@@ -1,0 +1,115 @@
+package ocr
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Word is one word of Tesseract's TSV output (level 5 rows).
+type Word struct {
+	// Page, Block, Paragraph and Line number the word's place in Tesseract's layout.
+	Page, Block, Paragraph, Line int
+	// Left, Top, Width, Height are the bounding box in pixels.
+	Left, Top, Width, Height int
+	// Confidence is 0-100.
+	Confidence float64
+	Text       string
+}
+
+// ParseTSV reads Tesseract's TSV output (a header row, then level, page_num, block_num,
+// par_num, line_num, word_num, left, top, width, height, conf, text) and returns its words
+// with text, in order. Rows of other levels and words of blank text are left out.
+// Errors: a header or row of another shape.
+func ParseTSV(data []byte) ([]Word, error) {
+	lines := bytes.Split(data, []byte("\n"))
+	if len(lines) == 0 || !bytes.HasPrefix(lines[0], []byte("level\t")) {
+		return nil, fmt.Errorf("ocr: tesseract TSV output without header")
+	}
+	var words []Word
+	for n, l := range lines[1:] {
+		l = bytes.TrimRight(l, "\r")
+		if len(l) == 0 {
+			continue
+		}
+		f := strings.Split(string(l), "\t")
+		if len(f) != 12 {
+			return nil, fmt.Errorf("ocr: tesseract TSV row %d has %d fields, want 12", n+2, len(f))
+		}
+		if f[0] != "5" || strings.TrimSpace(f[11]) == "" {
+			continue
+		}
+		var iv [10]int
+		for i := range 10 {
+			v, err := strconv.Atoi(f[i])
+			if err != nil {
+				return nil, fmt.Errorf("ocr: tesseract TSV row %d field %d: %w", n+2, i+1, err)
+			}
+			iv[i] = v
+		}
+		conf, err := strconv.ParseFloat(f[10], 64)
+		if err != nil {
+			return nil, fmt.Errorf("ocr: tesseract TSV row %d confidence: %w", n+2, err)
+		}
+		words = append(words, Word{Page: iv[1], Block: iv[2], Paragraph: iv[3], Line: iv[4],
+			Left: iv[6], Top: iv[7], Width: iv[8], Height: iv[9], Confidence: max(conf, 0), Text: f[11]})
+	}
+	return words, nil
+}
+
+// headingLineRatio: the first line of a paragraph narrower than this fraction of the
+// paragraph's widest other line stands on its own (a heading or label set above its text).
+const headingLineRatio = 0.5
+
+// Blocks groups words into paragraphs (Tesseract's page, block and paragraph numbers),
+// each line's words joined by a space and the lines of a paragraph by a space. The first
+// line of a paragraph of several lines becomes a block of its own when it is narrower
+// than half the widest other line and does not end in sentence punctuation: Tesseract
+// sometimes puts a heading in the paragraph it heads, and the Heading strategy finds
+// headings line by line.
+func Blocks(words []Word) []string {
+	type ln struct {
+		text        []string
+		left, right int
+	}
+	var out []string
+	var para []ln
+	flush := func() {
+		if len(para) == 0 {
+			return
+		}
+		widest := 0
+		for _, l := range para[1:] {
+			widest = max(widest, l.right-l.left)
+		}
+		first := strings.Join(para[0].text, " ")
+		start := 0
+		if len(para) > 1 && float64(para[0].right-para[0].left) < headingLineRatio*float64(widest) &&
+			!strings.ContainsAny(first[len(first)-1:], ".,;:") {
+			out = append(out, first)
+			start = 1
+		}
+		var parts []string
+		for _, l := range para[start:] {
+			parts = append(parts, strings.Join(l.text, " "))
+		}
+		if len(parts) > 0 {
+			out = append(out, strings.Join(parts, " "))
+		}
+		para = para[:0]
+	}
+	for i, w := range words {
+		if i == 0 || w.Page != words[i-1].Page || w.Block != words[i-1].Block || w.Paragraph != words[i-1].Paragraph {
+			flush()
+		}
+		if i == 0 || len(para) == 0 || w.Line != words[i-1].Line {
+			para = append(para, ln{left: w.Left, right: w.Left + w.Width})
+		}
+		l := &para[len(para)-1]
+		l.text = append(l.text, w.Text)
+		l.left, l.right = min(l.left, w.Left), max(l.right, w.Left+w.Width)
+	}
+	flush()
+	return out
+}
