@@ -92,6 +92,7 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	}
 	rev.CorpusRevision = st.corpus.Status.Revision
 	rev.Skipped, rev.Message = nil, ""
+	rev.OCR = plan.SumOCR(results)
 	for _, br := range results {
 		for k, v := range br.Skipped {
 			if rev.Skipped == nil {

@@ -47,7 +47,7 @@ def wrap(text, f, width):
 
 
 def typeset(blocks, dpi):
-    """blocks: list of (kind, text), kind in {"title", "heading", "body"}. Returns page images
+    """blocks: list of (kind, text), kind in {"title", "heading", "body", "pagebreak"}. Returns page images
     (mode L, white background) and the source text of each page (blocks joined by blank lines)."""
     w, h = round(A4[0] * dpi), round(A4[1] * dpi)
     margin = round(0.9 * dpi)
@@ -69,6 +69,9 @@ def typeset(blocks, dpi):
 
     new_page()
     for kind, text in blocks:
+        if kind == "pagebreak":
+            new_page()
+            continue
         bold, pt = styles[kind]
         f = font(bold, pt, dpi)
         lh = round(pt * 1.45 * dpi / 72)
@@ -194,6 +197,7 @@ RAADSBESLUIT = [
              "het plein vrij voor voetgangers en markten; de autovrije zone verbetert de verkeersveiligheid bij de "
              "basisschool aan de Molenweg. Bewoners en ondernemers zijn in drie avonden geraadpleegd; hun opmerkingen over "
              "laden en lossen zijn verwerkt in venstertijden van 6.00 tot 11.00 uur."),
+    ("pagebreak", ""),
     ("heading", "Artikel 1 Inwerkingtreding"),
     ("body", "Dit besluit treedt in werking op de dag na bekendmaking in het Gemeenteblad."),
     ("heading", "Stemverhouding"),
@@ -255,7 +259,7 @@ def cmd_fixtures(a):
     # Dutch council resolution: two scanned pages, and the first page as image documents.
     pages, texts = typeset(RAADSBESLUIT, dpi)
     with open(os.path.join(out, "raadsbesluit-scan.txt"), "w") as fh:
-        fh.write("\n\n".join(texts) + "\n")
+        fh.write("\n\f\n".join(texts) + "\n")
     scanned = [degrade(p, rng, 1) for p in pages]
     save_pdf(scanned, os.path.join(out, "raadsbesluit-scan.pdf"), dpi, 60)
     small = scanned[0]
@@ -275,7 +279,7 @@ def cmd_fixtures(a):
         spages += p
         stexts += t
     with open(os.path.join(out, "scifact-scan.txt"), "w") as fh:
-        fh.write("\n\n".join(stexts) + "\n")
+        fh.write("\n\f\n".join(stexts) + "\n")
     save_pdf([degrade(p, rng, 1) for p in spages], os.path.join(out, "scifact-scan.pdf"), dpi, 60)
     # Bad input.
     buf = io.BytesIO()
