@@ -183,10 +183,58 @@ func readCorpus(path string) (map[string]record, error) {
 	return out, sc.Err()
 }
 
-// writeBEIR writes DIR/name/corpus.jsonl with recs and copies the queries and test qrels.
+// writeBEIR writes DIR/name/corpus.jsonl with recs and the queries of DIR/queries.jsonl
+// and DIR/qrels/test.tsv whose judged documents are all in recs (a subset read with -limit
+// or an interrupted scan keeps only fully judged queries).
 func writeBEIR(dir, name string, recs []record) error {
 	out := filepath.Join(dir, name)
 	if err := os.MkdirAll(filepath.Join(out, "qrels"), 0o755); err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, r := range recs {
+		have[r.ID] = true
+	}
+	qrels, err := os.ReadFile(filepath.Join(dir, "qrels", "test.tsv"))
+	if err != nil {
+		return err
+	}
+	complete := map[string]bool{}
+	var rows []string
+	for i, l := range strings.Split(strings.TrimSpace(string(qrels)), "\n") {
+		f := strings.Split(l, "\t")
+		if i == 0 || len(f) < 3 {
+			continue
+		}
+		if _, seen := complete[f[0]]; !seen {
+			complete[f[0]] = true
+		}
+		complete[f[0]] = complete[f[0]] && have[f[1]]
+		rows = append(rows, l)
+	}
+	qr := []string{"query-id\tcorpus-id\tscore"}
+	for _, l := range rows {
+		if complete[strings.SplitN(l, "\t", 2)[0]] {
+			qr = append(qr, l)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(out, "qrels", "test.tsv"), []byte(strings.Join(qr, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	queries, err := os.ReadFile(filepath.Join(dir, "queries.jsonl"))
+	if err != nil {
+		return err
+	}
+	var qs strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(string(queries)), "\n") {
+		var q struct {
+			ID string `json:"_id"`
+		}
+		if json.Unmarshal([]byte(l), &q) == nil && complete[q.ID] {
+			qs.WriteString(l + "\n")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(out, "queries.jsonl"), []byte(qs.String()), 0o644); err != nil {
 		return err
 	}
 	var sb strings.Builder
@@ -198,19 +246,7 @@ func writeBEIR(dir, name string, recs []record) error {
 		sb.Write(b)
 		sb.WriteByte('\n')
 	}
-	if err := os.WriteFile(filepath.Join(out, "corpus.jsonl"), []byte(sb.String()), 0o644); err != nil {
-		return err
-	}
-	for _, f := range []string{"queries.jsonl", filepath.Join("qrels", "test.tsv")} {
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(out, f), b, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return os.WriteFile(filepath.Join(out, "corpus.jsonl"), []byte(sb.String()), 0o644)
 }
 
 func evaluateBoth(dir, strat, url, grpc, model string) error {

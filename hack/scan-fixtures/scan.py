@@ -164,11 +164,6 @@ def cmd_scifact(a):
     with open(os.path.join(a.out, "corpus.jsonl"), "w") as fh:
         for d in keep:
             fh.write(json.dumps(docs[d]) + "\n")
-    for i, d in enumerate(keep):
-        pages, _ = typeset(scifact_blocks(docs[d]), a.dpi)
-        pages = [degrade(p, rng, a.level) for p in pages]
-        save_pdf(pages, os.path.join(a.out, "pdf", d + ".pdf"), a.dpi, a.quality)
-        pages_total += len(pages)
     with open(os.path.join(a.out, "queries.jsonl"), "w") as fh:
         for q in kept_q:
             fh.write(json.dumps(queries[q]) + "\n")
@@ -177,6 +172,13 @@ def cmd_scifact(a):
         for q, d, s in qrels:
             if q in kept_q:
                 fh.write(f"{q}\t{d}\t{s}\n")
+    # Queries first: hack/ocr-measure keeps those whose judged documents were all scanned,
+    # so an interrupted run is still usable.
+    for i, d in enumerate(keep):
+        pages, _ = typeset(scifact_blocks(docs[d]), a.dpi)
+        pages = [degrade(p, rng, a.level) for p in pages]
+        save_pdf(pages, os.path.join(a.out, "pdf", d + ".pdf"), a.dpi, a.quality)
+        pages_total += len(pages)
     print(f"{len(keep)} documents, {pages_total} pages, {len(kept_q)} queries -> {a.out}")
 
 

@@ -93,7 +93,7 @@ func TestOCRScannedPDFKeepsPagesAndHeadings(t *testing.T) {
 	}
 	for _, want := range []string{"Beslispunt 1", "Beslispunt 2", "Motivering", "Artikel 1 Inwerkingtreding", "Stemverhouding"} {
 		if _, ok := found[want]; !ok {
-			t.Errorf("no chunk under heading %q; headings found: %v", want, found)
+			t.Errorf("no chunk under heading %q; headings found: %v; page 2 text:\n%s", want, found, p2)
 		}
 	}
 	if pr := found["Stemverhouding"]; pr != [2]int{2, 2} {

@@ -58,16 +58,17 @@ func ParseTSV(data []byte) ([]Word, error) {
 	return words, nil
 }
 
-// headingLineRatio: the first line of a paragraph narrower than this fraction of the
-// paragraph's widest other line stands on its own (a heading or label set above its text).
+// headingLineRatio: a line narrower than this fraction of the widest other line of its
+// paragraph can stand on its own (a heading or label set above its text).
 const headingLineRatio = 0.5
 
 // Blocks groups words into paragraphs (Tesseract's page, block and paragraph numbers),
-// each line's words joined by a space and the lines of a paragraph by a space. The first
-// line of a paragraph of several lines becomes a block of its own when it is narrower
-// than half the widest other line and does not end in sentence punctuation: Tesseract
-// sometimes puts a heading in the paragraph it heads, and the Heading strategy finds
-// headings line by line.
+// each line's words joined by a space and the lines of a paragraph by a space. Tesseract
+// sometimes puts a heading in the paragraph it heads, or in the paragraph before it, and
+// the Heading strategy finds headings line by line; so a line becomes a block of its own
+// when it is followed by another line of the paragraph, is narrower than half the widest
+// other line, does not end in punctuation (".,;:") and starts the paragraph or follows a
+// line that ends a sentence (".!?:;").
 func Blocks(words []Word) []string {
 	type ln struct {
 		text        []string
@@ -79,23 +80,34 @@ func Blocks(words []Word) []string {
 		if len(para) == 0 {
 			return
 		}
-		widest := 0
-		for _, l := range para[1:] {
-			widest = max(widest, l.right-l.left)
+		texts := make([]string, len(para))
+		for i, l := range para {
+			texts[i] = strings.Join(l.text, " ")
 		}
-		first := strings.Join(para[0].text, " ")
-		start := 0
-		if len(para) > 1 && float64(para[0].right-para[0].left) < headingLineRatio*float64(widest) &&
-			!strings.ContainsAny(first[len(first)-1:], ".,;:") {
-			out = append(out, first)
-			start = 1
+		var cur []string
+		for i, l := range para {
+			widest := 0
+			for j, o := range para {
+				if j != i {
+					widest = max(widest, o.right-o.left)
+				}
+			}
+			t := texts[i]
+			alone := i+1 < len(para) && float64(l.right-l.left) < headingLineRatio*float64(widest) &&
+				!strings.ContainsAny(t[len(t)-1:], ".,;:") &&
+				(i == 0 || strings.ContainsAny(texts[i-1][len(texts[i-1])-1:], ".!?:;"))
+			if !alone {
+				cur = append(cur, t)
+				continue
+			}
+			if len(cur) > 0 {
+				out = append(out, strings.Join(cur, " "))
+				cur = nil
+			}
+			out = append(out, t)
 		}
-		var parts []string
-		for _, l := range para[start:] {
-			parts = append(parts, strings.Join(l.text, " "))
-		}
-		if len(parts) > 0 {
-			out = append(out, strings.Join(parts, " "))
+		if len(cur) > 0 {
+			out = append(out, strings.Join(cur, " "))
 		}
 		para = para[:0]
 	}
