@@ -14,6 +14,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/internal/plan"
 )
 
 // syncJobName names the sync Job of a corpus revision into a revision; after a retry
