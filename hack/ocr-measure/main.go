@@ -9,7 +9,7 @@
 //	DIR/born/  corpus.jsonl with the born-digital records, queries.jsonl, qrels/test.tsv
 //	DIR/ocr/   the same with each record's text replaced by its OCR text (no title field)
 //
-//	go run ./hack/ocr-measure -dir DIR [-dpi 300] [-min-confidence 70] [-limit N]
+//	go run ./hack/ocr-measure -dir DIR [-dpi 300] [-min-confidence 70] [-limit N] [-budget 30m]
 //
 // With -eval (and Weaviate at -weaviate/-grpc, ONNX Runtime in $RAGOPS_ONNXRUNTIME_LIB, the
 // model in -model) it builds both folders with -strategy from config/samples/demo and
@@ -55,6 +55,7 @@ func main() {
 		dpi      = flag.Int("dpi", ocr.DefaultDPI, "render DPI")
 		minConf  = flag.Float64("min-confidence", ocr.DefaultMinConfidence, "second-pass threshold")
 		limit    = flag.Int("limit", 0, "read only the first N documents (0: all)")
+		budget   = flag.Duration("budget", 0, "stop reading new documents after this long (0: none); the figures cover those read")
 		eval     = flag.Bool("eval", false, "also build and evaluate born/ and ocr/ (needs Weaviate)")
 		skipRead = flag.Bool("skip-read", false, "with -eval: reuse DIR/ocr from an earlier run")
 		strat    = flag.String("strategy", "recursive-128", "ChunkingStrategy of config/samples/demo/10-strategies.yaml")
@@ -68,7 +69,7 @@ func main() {
 		os.Exit(2)
 	}
 	if !*skipRead {
-		if err := read(*dir, *dpi, *minConf, *limit); err != nil {
+		if err := read(*dir, *dpi, *minConf, *limit, *budget); err != nil {
 			fmt.Fprintln(os.Stderr, "ocr-measure:", err)
 			os.Exit(1)
 		}
@@ -89,7 +90,7 @@ func cpuSeconds() float64 {
 	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
 }
 
-func read(dir string, dpi int, minConf float64, limit int) error {
+func read(dir string, dpi int, minConf float64, limit int, budget time.Duration) error {
 	ctx := context.Background()
 	src, err := readCorpus(filepath.Join(dir, "corpus.jsonl"))
 	if err != nil {
@@ -119,6 +120,10 @@ func read(dir string, dpi int, minConf float64, limit int) error {
 		worst, worstC = "", 0.0
 	)
 	for i, id := range ids {
+		if budget > 0 && time.Since(wall0) > budget {
+			fmt.Fprintf(os.Stderr, "budget of %s spent after %d of %d documents\n", budget, i, len(ids))
+			break
+		}
 		data, err := os.ReadFile(filepath.Join(dir, "pdf", id+".pdf"))
 		if err != nil {
 			return err
@@ -145,6 +150,7 @@ func read(dir string, dpi int, minConf float64, limit int) error {
 			worst, worstC = id, cer
 		}
 		ocrRecs = append(ocrRecs, record{ID: id, Text: doc.Text})
+		fmt.Fprintf(os.Stderr, "%s: %d pages, CER %.4f, OCR %+v\n", id, len(doc.Pages), cer, doc.OCR)
 		if (i+1)%25 == 0 {
 			fmt.Fprintf(os.Stderr, "%d/%d documents, %d pages, CER so far %.4f, %.1f s\n", i+1, len(ids), stats.Pages, edits/chars, time.Since(wall0).Seconds())
 		}

@@ -67,7 +67,9 @@ func TestOCRScannedPDFKeepsPagesAndHeadings(t *testing.T) {
 		t.Fatalf("%d pages, want 2", len(doc.Pages))
 	}
 	src := strings.TrimSpace(string(ocrFixture(t, "raadsbesluit-scan.txt")))
-	if cer := ocr.CharErrorRate(src, doc.Text); cer > 0.03 {
+	cer := ocr.CharErrorRate(src, doc.Text)
+	t.Logf("raadsbesluit-scan.pdf: character error rate %.4f, OCR %+v", cer, *doc.OCR)
+	if cer > 0.03 {
 		t.Errorf("character error rate %.4f, want <= 0.03\n%s", cer, doc.Text)
 	}
 	// Each page's range holds that page's text: the last heading of page 1 and the
@@ -112,7 +114,9 @@ func TestOCRScannedSciFact(t *testing.T) {
 	if doc.OCR == nil || doc.OCR.Pages != len(doc.Pages) || len(doc.Pages) < 2 {
 		t.Fatalf("OCR stats %+v over %d pages", doc.OCR, len(doc.Pages))
 	}
-	if cer := ocr.CharErrorRate(strings.Join(src, " "), doc.Text); cer > 0.03 {
+	cer := ocr.CharErrorRate(strings.Join(src, " "), doc.Text)
+	t.Logf("scifact-scan.pdf: character error rate %.4f, OCR %+v", cer, *doc.OCR)
+	if cer > 0.03 {
 		t.Errorf("character error rate %.4f, want <= 0.03\n%s", cer, doc.Text)
 	}
 }
@@ -130,7 +134,9 @@ func TestOCRImageDocuments(t *testing.T) {
 			if doc.OCR == nil || doc.OCR.Pages != 1 || len(doc.Pages) != 1 || doc.Pages[0].End != len(doc.Text) {
 				t.Fatalf("OCR %+v, pages %+v (text %d bytes)", doc.OCR, doc.Pages, len(doc.Text))
 			}
-			if cer := ocr.CharErrorRate(src, doc.Text); cer > 0.03 {
+			cer := ocr.CharErrorRate(src, doc.Text)
+			t.Logf("%s: character error rate %.4f", name, cer)
+			if cer > 0.03 {
 				t.Errorf("character error rate %.4f, want <= 0.03\n%s", cer, doc.Text)
 			}
 		})

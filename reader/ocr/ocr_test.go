@@ -60,6 +60,14 @@ func TestBlocksKeepsFullFirstLines(t *testing.T) {
 		// A heading inside a paragraph, after a line that ends a sentence.
 		{[]Word{w(1, 0, 1000, "Dit besluit treedt in werking."), w(2, 0, 300, "Stemverhouding"), w(3, 0, 1000, "Aangenomen met 23 stemmen")},
 			"Dit besluit treedt in werking.|Stemverhouding|Aangenomen met 23 stemmen"},
+		// A heading as the last line of the paragraph before it.
+		{[]Word{w(1, 0, 1000, "Dit besluit treedt in werking."), w(2, 0, 300, "Stemverhouding")},
+			"Dit besluit treedt in werking.|Stemverhouding"},
+		// A speck read as a quote before a heading goes; a quotation keeps its marks.
+		{[]Word{w(1, 0, 300, "„Artikel"), w(1, 310, 20, "1"), w(2, 0, 1000, "Dit besluit treedt in werking.")},
+			"Artikel 1|Dit besluit treedt in werking."},
+		{[]Word{w(1, 0, 1000, "„Wij"), w(1, 0, 1000, "besluiten”,"), w(1, 0, 1000, "zei hij.")},
+			"„Wij besluiten”, zei hij."},
 		// A short line in mid-sentence is no heading.
 		{[]Word{w(1, 0, 1000, "De raad van de gemeente"), w(2, 0, 300, "Zuidervaart"), w(3, 0, 1000, "besluit")},
 			"De raad van de gemeente Zuidervaart besluit"},

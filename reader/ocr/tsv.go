@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Word is one word of Tesseract's TSV output (level 5 rows).
@@ -65,10 +67,11 @@ const headingLineRatio = 0.5
 // Blocks groups words into paragraphs (Tesseract's page, block and paragraph numbers),
 // each line's words joined by a space and the lines of a paragraph by a space. Tesseract
 // sometimes puts a heading in the paragraph it heads, or in the paragraph before it, and
-// the Heading strategy finds headings line by line; so a line becomes a block of its own
-// when it is followed by another line of the paragraph, is narrower than half the widest
-// other line, does not end in punctuation (".,;:") and starts the paragraph or follows a
-// line that ends a sentence (".!?:;").
+// the Heading strategy finds headings line by line; so a line of a paragraph of several
+// lines becomes a block of its own when it is narrower than half the widest other line,
+// does not end in punctuation (".,;:") and starts the paragraph or follows a line that ends
+// a sentence (".!?:;"). A speck read as an opening quote or bullet before a capital at the
+// start of a line ("„Artikel 1") is dropped when the line has no closing quote.
 func Blocks(words []Word) []string {
 	type ln struct {
 		text        []string
@@ -93,7 +96,7 @@ func Blocks(words []Word) []string {
 				}
 			}
 			t := texts[i]
-			alone := i+1 < len(para) && float64(l.right-l.left) < headingLineRatio*float64(widest) &&
+			alone := len(para) > 1 && float64(l.right-l.left) < headingLineRatio*float64(widest) &&
 				!strings.ContainsAny(t[len(t)-1:], ".,;:") &&
 				(i == 0 || strings.ContainsAny(texts[i-1][len(texts[i-1])-1:], ".!?:;"))
 			if !alone {
@@ -119,9 +122,41 @@ func Blocks(words []Word) []string {
 			para = append(para, ln{left: w.Left, right: w.Left + w.Width})
 		}
 		l := &para[len(para)-1]
-		l.text = append(l.text, w.Text)
+		text := w.Text
+		if len(l.text) == 0 {
+			text = stripSpeck(text, words[i:])
+		}
+		if text == "" {
+			continue
+		}
+		l.text = append(l.text, text)
 		l.left, l.right = min(l.left, w.Left), max(l.right, w.Left+w.Width)
 	}
 	flush()
 	return out
+}
+
+// speckRunes are the marks a speck of dust at the start of a line is often read as.
+const speckRunes = "„‚\"'‘’“”•·|~_«»"
+
+// stripSpeck drops leading speck marks from word, the first of a line, when a capital
+// letter follows them and the rest of the line (rest, starting with word) holds no
+// closing quote that would pair with an opening one.
+func stripSpeck(word string, rest []Word) string {
+	trimmed := strings.TrimLeft(word, speckRunes)
+	if trimmed == word || trimmed == "" {
+		return word
+	}
+	if r, _ := utf8.DecodeRuneInString(trimmed); !unicode.IsUpper(r) {
+		return word
+	}
+	for _, w := range rest {
+		if w.Line != rest[0].Line || w.Paragraph != rest[0].Paragraph || w.Block != rest[0].Block {
+			break
+		}
+		if strings.ContainsAny(w.Text, "\"”’»") && w.Text != word {
+			return word
+		}
+	}
+	return trimmed
 }
