@@ -14,7 +14,10 @@
 // With -eval (and Weaviate at -weaviate/-grpc, ONNX Runtime in $RAGOPS_ONNXRUNTIME_LIB, the
 // model in -model) it builds both folders with -strategy from config/samples/demo and
 // evaluates recall@10 and nDCG@10 on the test split, in process (pipeline/build.Run and
-// pipeline/evaluate.Run).
+// pipeline/evaluate.Run). With -distractors (the default) both corpora also hold, born-digital,
+// every record of DIR/corpus.jsonl that was not read by OCR, so the two differ only in the
+// scanned documents' text and retrieval runs against a pool of the usual size; the queries are
+// those whose judged documents were all read by OCR.
 package main
 
 import (
@@ -62,6 +65,7 @@ func main() {
 		url      = flag.String("weaviate", "http://127.0.0.1:18080", "Weaviate HTTP URL")
 		grpc     = flag.String("grpc", "127.0.0.1:18079", "Weaviate gRPC address")
 		model    = flag.String("model", ".cache/models/all-minilm-l6-v2", "embedding model folder")
+		pool     = flag.Bool("distractors", true, "with -eval: add the records of DIR/corpus.jsonl that were not read, born-digital, to both corpora")
 	)
 	flag.Parse()
 	if *dir == "" {
@@ -75,7 +79,7 @@ func main() {
 		}
 	}
 	if *eval {
-		if err := evaluateBoth(*dir, *strat, *url, *grpc, *model); err != nil {
+		if err := evaluateBoth(*dir, *strat, *url, *grpc, *model, *pool); err != nil {
 			fmt.Fprintln(os.Stderr, "ocr-measure:", err)
 			os.Exit(1)
 		}
@@ -255,8 +259,13 @@ func writeBEIR(dir, name string, recs []record) error {
 	return os.WriteFile(filepath.Join(out, "corpus.jsonl"), []byte(sb.String()), 0o644)
 }
 
-func evaluateBoth(dir, strat, url, grpc, model string) error {
+func evaluateBoth(dir, strat, url, grpc, model string, distractors bool) error {
 	ctx := context.Background()
+	if distractors {
+		if err := addDistractors(dir); err != nil {
+			return err
+		}
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	spec, err := strategy(strat)
 	if err != nil {
@@ -265,10 +274,14 @@ func evaluateBoth(dir, strat, url, grpc, model string) error {
 	lib := os.Getenv("RAGOPS_ONNXRUNTIME_LIB")
 	weaviate := plan.Weaviate{URL: url, GRPCAddress: grpc}
 	emb := ragopsv1alpha1.EmbedderSpec{Device: "cpu", Threads: 1, BatchTokens: 8192}
-	fmt.Printf("\n| corpus (%s, %s, dense) | documents | chunks | recall@10 | nDCG@10 |\n|---|---:|---:|---:|---:|\n", strat, filepath.Base(model))
-	for _, name := range []string{"born", "ocr"} {
+	names := []string{"born", "ocr"}
+	if distractors {
+		names = []string{"born+pool", "ocr+pool"}
+	}
+	fmt.Printf("\n| corpus (%s, %s, dense) | documents | chunks | queries | recall@10 | nDCG@10 |\n|---|---:|---:|---:|---:|---:|\n", strat, filepath.Base(model))
+	for _, name := range names {
 		data := filepath.Join(dir, name)
-		collection := "OcrMeasure_" + name
+		collection := "OcrMeasure_" + strings.ReplaceAll(name, "+", "_")
 		b, err := build.Run(ctx, log, plan.Build{
 			Version: plan.Version, Namespace: "measure", Index: name, Revision: "m1", Collection: collection, Shards: 1,
 			Source:   plan.Source{Dir: data, Format: ragopsv1alpha1.FormatBEIR, Include: []string{"corpus.jsonl"}},
@@ -293,7 +306,7 @@ func evaluateBoth(dir, strat, url, grpc, model string) error {
 		}
 		for _, m := range r.Metrics {
 			if m.K == 10 {
-				fmt.Printf("| %s | %d | %d | %.4f | %.4f |\n", name, b.Documents, b.Chunks, m.Recall, m.NDCG)
+				fmt.Printf("| %s | %d | %d | %d | %.4f | %.4f |\n", name, b.Documents, b.Chunks, r.Queries, m.Recall, m.NDCG)
 			}
 		}
 	}
@@ -313,4 +326,60 @@ func strategy(name string) (ragopsv1alpha1.ChunkingStrategySpec, error) {
 		}
 	}
 	return ragopsv1alpha1.ChunkingStrategySpec{}, fmt.Errorf("no ChunkingStrategy %q in config/samples/demo/10-strategies.yaml", name)
+}
+
+// addDistractors writes DIR/born+pool and DIR/ocr+pool: DIR/born and DIR/ocr plus every
+// record of DIR/corpus.jsonl that was not read by OCR, born-digital in both, with the queries
+// and qrels of DIR/born (whose judged documents were all read by OCR). The two corpora then
+// differ only in the scanned documents' text.
+func addDistractors(dir string) error {
+	all, err := readCorpus(filepath.Join(dir, "corpus.jsonl"))
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{"born", "ocr"} {
+		recs, err := readCorpus(filepath.Join(dir, name, "corpus.jsonl"))
+		if err != nil {
+			return err
+		}
+		var out []record
+		ids := make([]string, 0, len(all))
+		for id := range all {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			if r, ok := recs[id]; ok {
+				out = append(out, r)
+			} else {
+				out = append(out, all[id])
+			}
+		}
+		dst := filepath.Join(dir, name+"+pool")
+		if err := os.MkdirAll(filepath.Join(dst, "qrels"), 0o755); err != nil {
+			return err
+		}
+		var sb strings.Builder
+		for _, r := range out {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			sb.Write(b)
+			sb.WriteByte('\n')
+		}
+		if err := os.WriteFile(filepath.Join(dst, "corpus.jsonl"), []byte(sb.String()), 0o644); err != nil {
+			return err
+		}
+		for _, f := range []string{"queries.jsonl", filepath.Join("qrels", "test.tsv")} {
+			b, err := os.ReadFile(filepath.Join(dir, "born", f))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
