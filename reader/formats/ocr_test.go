@@ -28,7 +28,10 @@ func ocrReaders(t *testing.T, o ocr.Options) *formats.Readers {
 	if o.Mode == "" {
 		o.Mode = ocr.Auto
 	}
-	r, err := formats.New(context.Background(), formats.Options{PDF: pdfOptions(), OCR: o})
+	// The compiled PDFium module is cached across the readers these tests start.
+	po := pdfOptions()
+	po.CacheDir = filepath.Join(os.TempDir(), "ragops-test-pdfium-cache")
+	r, err := formats.New(context.Background(), formats.Options{PDF: po, OCR: o})
 	if err != nil {
 		t.Fatal(err)
 	}
