@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1.7
 #
 # The ragops image: one binary (`ragops manager`, `ragops embed`, `ragops evaluate`, ...) and
-# the ONNX Runtime shared library with the CUDA execution provider.
+# the ONNX Runtime shared library with the CUDA execution provider, and Tesseract for OCR.
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always) -t ghcr.io/ragops/ragops:<tag> .
 #
@@ -48,9 +48,16 @@ RUN pip download --no-cache-dir --quiet --no-deps --only-binary=:all: --python-v
 # execution provider links against. Runs as 65532 with a read-only root file system; the
 # only writes go to /tmp (an emptyDir in the pods).
 FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu24.04
+# Tesseract 5 with the Dutch and English models for the OCR stage (reader/ocr): the same
+# packages hack/prepare.d/tesseract.sh installs for the tests.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      tesseract-ocr tesseract-ocr-nld tesseract-ocr-eng \
+ && rm -rf /var/lib/apt/lists/*
 COPY --from=onnxruntime /out/ /usr/local/lib/onnxruntime/
 COPY --from=build /out/ragops /usr/local/bin/ragops
 ENV RAGOPS_ONNXRUNTIME_LIB=/usr/local/lib/onnxruntime/libonnxruntime.so \
+    RAGOPS_TESSERACT=/usr/bin/tesseract \
     TMPDIR=/tmp \
     HOME=/tmp
 USER 65532:65532

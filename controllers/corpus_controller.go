@@ -397,6 +397,7 @@ func (r *CorpusReconciler) scanWorkload(c *ragopsv1alpha1.Corpus, trigger string
 // corpusSource fills a plan.Source and the workload's mounts and credentials for a Corpus.
 func corpusSource(w *workload, c *ragopsv1alpha1.Corpus, src *plan.Source) {
 	src.Format, src.Include, src.Exclude, src.MaxDocumentBytes = c.Spec.Format, c.Spec.Include, c.Spec.Exclude, c.Spec.MaxDocumentBytes
+	src.OCR = c.Spec.OCR
 	src.Dir = sourceMounts(w, "corpus", plan.CorpusDir, c.Spec.PVC, c.Spec.ConfigMap)
 	src.HTTP, src.S3, src.Git = c.Spec.HTTP, c.Spec.S3, c.Spec.Git
 	headerMounts(w, c.Spec.HTTP)

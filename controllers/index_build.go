@@ -187,6 +187,7 @@ func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildR
 	if len(skipped) > 0 {
 		rev.Skipped = skipped
 	}
+	rev.OCR = plan.SumOCR(results)
 	if job.Status.CompletionTime != nil {
 		rev.CompletionTime = job.Status.CompletionTime.DeepCopy()
 	} else {
@@ -272,7 +273,7 @@ func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev 
 	rev.Phase = ragopsv1alpha1.RevisionBuilding
 	rev.Message = fmt.Sprintf("%s: rebuilding (attempt %d)", why, rev.Attempt)
 	rev.CorpusRevision = st.corpus.Status.Revision
-	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped, rev.IncompleteRuns = 0, 0, 0, 0, nil, 0
+	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped, rev.IncompleteRuns, rev.OCR = 0, 0, 0, 0, nil, 0, nil
 	rev.CreationTime, rev.CompletionTime = ptr.To(metav1.Now()), nil
 	if idx.Status.ActiveRevision == rev.Name {
 		// Nothing serves now; the rebuilt revision takes the alias without a gate.

@@ -13,6 +13,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/internal/plan"
 )
 
 // syncJobName names the sync Job of a corpus revision into a revision; after a retry
@@ -95,6 +96,7 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	}
 	rev.CorpusRevision = st.corpus.Status.Revision
 	rev.Skipped, rev.Message = nil, ""
+	rev.OCR = plan.SumOCR(results)
 	for _, br := range results {
 		for k, v := range br.Skipped {
 			if rev.Skipped == nil {

@@ -90,6 +90,9 @@ else
 	model=$(hack/export-model/export.sh | tail -n1)
 fi
 [[ -f "$model/model.onnx" ]] || die "model $model_name not prepared"
+# The worker pods run on this machine: a Corpus with scanned PDFs or images needs Tesseract
+# (installed with apt-get when missing, as the tests do).
+export "$(hack/prepare.d/tesseract.sh | tail -n1)"
 echo "library $lib"
 echo "model   $model"
 

@@ -12,10 +12,12 @@
 // modulo whitespace.
 //
 // A document that cannot be read is reported with a *SkipError whose Reason (Encrypted,
-// Corrupt, Empty, NoTextLayer, TooLarge, Unsupported) lets a build skip it, count it by
-// reason and name it in the logs instead of stopping.
+// Corrupt, Empty, NoTextLayer, TooLarge, Unsupported, OCRFailed) lets a build skip it, count
+// it by reason and name it in the logs instead of stopping.
 //
 // Format readers live in subpackages (reader/markup for text, Markdown and HTML,
-// reader/office for DOCX and ODT, reader/pdf for PDF, reader/beir for BEIR corpus.jsonl);
-// reader/formats wires them all into one Mux.
+// reader/office for DOCX and ODT, reader/pdf for PDF, reader/beir for BEIR corpus.jsonl,
+// reader/imagedoc for scanned pages stored as images); reader/ocr recognises scanned pages
+// with Tesseract for reader/pdf and reader/imagedoc; reader/formats wires them all into one
+// Mux.
 package reader

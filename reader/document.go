@@ -16,6 +16,26 @@ type Document struct {
 	Outline []Heading `json:"outline,omitempty"`
 	// Pages lists page boundaries in order; empty for formats without pages.
 	Pages []Page `json:"pages,omitempty"`
+	// OCR counts the pages whose text came from OCR; nil when none did.
+	OCR *OCRStats `json:"ocr,omitempty"`
+}
+
+// OCRStats counts a document's pages read by OCR (reader/ocr).
+type OCRStats struct {
+	// Pages read by OCR.
+	Pages int `json:"pages"`
+	// SecondPass counts the pages whose first pass had a mean word confidence under the
+	// threshold and were recognised a second time.
+	SecondPass int `json:"secondPass,omitempty"`
+	// LowConfidence counts the pages still under the threshold after the second pass.
+	LowConfidence int `json:"lowConfidence,omitempty"`
+}
+
+// Add adds o's counts to s.
+func (s *OCRStats) Add(o OCRStats) {
+	s.Pages += o.Pages
+	s.SecondPass += o.SecondPass
+	s.LowConfidence += o.LowConfidence
 }
 
 // Heading is one entry of a document's outline.

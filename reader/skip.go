@@ -22,12 +22,16 @@ const (
 	NoTextLayer SkipReason = "NoTextLayer"
 	// TooLarge: more bytes than the configured limit.
 	TooLarge SkipReason = "TooLarge"
-	// Unsupported: a media type no reader handles (images, legacy .doc, EPUB, ...).
+	// Unsupported: a media type no reader handles (images without OCR, legacy .doc, EPUB,
+	// multi-page TIFF, ...).
 	Unsupported SkipReason = "Unsupported"
+	// OCRFailed: text recognition (Tesseract) failed, or ran past its time budget, on a
+	// page that needed it.
+	OCRFailed SkipReason = "OCRFailed"
 )
 
 // SkipReasons lists every SkipReason, for initialising counters.
-var SkipReasons = []SkipReason{Encrypted, Corrupt, Empty, NoTextLayer, TooLarge, Unsupported}
+var SkipReasons = []SkipReason{Encrypted, Corrupt, Empty, NoTextLayer, TooLarge, Unsupported, OCRFailed}
 
 // SkipError reports a document that must be skipped, with the reason.
 type SkipError struct {

@@ -25,6 +25,10 @@ const (
 	MediaTypeOOXMLEncrypted = "application/x-ooxml-encrypted"
 	// MediaTypeZip is a ZIP archive that is none of the document containers above.
 	MediaTypeZip = "application/zip"
+	// Image media types: scanned pages read by OCR (reader/imagedoc).
+	MediaTypePNG  = "image/png"
+	MediaTypeJPEG = "image/jpeg"
+	MediaTypeTIFF = "image/tiff"
 )
 
 // sniffMarkdownBytes is how much of a text document Sniff searches for Markdown syntax.
@@ -57,6 +61,9 @@ func Sniff(data []byte) string {
 	}
 	if bytes.HasPrefix(data, []byte("PK\x03\x04")) || bytes.HasPrefix(data, []byte("PK\x05\x06")) {
 		return sniffZip(data)
+	}
+	if bytes.HasPrefix(data, []byte("II*\x00")) || bytes.HasPrefix(data, []byte("MM\x00*")) {
+		return MediaTypeTIFF // TIFF 6.0 section 2 byte order and magic 42; net/http does not sniff it
 	}
 	mt := http.DetectContentType(data)
 	if i := strings.IndexByte(mt, ';'); i >= 0 {

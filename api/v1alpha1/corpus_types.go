@@ -68,6 +68,61 @@ type CorpusSpec struct {
 	// Suspend stops resyncs.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+	// OCR configures text recognition (Tesseract) of scanned PDF pages and of image
+	// documents (PNG, JPEG, TIFF).
+	// +optional
+	// +kubebuilder:default={}
+	OCR *OCRSpec `json:"ocr,omitempty"`
+}
+
+// OCRMode says which pages are read by OCR.
+// +kubebuilder:validation:Enum=Auto;Always;Never
+type OCRMode string
+
+// The OCR modes.
+const (
+	// OCRAuto reads by OCR the PDF pages without a text layer that hold images, and image
+	// documents.
+	OCRAuto OCRMode = "Auto"
+	// OCRAlways reads every PDF page by OCR, ignoring its text layer, and image documents.
+	OCRAlways OCRMode = "Always"
+	// OCRNever reads nothing by OCR: PDFs without a text layer are skipped as NoTextLayer
+	// and images as Unsupported.
+	OCRNever OCRMode = "Never"
+)
+
+// OCRSpec configures text recognition of scanned pages (reader/ocr: Tesseract 5 through its
+// command line). A page whose mean word confidence is under MinConfidence is recognised a
+// second time from a cleaned-up image, keeping the better pass.
+type OCRSpec struct {
+	// Mode says which pages are read by OCR.
+	// +optional
+	// +kubebuilder:default=Auto
+	Mode OCRMode `json:"mode,omitempty"`
+	// Languages are Tesseract language codes (ISO 639-2/T, with a script suffix for some:
+	// chi_sim), tried together in this order. The worker image carries nld and eng.
+	// +optional
+	// +kubebuilder:default={"nld","eng"}
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:Pattern=`^[a-z]{3}(_[a-z]+)?$`
+	// +kubebuilder:validation:items:MaxLength=16
+	Languages []string `json:"languages,omitempty"`
+	// DPI is the resolution (pixels per inch) PDF pages are rendered at for OCR; 300 suits
+	// body text of 8 points and up. Pages over 60 megapixels are rendered at a lower DPI.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=72
+	// +kubebuilder:validation:Maximum=600
+	DPI int32 `json:"dpi,omitempty"`
+	// MinConfidence (0-100): pages whose mean word confidence is under it get a second
+	// pass; pages still under it after that are counted in the revision's status.
+	// +optional
+	// +kubebuilder:default=70
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MinConfidence int32 `json:"minConfidence,omitempty"`
 }
 
 // S3Source is a bucket of an S3-compatible object store.

@@ -397,9 +397,12 @@ type RevisionStatus struct {
 	// TokensPerSecond of the build, over all shards.
 	// +optional
 	TokensPerSecond int64 `json:"tokensPerSecond,omitempty"`
-	// Skipped counts documents left out, by reason (Encrypted, Corrupt, Empty, NoTextLayer, TooLarge, ...).
+	// Skipped counts documents left out, by reason (Encrypted, Corrupt, Empty, NoTextLayer, TooLarge, OCRFailed, ...).
 	// +optional
 	Skipped map[string]int64 `json:"skipped,omitempty"`
+	// OCR counts the pages read by OCR in the revision's last build or corpus sync.
+	// +optional
+	OCR *OCRStatus `json:"ocr,omitempty"`
 	// GateRecall is the gating Evaluation's recall@10 of this revision, rounded to 4 decimals.
 	// +optional
 	GateRecall *float64 `json:"gateRecall,omitempty"`
@@ -423,6 +426,20 @@ type RevisionStatus struct {
 	// documents are embedded again. After 3 the build fails (the sync stalls) naming the counts.
 	// +optional
 	IncompleteRuns int32 `json:"incompleteRuns,omitempty"`
+}
+
+// OCRStatus counts pages read by OCR (Corpus spec.ocr).
+type OCRStatus struct {
+	// Pages read by OCR.
+	// +optional
+	Pages int64 `json:"pages,omitempty"`
+	// SecondPass counts pages whose first pass had a mean word confidence under
+	// minConfidence and were recognised a second time.
+	// +optional
+	SecondPass int64 `json:"secondPass,omitempty"`
+	// LowConfidence counts pages still under minConfidence after the second pass.
+	// +optional
+	LowConfidence int64 `json:"lowConfidence,omitempty"`
 }
 
 // BuildProgress is the progress of the running build.

@@ -74,6 +74,9 @@ type Source struct {
 	Exclude []string `json:"exclude,omitempty"`
 	// MaxDocumentBytes skips larger documents (0: no limit).
 	MaxDocumentBytes int64 `json:"maxDocumentBytes,omitempty"`
+	// OCR configures text recognition of scanned pages; nil means the API defaults (Auto,
+	// nld+eng, 300 DPI, minConfidence 70).
+	OCR *ragopsv1alpha1.OCRSpec `json:"ocr,omitempty"`
 }
 
 // Weaviate is a Weaviate endpoint; the API key, if any, is in $WEAVIATE_API_KEY.
@@ -159,6 +162,8 @@ type BuildResult struct {
 
 	// TruncatedChunks counts chunks cut to the model's positions (embedder.Stats.TruncatedChunks).
 	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
+	// OCR counts the pages read by OCR (reader.OCRStats summed over the shard's documents).
+	OCR *ragopsv1alpha1.OCRStatus `json:"ocr,omitempty"`
 }
 
 // Evaluate asks `ragops evaluate` to run a dataset's queries against a collection or alias.
@@ -263,4 +268,21 @@ func WriteResult(path string, v any) error {
 		return fmt.Errorf("result is %d bytes, over the %d-byte termination message limit", len(raw), MaxTerminationMessage)
 	}
 	return os.WriteFile(path, raw, 0o644)
+}
+
+// SumOCR adds the shards' OCR page counts; nil when no shard read a page by OCR.
+func SumOCR(results []BuildResult) *ragopsv1alpha1.OCRStatus {
+	var out *ragopsv1alpha1.OCRStatus
+	for _, br := range results {
+		if br.OCR == nil {
+			continue
+		}
+		if out == nil {
+			out = &ragopsv1alpha1.OCRStatus{}
+		}
+		out.Pages += br.OCR.Pages
+		out.SecondPass += br.OCR.SecondPass
+		out.LowConfidence += br.OCR.LowConfidence
+	}
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 )
 
 // Defect 11 of issue 16: a plan of another version, or with a field this worker does not
@@ -39,5 +41,21 @@ func TestReadRefusesOtherVersionsAndUnknownFields(t *testing.T) {
 		if _, err := read(raw); err == nil {
 			t.Errorf("%s: read without error", name)
 		}
+	}
+}
+
+// SumOCR adds the shards' page counts; shards that read nothing by OCR add nothing, and no
+// OCR at all gives nil (status without an ocr block).
+func TestSumOCR(t *testing.T) {
+	if got := SumOCR([]BuildResult{{Shard: 0}, {Shard: 1}}); got != nil {
+		t.Errorf("no OCR: %+v, want nil", got)
+	}
+	got := SumOCR([]BuildResult{
+		{Shard: 0, OCR: &ragopsv1alpha1.OCRStatus{Pages: 7, SecondPass: 2, LowConfidence: 1}},
+		{Shard: 1},
+		{Shard: 2, OCR: &ragopsv1alpha1.OCRStatus{Pages: 5, SecondPass: 1}},
+	})
+	if want := (ragopsv1alpha1.OCRStatus{Pages: 12, SecondPass: 3, LowConfidence: 1}); got == nil || *got != want {
+		t.Errorf("SumOCR = %+v, want %+v", got, want)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/ragops/ragops/pipeline/progress"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/formats"
+	"github.com/ragops/ragops/reader/ocr"
 	"github.com/ragops/ragops/reader/pdf"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -65,11 +66,12 @@ type lazyReaders struct {
 	r    *formats.Readers
 	err  error
 	max  int
+	ocr  ocr.Options
 }
 
 func (l *lazyReaders) Read(ctx context.Context, data []byte) (reader.Document, error) {
 	l.once.Do(func() {
-		l.r, l.err = formats.New(ctx, formats.Options{MaxBytes: l.max, PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "pdfium-cache")}})
+		l.r, l.err = formats.New(ctx, formats.Options{MaxBytes: l.max, PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "pdfium-cache")}, OCR: l.ocr})
 	})
 	if l.err != nil {
 		return reader.Document{}, &ReadersError{Err: l.err}
@@ -146,7 +148,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 
 	readers := o.Readers
 	if readers == nil {
-		lazy := &lazyReaders{max: int(p.Source.MaxDocumentBytes)}
+		lazy := &lazyReaders{max: int(p.Source.MaxDocumentBytes), ocr: ocrOptions(p.Source.OCR)}
 		defer lazy.Close()
 		readers = lazy
 	}
@@ -237,6 +239,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 			shardChunks += int64(st.Chunks)
 			return nil
 		}
+		addOCR(&res, d.Doc.OCR)
 		chunks, err := docchunk.Chunk(ctx, chunker, d.Doc)
 		if err != nil {
 			res.Skipped["ChunkingFailed"]++
@@ -330,6 +333,33 @@ func outagePolicy(log *slog.Logger, wait time.Duration) vectorstore.OutagePolicy
 		wait = vectorstore.DefaultOutageWait
 	}
 	return vectorstore.OutagePolicy{Wait: wait, Log: log}
+}
+
+// ocrOptions maps a Corpus's OCR settings to the reader's; nil (a plan written before the
+// field existed) means the API defaults.
+func ocrOptions(spec *ragopsv1alpha1.OCRSpec) ocr.Options {
+	if spec == nil {
+		return ocr.Options{Mode: ocr.Auto}
+	}
+	// minConfidence 0 asks for no second pass; the reader takes 0 as its default.
+	o := ocr.Options{Mode: ocr.Mode(spec.Mode), Languages: spec.Languages, DPI: int(spec.DPI), MinConfidence: max(float64(spec.MinConfidence), 1e-9)}
+	if o.Mode == "" {
+		o.Mode = ocr.Auto
+	}
+	return o
+}
+
+// addOCR adds a document's OCR page counts to the shard's result.
+func addOCR(res *plan.BuildResult, s *reader.OCRStats) {
+	if s == nil {
+		return
+	}
+	if res.OCR == nil {
+		res.OCR = &ragopsv1alpha1.OCRStatus{}
+	}
+	res.OCR.Pages += int64(s.Pages)
+	res.OCR.SecondPass += int64(s.SecondPass)
+	res.OCR.LowConfidence += int64(s.LowConfidence)
 }
 
 // vectorIndex maps the Index's vector index settings to the store's; the HNSW parameters

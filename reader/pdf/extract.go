@@ -16,6 +16,7 @@ import (
 	"github.com/klippa-app/go-pdfium/requests"
 	"github.com/klippa-app/go-pdfium/responses"
 	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/reader/ocr"
 )
 
 // line is one text line as PDFium's text page gives it.
@@ -27,6 +28,9 @@ type line struct {
 	// smallDigits: the line holds only digits set smaller than the text around it (a
 	// footnote number on a line of its own).
 	smallDigits bool
+	// block: a paragraph recognised by OCR, written as a block of its own (no font, so
+	// never a heading by typography nor joined to its neighbours).
+	block bool
 }
 
 // pchar is one character with its font size (points, rounded to 0.5) and weight.
@@ -180,8 +184,8 @@ type styleKey struct {
 	bold bool
 }
 
-// extract reads every page's lines, then lays them out with the outline.
-func extract(ctx context.Context, inst pdfium.Pdfium, data []byte, mediaType string) (reader.Document, error) {
+// extract reads every page's lines (by OCR where needed), then lays them out with the outline.
+func (r *Reader) extract(ctx context.Context, inst pdfium.Pdfium, data []byte, mediaType string) (reader.Document, error) {
 	od, err := inst.OpenDocument(&requests.OpenDocument{File: &data})
 	if err != nil {
 		return reader.Document{}, openError(err, mediaType)
@@ -197,6 +201,13 @@ func extract(ctx context.Context, inst pdfium.Pdfium, data []byte, mediaType str
 	}
 	pages := make([][]line, pc.PageCount)
 	chars, images := 0, 0
+	mode := ocr.Never
+	if r.ocr != nil {
+		mode = r.ocr.Options().Mode
+	} else if r.ocrErr != nil {
+		mode = ocr.Auto
+	}
+	var need []int
 	for i := range pages {
 		if err := ctx.Err(); err != nil {
 			return reader.Document{}, err
@@ -208,19 +219,38 @@ func extract(ctx context.Context, inst pdfium.Pdfium, data []byte, mediaType str
 		pages[i] = dropPageNumber(lines, i+1)
 		chars += n
 		images += imgs
+		if needsOCR(mode, n, imgs) {
+			need = append(need, i)
+		}
 	}
-	if chars == 0 {
+	var stats *reader.OCRStats
+	if len(need) > 0 {
+		if stats, err = r.ocrPages(ctx, inst, doc, pages, need, mediaType); err != nil {
+			return reader.Document{}, err
+		}
+		chars = 0
+		for _, p := range pages {
+			for _, l := range p {
+				chars += len(l.text)
+			}
+		}
+	}
+	if chars == 0 && stats == nil {
 		if images > 0 {
 			return reader.Document{}, reader.Skip(reader.NoTextLayer, mediaType, nil,
 				"%d pages, %d images and no text: a scan without OCR layer", len(pages), images)
 		}
 		return reader.Document{}, reader.Skip(reader.Empty, mediaType, nil, "%d pages without text or images", len(pages))
 	}
+	var out reader.Document
 	bm, err := inst.GetBookmarks(&requests.GetBookmarks{Document: doc})
 	if err == nil && len(bm.Bookmarks) > 0 {
-		return layoutWithBookmarks(pages, bm.Bookmarks, mediaType), nil
+		out = layoutWithBookmarks(pages, bm.Bookmarks, mediaType)
+	} else {
+		out = layoutWithFonts(pages, mediaType)
 	}
-	return layoutWithFonts(pages, mediaType), nil
+	out.OCR = stats
+	return out, nil
 }
 
 // readPage returns a page's lines, its character count (generated characters excluded)
@@ -331,7 +361,7 @@ func dropPageNumber(lines []line, number int) []line {
 // continues reports whether next continues prev's paragraph: same style and the baseline
 // step at most about one and a half times the font size.
 func continues(prev, next line) bool {
-	if prev.key() != next.key() {
+	if prev.block || next.block || prev.key() != next.key() {
 		return false
 	}
 	step := prev.base - next.base
@@ -364,7 +394,9 @@ func layoutWithFonts(pages [][]line, mediaType string) reader.Document {
 	count := map[float64]int{}
 	for _, p := range pages {
 		for _, l := range p {
-			count[l.key().size] += len(l.text)
+			if !l.block {
+				count[l.key().size] += len(l.text)
+			}
 		}
 	}
 	body, best := 0.0, 0
@@ -376,7 +408,7 @@ func layoutWithFonts(pages [][]line, mediaType string) reader.Document {
 	// A line is a heading candidate when set clearly larger than body text, or bold at
 	// body size; bold body-size lines must also stand apart (checked below).
 	candidate := func(l line) bool {
-		if len(l.text) > 200 || !hasLetter(l.text) {
+		if l.block || len(l.text) > 200 || !hasLetter(l.text) {
 			return false
 		}
 		k := l.key()

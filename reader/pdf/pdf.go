@@ -15,9 +15,17 @@
 // is body text; lines set larger, or bold at body size and standing alone, are headings,
 // ranked by size (then weight) into levels.
 //
+// With an OCR engine (Options.OCR, mode Auto), pages without characters that hold images
+// (scanned pages) are rendered in grey by PDFium at the engine's DPI (lowered for pages
+// over its pixel limit) and recognised by Tesseract (reader/ocr); each recognised
+// paragraph is one block of the page, so page boundaries are kept as for born-digital
+// pages, and Document.OCR counts the pages. Mode Always reads every page so.
+//
 // A file that PDFium cannot open is reader.Corrupt (reader.Encrypted when it needs a
 // password); a file whose pages hold no characters is reader.NoTextLayer when they hold
-// images (a scan without OCR layer) and reader.Empty otherwise.
+// images (a scan, without an OCR engine) and reader.Empty otherwise. With OCR, a document
+// with more pages to read than the engine's MaxPages is reader.TooLarge (before any is
+// read), and one whose recognition fails or runs past DocumentTimeout is reader.OCRFailed.
 //
 // Starting PDFium is costly (compiling the 5.8 MB WebAssembly module), so a Reader keeps
 // one compiled module and a pool of instances for its lifetime; create one Reader per
@@ -34,6 +42,7 @@ import (
 	pdfiumerrors "github.com/klippa-app/go-pdfium/errors"
 	"github.com/klippa-app/go-pdfium/webassembly"
 	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/reader/ocr"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -47,13 +56,21 @@ type Options struct {
 	// CacheDir, when set, keeps wazero's compiled machine code there, so a later process
 	// starts faster.
 	CacheDir string
+	// OCR, when set, reads pages by OCR as its mode says (reader/ocr): Auto the pages
+	// without a text layer that hold images, Always every page. Nil reads none.
+	OCR *ocr.Engine
+	// OCRError, when set (and OCR nil), is why OCR is unavailable (Tesseract missing): a
+	// PDF with pages that need OCR is then reader.OCRFailed with it, not NoTextLayer.
+	OCRError error
 }
 
 // Reader reads PDFs through a pool of PDFium WebAssembly instances. It is safe for
 // concurrent use.
 type Reader struct {
-	pool  pdfium.Pool
-	cache wazero.CompilationCache
+	pool   pdfium.Pool
+	cache  wazero.CompilationCache
+	ocr    *ocr.Engine
+	ocrErr error
 }
 
 // New compiles the PDFium module and starts the pool; this takes seconds, so do it once.
@@ -62,7 +79,7 @@ func New(ctx context.Context, opts Options) (*Reader, error) {
 		opts.Workers = 1
 	}
 	rc := wazero.NewRuntimeConfig().WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling)
-	r := &Reader{}
+	r := &Reader{ocr: opts.OCR, ocrErr: opts.OCRError}
 	if opts.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
 		if err != nil {
@@ -124,7 +141,7 @@ func (r *Reader) Read(ctx context.Context, data []byte, mediaType string) (reade
 				err = reader.Skip(reader.Corrupt, mediaType, nil, "PDFium failed: %v", p)
 			}
 		}()
-		return extract(ctx, inst, data, mediaType)
+		return r.extract(ctx, inst, data, mediaType)
 	}()
 	return doc, err
 }

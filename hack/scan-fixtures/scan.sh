@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds scanned-document fixtures with hack/scan-fixtures/scan.py in its own virtual
+# environment (Pillow and reportlab, pinned) under .cache/scan-fixtures/venv.
+#   hack/scan-fixtures/scan.sh fixtures   # reader/testdata/ocr (committed)
+#   hack/scan-fixtures/scan.sh scifact OUT [N]   # N (300) scanned SciFact abstracts
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+venv=$root/.cache/scan-fixtures/venv
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import PIL, reportlab' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q Pillow==11.3.0 reportlab==4.4.3
+fi
+data=${RAGOPS_DATASETS:-$root/../shared/datasets}
+[[ -d $data/scifact ]] || data=/work/shared/datasets
+case ${1:-} in
+  fixtures) exec "$venv/bin/python" "$root/hack/scan-fixtures/scan.py" fixtures --corpus "$data/scifact" --out "$root/reader/testdata/ocr" ;;
+  scifact) exec "$venv/bin/python" "$root/hack/scan-fixtures/scan.py" scifact --corpus "$data/scifact" --out "${2:?OUT}" --n "${3:-300}" ;;
+  *) echo "usage: $0 fixtures | scifact OUT [N]" >&2; exit 2 ;;
+esac
