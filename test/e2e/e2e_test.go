@@ -170,8 +170,9 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	for _, c := range []string{c1, findRev(idx, r2).Collection} {
-		if _, err := store.Collection(ctx, c); err == nil {
-			t.Errorf("collection %s survived the Index's deletion", c)
+		// CollectionExists asks the server: Collection would answer from the client's cache.
+		if exists, err := store.CollectionExists(ctx, c); err != nil || exists {
+			t.Errorf("collection %s survived the Index's deletion (err %v)", c, err)
 		}
 	}
 	if _, found, _ := store.GetAlias(ctx, alias); found {
