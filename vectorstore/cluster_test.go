@@ -100,10 +100,26 @@ func idsOnNode(ctx context.Context, s *Store, collection, node string, ids []str
 	return present, missing, err
 }
 
+// readAll reads every object of ids at consistency ALL, which repairs replicas that miss it.
+func readAll(ctx context.Context, s *Store, collection string, ids []string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, id := range ids {
+		g.Go(func() error {
+			_, err := s.Client().Data().ObjectsGetter().WithClassName(collection).WithID(id).WithConsistencyLevel(ConsistencyAll).Do(gctx)
+			if err != nil {
+				return fmt.Errorf("read %s at ALL: %w", id, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 // waitRepaired waits until every live node reports, summed over its replicas, want objects of
 // collection (the nodes API's per-replica object counts), or the timeout passes; it returns
-// the last health read.
-func waitRepaired(ctx context.Context, t *testing.T, s *Store, collection string, nodes int, want int64, timeout time.Duration) Health {
+// the last health read. On timeout it fails the test, unless soft: then it returns ok false.
+func waitRepaired(ctx context.Context, t *testing.T, s *Store, collection string, nodes int, want int64, timeout time.Duration, soft bool) (_ Health, ok bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var h Health
@@ -123,13 +139,17 @@ func waitRepaired(ctx context.Context, t *testing.T, s *Store, collection string
 				ok = ok && c == want
 			}
 			if ok {
-				return h
+				return h, true
 			}
 			if os.Getenv("RAGOPS_DEBUG_REPAIR") != "" {
 				t.Logf("%s objects per node %v", time.Now().Format("15:04:05"), perNode)
 			}
 		}
 		if time.Now().After(deadline) {
+			if soft {
+				t.Logf("collection %s not repaired after %s: objects per node %v, want %d each", collection, timeout, perNode, want)
+				return h, false
+			}
 			t.Fatalf("collection %s not repaired after %s: objects per node %v, want %d each; health %s, err %v", collection, timeout, perNode, want, h, err)
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -215,14 +235,24 @@ func TestClusterQuorumWritesSurviveNodeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	phase("node3 back")
-	h = waitRepaired(ctx, t, probe, coll, 3, n, 3*time.Minute)
-	phase("repaired")
-	if under, missing := h.UnderReplicated(); len(under) != 0 || missing != 0 {
-		t.Fatalf("health after repair: %s", h)
-	}
 	ids := make([]string, n)
 	for i := range chunks {
 		ids[i] = ChunkID("r1", chunks[i].DocID, chunks[i].Ordinal).String()
+	}
+	// Async replication repairs node3 in the background (its hash-tree comparison runs every
+	// 5 s at the least); on a loaded machine it may not have finished within 90 s. Weaviate's
+	// other repair is on read: a read at consistency ALL writes a missing or stale replica back.
+	h, repaired := waitRepaired(ctx, t, probe, coll, 3, n, 90*time.Second, true)
+	if !repaired {
+		phase("async repair not done: reading every chunk at consistency ALL (repair on read)")
+		if err := readAll(ctx, s, coll, ids); err != nil {
+			t.Fatal(err)
+		}
+		h, _ = waitRepaired(ctx, t, probe, coll, 3, n, 2*time.Minute, false)
+	}
+	phase("repaired")
+	if under, missing := h.UnderReplicated(); len(under) != 0 || missing != 0 {
+		t.Fatalf("health after repair: %s", h)
 	}
 	for _, node := range c.Names {
 		present, missing, err := idsOnNode(ctx, s, coll, node, ids)
