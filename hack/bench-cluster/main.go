@@ -18,13 +18,11 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,6 +32,7 @@ import (
 
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/evaluator"
+	"github.com/ragops/ragops/hack/internal/vectorfile"
 	"github.com/ragops/ragops/vectorstore"
 	"github.com/ragops/ragops/vectorstore/weaviatetest"
 )
@@ -57,7 +56,7 @@ func main() {
 	}
 	defer m.Close()
 	dim := m.Dimension()
-	vecs, err := readVectors(*vecPath, len(ds.Corpus), dim)
+	vecs, err := vectorfile.Read(*vecPath, len(ds.Corpus), dim)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -222,24 +221,6 @@ func rss(pid int) int64 {
 		return 0
 	}
 	return int64(st.ResidentMemory())
-}
-
-func readVectors(path string, n, dim int) ([][]float32, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) != n*dim*4 {
-		return nil, fmt.Errorf("%s: %d bytes, want %d documents x %d x 4", path, len(raw), n, dim)
-	}
-	out := make([][]float32, n)
-	for i := range out {
-		out[i] = make([]float32, dim)
-		for k := range out[i] {
-			out[i][k] = math.Float32frombits(binary.LittleEndian.Uint32(raw[(i*dim+k)*4:]))
-		}
-	}
-	return out, nil
 }
 
 func round(x float64, d int) float64 {

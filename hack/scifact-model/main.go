@@ -20,7 +20,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -37,6 +36,7 @@ import (
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/evaluator"
 	"github.com/ragops/ragops/evaluator/beir"
+	"github.com/ragops/ragops/hack/internal/vectorfile"
 )
 
 func main() {
@@ -86,7 +86,7 @@ func main() {
 				st.Tokens, st.Truncated, float64(st.Tokens)/(cpuSeconds()-cpu0))
 		}
 		if *vectors != "" {
-			if err := writeVectors(*vectors, docVecs); err != nil {
+			if err := vectorfile.Write(*vectors, docVecs); err != nil {
 				log.Fatal(err)
 			}
 		}
@@ -187,38 +187,7 @@ func readVectors(path string, n, dim int) ([][]float32, error) {
 	if path == "" {
 		return nil, os.ErrNotExist
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) != n*dim*4 {
-		return nil, fmt.Errorf("%s: %d bytes, want %d documents x %d x 4", path, len(raw), n, dim)
-	}
-	out := make([][]float32, n)
-	for i := range out {
-		out[i] = make([]float32, dim)
-		for k := range out[i] {
-			out[i][k] = math.Float32frombits(binary.LittleEndian.Uint32(raw[(i*dim+k)*4:]))
-		}
-	}
-	return out, nil
-}
-
-func writeVectors(path string, vecs [][]float32) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	var buf []byte
-	for _, v := range vecs {
-		for _, x := range v {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
-		}
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return vectorfile.Read(path, n, dim)
 }
 
 // cpuSeconds is this process's user + system CPU time.
