@@ -47,11 +47,15 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # pick_ports N: a block of N consecutive free ports. Consecutive because Weaviate derives peer
 # addresses by convention (data = gossip + 1, raft internal RPC = raft + 1); with unrelated ports
-# the single node's raft join dials the wrong port and startup stalls for a minute.
+# the single node's raft join dials the wrong port and startup stalls for a minute. Below the
+# kernel's ephemeral range, where no outgoing connection can hold a port that a restarted node
+# must bind again.
 pick_ports() {
-	local n=$1 base i ok
+	local n=$1 base i ok lo=10000 hi
+	read -r hi _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || hi=32768
+	((hi - lo > 10 * n)) || { lo=20000 hi=60000; }
 	for _ in $(seq 1 200); do
-		base=$((20000 + RANDOM % 30000)) ok=1
+		base=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo - n))) ok=1
 		for ((i = 0; i < n; i++)); do port_free $((base + i)) || { ok=0; break; }; done
 		if ((ok)); then echo "$base"; return; fi
 	done

@@ -392,11 +392,18 @@ func (s *Server) Stop() error {
 // cluster data port bind all interfaces whatever is configured). Consecutive, because Weaviate
 // derives some peer addresses by convention (data port = gossip port + 1, raft internal RPC
 // port = raft port + 1): with unrelated ports a single node's raft join dials the wrong port
-// and startup stalls for a minute.
+// and startup stalls for a minute. The block lies below the kernel's ephemeral range
+// ([ephemeralPortStart]): a port in that range can be taken as the local port of any outgoing
+// connection (a peer dialing a stopped node included), and a restarted node then fails to
+// bind its raft port ("address already in use").
 func freePortBlock(n int) ([]int, error) {
+	lo, hi := 10000, ephemeralPortStart()
+	if hi-lo < 10*n {
+		lo, hi = 20000, 60000
+	}
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
 	for attempt := 0; attempt < 200; attempt++ {
-		base := 20000 + r.IntN(40000-n)
+		base := lo + r.IntN(hi-lo-n)
 		ls := make([]net.Listener, 0, n)
 		ok := true
 		for p := base; p < base+n; p++ {
@@ -418,7 +425,25 @@ func freePortBlock(n int) ([]int, error) {
 			return ports, nil
 		}
 	}
-	return nil, fmt.Errorf("no block of %d free TCP ports found in 20000-60000", n)
+	return nil, fmt.Errorf("no block of %d free TCP ports found in %d-%d", n, lo, hi)
+}
+
+// ephemeralPortStart is the first port of the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range), 32768 where it cannot be read.
+func ephemeralPortStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	p, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return p
 }
 
 // tailBuffer keeps the last max bytes written to it.
