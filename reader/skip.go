@@ -23,7 +23,7 @@ const (
 	// TooLarge: more bytes than the configured limit.
 	TooLarge SkipReason = "TooLarge"
 	// Unsupported: a media type no reader handles (images without OCR, legacy .doc, EPUB,
-	// multi-page TIFF, ...).
+	// ...).
 	Unsupported SkipReason = "Unsupported"
 	// OCRFailed: text recognition (Tesseract) failed, or ran past its time budget, on a
 	// page that needed it.

@@ -269,6 +269,10 @@ def cmd_fixtures(a):
     small.save(os.path.join(out, "raadsbesluit-p1.jpg"), quality=60, dpi=(dpi, dpi))
     small.point(lambda v: 255 if v > 150 else 0).convert("1").save(
         os.path.join(out, "raadsbesluit-p1.tiff"), compression="group4", dpi=(dpi, dpi))
+    # Both pages in one multi-page TIFF (one IFD per page), as scanners write them.
+    bilevel = [p.point(lambda v: 255 if v > 150 else 0).convert("1") for p in scanned]
+    bilevel[0].save(os.path.join(out, "raadsbesluit-scan.tiff"), compression="group4", dpi=(dpi, dpi),
+                    save_all=True, append_images=bilevel[1:])
     # Heavily degraded page: exercises the second pass.
     heavy = degrade(pages[0], rng, 2.5).resize((pages[0].size[0] * 2 // 3, pages[0].size[1] * 2 // 3))
     heavy.save(os.path.join(out, "raadsbesluit-p1-poor.jpg"), quality=35, dpi=(dpi * 2 // 3, dpi * 2 // 3))

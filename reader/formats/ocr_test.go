@@ -3,6 +3,7 @@ package formats_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"image"
 	_ "image/png"
 	"os"
@@ -146,6 +147,52 @@ func TestOCRImageDocuments(t *testing.T) {
 	}
 }
 
+// A multi-page TIFF (both pages of the scanned resolution, bilevel Group 4, one IFD per
+// page) is one document of two pages, each page's range holding its own text.
+func TestOCRMultiPageTIFF(t *testing.T) {
+	r := ocrReaders(t, ocr.Options{})
+	doc, err := r.Read(context.Background(), ocrFixture(t, "raadsbesluit-scan.tiff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.OCR == nil || doc.OCR.Pages != 2 || len(doc.Pages) != 2 || doc.Pages[1].End != len(doc.Text) {
+		t.Fatalf("OCR %+v, pages %+v (text %d bytes), want 2 pages", doc.OCR, doc.Pages, len(doc.Text))
+	}
+	src := strings.TrimSpace(string(ocrFixture(t, "raadsbesluit-scan.txt")))
+	cer := ocr.CharErrorRate(src, doc.Text)
+	t.Logf("raadsbesluit-scan.tiff: character error rate %.4f, OCR %+v", cer, *doc.OCR)
+	if cer > 0.03 {
+		t.Errorf("character error rate %.4f, want <= 0.03\n%s", cer, doc.Text)
+	}
+	p1, p2 := doc.Text[doc.Pages[0].Start:doc.Pages[0].End], doc.Text[doc.Pages[1].Start:doc.Pages[1].End]
+	if !strings.Contains(p1, "Beslispunt 1") || strings.Contains(p2, "Beslispunt 1") || !strings.Contains(p2, "Stemverhouding") {
+		t.Errorf("page ranges do not match the pages:\npage 1: %q\npage 2: %q", p1, p2)
+	}
+	// Over the page cap: refused before any page is read.
+	capped := ocrReaders(t, ocr.Options{MaxPages: 1})
+	if _, err := capped.Read(context.Background(), ocrFixture(t, "raadsbesluit-scan.tiff")); !isSkip(err, reader.TooLarge) {
+		t.Errorf("2 pages under MaxPages 1: err %v, want TooLarge", err)
+	}
+}
+
+func isSkip(err error, want reader.SkipReason) bool {
+	got, ok := reader.ReasonOf(err)
+	return ok && got == want
+}
+
+// brokenTIFFChain returns the two-page TIFF fixture with its first IFD's next-IFD offset
+// pointing past the end of the file: the second page cannot be found.
+func brokenTIFFChain(t *testing.T) []byte {
+	b := bytes.Clone(ocrFixture(t, "raadsbesluit-scan.tiff"))
+	if string(b[:4]) != "II*\x00" {
+		t.Fatalf("fixture header %q, want little-endian TIFF", b[:4])
+	}
+	first := binary.LittleEndian.Uint32(b[4:])
+	next := first + 2 + 12*uint32(binary.LittleEndian.Uint16(b[first:]))
+	binary.LittleEndian.PutUint32(b[next:], uint32(len(b))+1000)
+	return b
+}
+
 // The second pass runs exactly on pages under MinConfidence: a poor scan (2/3 resolution,
 // heavy noise, JPEG quality 35) under an unreachable threshold of 99 gets it and stays
 // under; the same page with threshold 1 does not.
@@ -205,6 +252,7 @@ func TestOCRBadInputSkips(t *testing.T) {
 		{"huge-30000.png", ocrFixture(t, "huge-30000.png"), reader.TooLarge},
 		{"blank-2000.pdf", ocrFixture(t, "blank-2000.pdf"), reader.TooLarge},
 		{"encrypted-scan.pdf", ocrFixture(t, "encrypted-scan.pdf"), reader.Encrypted},
+		{"TIFF chain past the end", brokenTIFFChain(t), reader.Corrupt},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
