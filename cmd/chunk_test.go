@@ -29,6 +29,7 @@ import (
 	"github.com/ragops/ragops/preview"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/formats"
+	"github.com/ragops/ragops/reader/ocr/ocrtest"
 	"github.com/ragops/ragops/reader/pdf"
 )
 
@@ -680,5 +681,50 @@ func TestChunkSemanticWithModel(t *testing.T) {
 		if *c.Tokens > 128 && !c.Oversize {
 			t.Errorf("chunk %d: %d tokens over the size of 128", c.Ordinal, *c.Tokens)
 		}
+	}
+}
+
+// Scanned documents are previewed as a build reads them: the two-page scanned resolution,
+// as an image-only PDF and as a multi-page TIFF, is read by OCR (both pages counted in the
+// header) and cut at its decision sections, Stemverhouding on page 2. With --ocr Never
+// both are skipped with the build's reasons.
+func TestChunkScannedDocumentsByOCR(t *testing.T) {
+	ocrtest.Require(t)
+	scans := []string{root("reader", "testdata", "ocr", "raadsbesluit-scan.pdf"), root("reader", "testdata", "ocr", "raadsbesluit-scan.tiff")}
+	args := append([]string{"-f", strategyFile("besluit-koppen-128.yaml")}, scans...)
+	out, stderr, err := chunkCmd(t, args...)
+	if err != nil {
+		t.Fatalf("ragops chunk: %v\n%s", err, stderr)
+	}
+	if n := strings.Count(out, "2 pages (2 read by OCR"); n != 2 {
+		t.Errorf("%d documents with 2 pages read by OCR, want 2:\n%s", n, out)
+	}
+	chunks := jsonChunks(t, args...)
+	under := map[string][]int{} // heading -> first page of each chunk under it, both documents
+	for _, c := range chunks {
+		if len(c.HeadingPath) > 0 {
+			h := c.HeadingPath[len(c.HeadingPath)-1]
+			under[h] = append(under[h], c.PageStart)
+		}
+	}
+	for _, h := range []string{"Beslispunt 1", "Beslispunt 2", "Motivering", "Stemverhouding"} {
+		if len(under[h]) != 2 {
+			t.Errorf("heading %q: %d chunks under it, want one per document; headings %v", h, len(under[h]), under)
+		}
+	}
+	if got := under["Stemverhouding"]; len(got) != 2 || got[0] != 2 || got[1] != 2 {
+		t.Errorf("Stemverhouding chunks start on pages %v, want [2 2]", got)
+	}
+	_, stderr, err = chunkCmd(t, append([]string{"--ocr", "never"}, args...)...)
+	if err == nil || err.Error() != "documents skipped: 2" {
+		t.Errorf("--ocr never: err %v, want documents skipped: 2", err)
+	}
+	for _, want := range []string{"raadsbesluit-scan.pdf: skipped (NoTextLayer)", "raadsbesluit-scan.tiff: skipped (Unsupported)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--ocr never: stderr %q does not say %q", stderr, want)
+		}
+	}
+	if _, _, err := chunkCmd(t, append([]string{"--ocr", "sometimes"}, args...)...); err == nil || !strings.Contains(err.Error(), "Auto, Always or Never") {
+		t.Errorf("--ocr sometimes: err %v, want the modes named", err)
 	}
 }

@@ -20,6 +20,9 @@ func header(w io.Writer, r Result) {
 	if n := len(r.Document.Doc.Pages); n > 0 {
 		pages = fmt.Sprintf("%d pages", n)
 	}
+	if o := r.Document.Doc.OCR; o != nil && o.Pages > 0 {
+		pages += fmt.Sprintf(" (%d read by OCR, %d second pass, %d low confidence)", o.Pages, o.SecondPass, o.LowConfidence)
+	}
 	fmt.Fprintf(w, "%s: %s, %d bytes of text, %s, %d headings\n", r.Document.Name(), r.Document.Doc.MediaType,
 		len(r.Document.Doc.Text), pages, len(r.Document.Doc.Outline))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/beir"
 	"github.com/ragops/ragops/reader/formats"
+	"github.com/ragops/ragops/reader/ocr"
 	"github.com/ragops/ragops/reader/pdf"
 )
 
@@ -50,6 +51,9 @@ type Readers struct {
 	MaxBytes int
 	// Limit is the number of documents read from a BEIR corpus.jsonl file; 0 means all.
 	Limit int
+	// OCR configures text recognition of scans and images; Mode "" reads none (scanned
+	// PDFs are skipped as NoTextLayer, images as Unsupported).
+	OCR ocr.Options
 
 	r *formats.Readers
 }
@@ -79,7 +83,7 @@ func (rs *Readers) ReadFile(ctx context.Context, path string) ([]Document, []Ski
 		if dir, err := os.UserCacheDir(); err == nil {
 			cache = filepath.Join(dir, "ragops", "pdfium")
 		}
-		if rs.r, err = formats.New(ctx, formats.Options{MaxBytes: rs.MaxBytes, PDF: pdf.Options{CacheDir: cache}}); err != nil {
+		if rs.r, err = formats.New(ctx, formats.Options{MaxBytes: rs.MaxBytes, PDF: pdf.Options{CacheDir: cache}, OCR: rs.OCR}); err != nil {
 			return nil, nil, err
 		}
 	}

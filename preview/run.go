@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/ragops/ragops/reader/ocr"
 )
 
 // Output formats.
@@ -30,6 +32,9 @@ type Config struct {
 	Limit int
 	// MaxDocumentBytes is the largest document read; 0 means the readers' default.
 	MaxDocumentBytes int
+	// OCR configures text recognition of scanned PDF pages and image documents as a
+	// Corpus's spec.ocr does; Mode "" means ocr.Auto (the Corpus default).
+	OCR ocr.Options
 }
 
 // Run chunks every document of c.Files with the strategy (and the compared one) and writes
@@ -79,7 +84,10 @@ func Run(ctx context.Context, out, errOut io.Writer, c Config) error {
 		return errors.New("no strategy file (-f)")
 	}
 
-	readers := &Readers{MaxBytes: c.MaxDocumentBytes, Limit: c.Limit}
+	if c.OCR.Mode == "" {
+		c.OCR.Mode = ocr.Auto
+	}
+	readers := &Readers{MaxBytes: c.MaxDocumentBytes, Limit: c.Limit, OCR: c.OCR}
 	defer readers.Close()
 	var failed []error
 	skipped, written := 0, 0
