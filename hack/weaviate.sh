@@ -29,6 +29,17 @@ log() { printf '[weaviate %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 nodes=${RAGOPS_WEAVIATE_NODES:-1}
 
+# A server started by the single-node layout of earlier revisions ($state/pid, no node
+# numbers) is node 1 of one, so stop, status and env find it.
+if [[ -f "$state/pid" && ! -f "$state/node1.pid" ]]; then
+	mv "$state/pid" "$state/node1.pid"
+	[[ -f "$state/nodes" ]] || echo 1 >"$state/nodes"
+	if [[ ! -f "$state/base" && -f "$state/env" ]]; then
+		http=$(sed -n 's/^RAGOPS_WEAVIATE_HTTP_HOST=.*:\([0-9]*\)$/\1/p' "$state/env" | head -1)
+		[[ -z "$http" ]] || echo $((http - 5)) >"$state/base"
+	fi
+fi
+
 # node_running I: node I's recorded process is alive.
 node_running() { [[ -f "$state/node$1.pid" ]] && kill -0 "$(cat "$state/node$1.pid")" 2>/dev/null; }
 
