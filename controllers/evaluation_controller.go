@@ -194,9 +194,13 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 	st.Metrics = nil
 	st.RecallAt10, st.NDCGAt10, st.MRRAt10 = nil, nil, nil
 	for _, m := range res.Metrics {
-		st.Metrics = append(st.Metrics, ragopsv1alpha1.MetricsAtK{
+		at := ragopsv1alpha1.MetricsAtK{
 			K: int32(m.K), Recall: Round(m.Recall), NDCG: Round(m.NDCG), MRR: Round(m.MRR), Success: Round(m.Success), MAP: Round(m.MAP),
-		})
+		}
+		if m.SpanHit != nil {
+			at.SpanHit = ptr.To(Round(*m.SpanHit))
+		}
+		st.Metrics = append(st.Metrics, at)
 		if m.K == 10 {
 			st.RecallAt10, st.NDCGAt10, st.MRRAt10 = ptr.To(Round(m.Recall)), ptr.To(Round(m.NDCG)), ptr.To(Round(m.MRR))
 		}

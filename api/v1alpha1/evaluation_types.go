@@ -131,6 +131,10 @@ type MetricsAtK struct {
 	Success float64 `json:"success"`
 	// MAP is mean average precision at k.
 	MAP float64 `json:"map"`
+	// SpanHit is the share of queries whose top k chunks overlap an annotated relevant
+	// span (datasets with query_spans.jsonl; absent otherwise).
+	// +optional
+	SpanHit *float64 `json:"spanHit,omitempty"`
 }
 
 // EvaluationStatus is the observed state of an Evaluation.

@@ -201,6 +201,8 @@ type MetricsAtK struct {
 	MRR     float64 `json:"mrr"`
 	Success float64 `json:"success"`
 	MAP     float64 `json:"map"`
+	// SpanHit is spanHit@k, for datasets with annotated spans.
+	SpanHit *float64 `json:"spanHit,omitempty"`
 }
 
 // EvaluateResult is the termination message of an evaluation pod.

@@ -108,10 +108,14 @@ func ResultFromSummary(sum evaluator.Summary) plan.EvaluateResult {
 		if _, ok := sum.Metrics[name(metrics.Recall)]; !ok {
 			continue
 		}
-		res.Metrics = append(res.Metrics, plan.MetricsAtK{
+		m := plan.MetricsAtK{
 			K: k, Recall: sum.Metrics[name(metrics.Recall)], NDCG: sum.Metrics[name(metrics.NDCG)],
 			MRR: sum.Metrics[name(metrics.MRR)], Success: sum.Metrics[name(metrics.Success)], MAP: sum.Metrics[name(metrics.MAP)],
-		})
+		}
+		if v, ok := sum.Metrics[fmt.Sprintf("spanHit@%d", k)]; ok {
+			m.SpanHit = &v
+		}
+		res.Metrics = append(res.Metrics, m)
 	}
 	for name, v := range sum.Metrics {
 		if name == "spanHit@10" {

@@ -1,0 +1,26 @@
+package controllers
+
+import (
+	"testing"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+// ApplyResult puts spanHit@k into status at every cut-off that has it (rounded to 4
+// decimals), spanHit@10 also into spanHitRate, and clears what a previous result set.
+func TestApplyResultSpanHitPerCutoff(t *testing.T) {
+	hit := func(v float64) *float64 { return &v }
+	var st ragopsv1alpha1.EvaluationStatus
+	ApplyResult(&st, plan.EvaluateResult{Queries: 12, SpanHitRate: hit(0.75), Metrics: []plan.MetricsAtK{
+		{K: 1, Recall: 0.5, SpanHit: hit(1.0 / 3)}, {K: 10, Recall: 1, SpanHit: hit(0.75)},
+	}})
+	if len(st.Metrics) != 2 || st.Metrics[0].SpanHit == nil || *st.Metrics[0].SpanHit != 0.3333 ||
+		st.Metrics[1].SpanHit == nil || *st.Metrics[1].SpanHit != 0.75 || st.SpanHitRate == nil || *st.SpanHitRate != 0.75 {
+		t.Fatalf("status %+v", st)
+	}
+	ApplyResult(&st, plan.EvaluateResult{Queries: 12, Metrics: []plan.MetricsAtK{{K: 10, Recall: 1}}})
+	if len(st.Metrics) != 1 || st.Metrics[0].SpanHit != nil || st.SpanHitRate != nil {
+		t.Fatalf("a result without spans left span figures: %+v", st)
+	}
+}
