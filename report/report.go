@@ -42,6 +42,9 @@ type Row struct {
 	// SpanHit is the share of queries whose top 10 chunks overlap an annotated span; nil when
 	// the dataset has no spans.
 	SpanHit *float64
+	// SpanHitAt is spanHit@k at the Evaluation's other cut-offs (spec.k), by k; nil when
+	// none.
+	SpanHitAt map[int32]float64
 }
 
 // modeOrder is the order of the mode groups: the API's order of RetrievalMode.
@@ -60,13 +63,28 @@ func Rows(evals []ragopsv1alpha1.Evaluation) []Row {
 		mode := cmp.Or(e.Spec.Mode, ragopsv1alpha1.ModeDense)
 		rows = append(rows, Row{Label: e.Spec.IndexRef.Name + " " + strings.ToLower(string(mode)),
 			Index: e.Spec.IndexRef.Name, Mode: mode, Revision: e.Status.Revision,
-			Recall: *e.Status.RecallAt10, NDCG: *e.Status.NDCGAt10, MRR: e.Status.MRRAt10, SpanHit: e.Status.SpanHitRate})
+			Recall: *e.Status.RecallAt10, NDCG: *e.Status.NDCGAt10, MRR: e.Status.MRRAt10, SpanHit: e.Status.SpanHitRate,
+			SpanHitAt: spanHitsAt(e.Status.Metrics)})
 	}
 	slices.SortStableFunc(rows, func(a, b Row) int {
 		return cmp.Or(compareModes(a.Mode, b.Mode), cmp.Compare(b.Recall, a.Recall), cmp.Compare(b.NDCG, a.NDCG),
 			cmp.Compare(a.Index, b.Index), cmp.Compare(a.Revision, b.Revision))
 	})
 	return rows
+}
+
+// spanHitsAt returns spanHit@k of every cut-off but 10 that has one.
+func spanHitsAt(ms []ragopsv1alpha1.MetricsAtK) map[int32]float64 {
+	var at map[int32]float64
+	for _, m := range ms {
+		if m.SpanHit != nil && m.K != 10 {
+			if at == nil {
+				at = map[int32]float64{}
+			}
+			at[m.K] = *m.SpanHit
+		}
+	}
+	return at
 }
 
 func compareModes(a, b ragopsv1alpha1.RetrievalMode) int {
@@ -330,7 +348,8 @@ func (h *headings) Plot(c draw.Canvas, p *plot.Plot) {
 }
 
 // WriteMarkdown writes rows as a Markdown table in their order: mode, Index, revision (when
-// any row has one), recall@10, nDCG@10, MRR@10 and span hit@10 (when any row has one), four
+// any row has one), recall@10, nDCG@10, MRR@10, span hit@10 (when any row has one) and span
+// hit@k at every other cut-off a row has, in ascending k ("-" where a row lacks it), four
 // decimals; the best recall@10 and nDCG@10 of each mode in bold.
 func WriteMarkdown(w io.Writer, rows []Row) error {
 	if len(rows) == 0 {
@@ -345,6 +364,18 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 	head, rule = append(head, "recall@10", "nDCG@10", "MRR@10"), append(rule, "---:", "---:", "---:")
 	if spans {
 		head, rule = append(head, "span hit@10"), append(rule, "---:")
+	}
+	var ks []int32
+	for _, r := range rows {
+		for k := range r.SpanHitAt {
+			if !slices.Contains(ks, k) {
+				ks = append(ks, k)
+			}
+		}
+	}
+	slices.Sort(ks)
+	for _, k := range ks {
+		head, rule = append(head, fmt.Sprintf("span hit@%d", k)), append(rule, "---:")
 	}
 	type best struct{ recall, ndcg float64 }
 	bests := map[ragopsv1alpha1.RetrievalMode]best{}
@@ -365,6 +396,13 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 		cells = append(cells, bold(fmt4(r.Recall), r.Recall == b.recall), bold(fmt4(r.NDCG), r.NDCG == b.ndcg), fmtPtr(r.MRR))
 		if spans {
 			cells = append(cells, fmtPtr(r.SpanHit))
+		}
+		for _, k := range ks {
+			if v, ok := r.SpanHitAt[k]; ok {
+				cells = append(cells, fmt4(v))
+			} else {
+				cells = append(cells, "-")
+			}
 		}
 		line(cells)
 	}

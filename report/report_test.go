@@ -311,3 +311,35 @@ func TestWriteMarkdownTable(t *testing.T) {
 		}
 	}
 }
+
+// Span hit at the Evaluations' other cut-offs gets one column per k in ascending order,
+// read from status.metrics; a row without that cut-off shows "-".
+func TestWriteMarkdownSpanHitPerCutoff(t *testing.T) {
+	ev := func(index string, metrics ...ragopsv1alpha1.MetricsAtK) ragopsv1alpha1.Evaluation {
+		var e ragopsv1alpha1.Evaluation
+		e.Spec.IndexRef.Name, e.Spec.Mode = index, ragopsv1alpha1.ModeDense
+		e.Status.RecallAt10, e.Status.NDCGAt10, e.Status.SpanHitRate = ptr.To(1.0), ptr.To(0.9), ptr.To(0.75)
+		e.Status.Metrics = metrics
+		return e
+	}
+	rows := Rows([]ragopsv1alpha1.Evaluation{
+		ev("heading", ragopsv1alpha1.MetricsAtK{K: 3, SpanHit: ptr.To(0.5)}, ragopsv1alpha1.MetricsAtK{K: 1, SpanHit: ptr.To(0.25)},
+			ragopsv1alpha1.MetricsAtK{K: 10, SpanHit: ptr.To(0.75)}),
+		ev("fixed", ragopsv1alpha1.MetricsAtK{K: 1, SpanHit: ptr.To(0.125)}, ragopsv1alpha1.MetricsAtK{K: 10, SpanHit: ptr.To(0.75)}),
+	})
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	head, cells := parseMarkdown(t, buf.String())
+	if want := []string{"span hit@10", "span hit@1", "span hit@3"}; !slices.Equal(head[len(head)-3:], want) {
+		t.Fatalf("header %v, want it to end with %v", head, want)
+	}
+	got := map[string][]string{}
+	for _, c := range cells {
+		got[c[1]] = c[len(c)-3:]
+	}
+	if !slices.Equal(got["heading"], []string{"0.7500", "0.2500", "0.5000"}) || !slices.Equal(got["fixed"], []string{"0.7500", "0.1250", "-"}) {
+		t.Errorf("span cells %v", got)
+	}
+}
