@@ -37,15 +37,22 @@ type healthStore interface {
 // replication and shard health of the active revision's collection from Weaviate's nodes API into status.replication and sets the UnderReplicated
 // condition: True while a shard has fewer ready replicas than the factor. It never stops the
 // reconcile; a failed read is logged and leaves the last status (the nodes API fails while a
-// node is down but not yet noticed by gossip). It looks again every minute.
+// node is down but not yet noticed by gossip). It looks again every minute, also while no
+// revision is active yet: the rollout that activates one changes only status, which does
+// not start a reconcile (the Index watch passes generation and annotation changes only).
 func (r *IndexReconciler) reconcileReplicaHealth(ctx context.Context, st *indexState) (stepResult, error) {
 	idx := st.idx
 	hs, ok := st.store.(healthStore)
-	active := findRevision(idx, idx.Status.ActiveRevision)
-	if !ok || active == nil || active.Collection == "" || (idx.Spec.Replication == nil && idx.Spec.Sharding == nil) {
+	if !ok || (idx.Spec.Replication == nil && idx.Spec.Sharding == nil) {
 		idx.Status.Replication = nil
 		conditions.Remove(idx, ragopsv1alpha1.ConditionUnderReplicated)
 		return proceed, nil
+	}
+	active := findRevision(idx, idx.Status.ActiveRevision)
+	if active == nil || active.Collection == "" {
+		idx.Status.Replication = nil
+		conditions.Remove(idx, ragopsv1alpha1.ConditionUnderReplicated)
+		return proceedFor(jitter(replicaHealthInterval)), nil
 	}
 	h, err := hs.CollectionHealth(ctx, active.Collection)
 	if err != nil {
