@@ -31,3 +31,27 @@ func TestReplicaHealthRequeuesBeforeTheFirstRollout(t *testing.T) {
 		t.Errorf("no replication: result %+v (err %v), want no requeue", res, err)
 	}
 }
+
+// The manager's stores are wrapped for metrics; the wrapper must keep replica health, or
+// the health step finds no healthStore and never reports status.replication (it did not:
+// the feature worked only in tests that opened unwrapped stores).
+func TestInstrumentedStoresKeepReplicaHealth(t *testing.T) {
+	o := Options{}
+	o.defaults()
+	s, err := o.NewStore(ragopsv1alpha1.WeaviateSpec{URL: "http://127.0.0.1:1"}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.(healthStore); !ok {
+		t.Fatalf("the default store %T does not read replica health", s)
+	}
+	plain := InstrumentStores(func(ragopsv1alpha1.WeaviateSpec, string, []byte) (Store, error) { return noHealthStore{}, nil })
+	if s, _ := plain(ragopsv1alpha1.WeaviateSpec{}, "", nil); s == nil {
+		t.Fatal("no store")
+	} else if _, ok := s.(healthStore); ok {
+		t.Errorf("a store without CollectionHealth gained it through the wrapper (%T)", s)
+	}
+}
+
+// noHealthStore is a Store without CollectionHealth (its methods are never called).
+type noHealthStore struct{ Store }

@@ -65,7 +65,7 @@ func (o *Options) defaults() {
 		o.WorkerImage = "ghcr.io/ragops/ragops:latest"
 	}
 	if o.NewStore == nil {
-		o.NewStore = instrumentedStores(cachedStores(NewWeaviateStore))
+		o.NewStore = InstrumentStores(cachedStores(NewWeaviateStore))
 	}
 	if o.IndexConcurrency <= 0 {
 		o.IndexConcurrency = 4

@@ -5,22 +5,37 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/vectorstore"
 )
 
-// instrumentedStores wraps the Stores next opens so that every call is counted in
+// InstrumentStores wraps the Stores next opens so that every call is counted in
 // ragops_weaviate_requests_total and every failed one in ragops_weaviate_request_errors_total
-// (by operation, the Store method's name).
-func instrumentedStores(next StoreFactory) StoreFactory {
+// (by operation, the Store method's name). A Store that reads replica health
+// (CollectionHealth, as vectorstore.Store does) keeps that method through the wrapper; the
+// manager's default factory is InstrumentStores over NewWeaviateStore (cached).
+func InstrumentStores(next StoreFactory) StoreFactory {
 	return func(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte) (Store, error) {
 		s, err := next(spec, apiKey, caBundle)
 		if err != nil {
 			return nil, err
+		}
+		if _, ok := s.(healthStore); ok {
+			return instrumentedHealthStore{instrumentedStore{s}}, nil
 		}
 		return instrumentedStore{s}, nil
 	}
 }
 
 type instrumentedStore struct{ next Store }
+
+// instrumentedHealthStore is an instrumentedStore whose next Store reads replica health.
+type instrumentedHealthStore struct{ instrumentedStore }
+
+func (s instrumentedHealthStore) CollectionHealth(ctx context.Context, collection string) (vectorstore.Health, error) {
+	h, err := s.next.(healthStore).CollectionHealth(ctx, collection)
+	metrics.ObserveWeaviateCall("CollectionHealth", err)
+	return h, err
+}
 
 func (s instrumentedStore) SetAlias(ctx context.Context, alias, collection string) error {
 	err := s.next.SetAlias(ctx, alias, collection)
