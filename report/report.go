@@ -31,9 +31,11 @@ var Formats = []string{"svg", "png", "markdown"}
 
 // Row is one Evaluation's @10 figures, as fractions in [0,1].
 type Row struct {
-	Label string // "<index> <mode>", mode in lower case
+	Label string // "<index> <mode>", mode in lower case, then "rrf" or "rsf" for a hybrid fusion
 	Index string
 	Mode  ragopsv1alpha1.RetrievalMode
+	// Fusion is a Hybrid Evaluation's spec.hybrid.fusion; empty otherwise.
+	Fusion ragopsv1alpha1.FusionType
 	// Revision of the Index that was evaluated (status.revision); empty when not recorded.
 	Revision     string
 	Recall, NDCG float64
@@ -61,7 +63,15 @@ func Rows(evals []ragopsv1alpha1.Evaluation) []Row {
 			continue
 		}
 		mode := cmp.Or(e.Spec.Mode, ragopsv1alpha1.ModeDense)
-		rows = append(rows, Row{Label: e.Spec.IndexRef.Name + " " + strings.ToLower(string(mode)),
+		var fusion ragopsv1alpha1.FusionType
+		if mode == ragopsv1alpha1.ModeHybrid && e.Spec.Hybrid != nil {
+			fusion = e.Spec.Hybrid.Fusion
+		}
+		label := e.Spec.IndexRef.Name + " " + strings.ToLower(string(mode))
+		if f := fusionAbbrev[fusion]; f != "" {
+			label += " " + f
+		}
+		rows = append(rows, Row{Label: label, Fusion: fusion,
 			Index: e.Spec.IndexRef.Name, Mode: mode, Revision: e.Status.Revision,
 			Recall: *e.Status.RecallAt10, NDCG: *e.Status.NDCGAt10, MRR: e.Status.MRRAt10, SpanHit: e.Status.SpanHitRate,
 			SpanHitAt: spanHitsAt(e.Status.Metrics)})
@@ -72,6 +82,10 @@ func Rows(evals []ragopsv1alpha1.Evaluation) []Row {
 	})
 	return rows
 }
+
+// fusionAbbrev names the hybrid fusions in labels: reciprocal rank fusion (Cormack et al.,
+// SIGIR 2009) and Weaviate's relative score fusion.
+var fusionAbbrev = map[ragopsv1alpha1.FusionType]string{ragopsv1alpha1.FusionRanked: "rrf", ragopsv1alpha1.FusionRelativeScore: "rsf"}
 
 // spanHitsAt returns spanHit@k of every cut-off but 10 that has one.
 func spanHitsAt(ms []ragopsv1alpha1.MetricsAtK) map[int32]float64 {
@@ -389,7 +403,11 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 	line(rule)
 	for _, r := range rows {
 		b := bests[r.Mode]
-		cells := []string{string(r.Mode), r.Index}
+		mode := string(r.Mode)
+		if f := fusionAbbrev[r.Fusion]; f != "" {
+			mode += " " + strings.ToUpper(f)
+		}
+		cells := []string{mode, r.Index}
 		if revs {
 			cells = append(cells, cmp.Or(r.Revision, "-"))
 		}

@@ -343,3 +343,27 @@ func TestWriteMarkdownSpanHitPerCutoff(t *testing.T) {
 		t.Errorf("span cells %v", got)
 	}
 }
+
+// Two hybrid Evaluations of one Index that differ only in fusion are told apart in labels
+// and in the Markdown mode column.
+func TestHybridFusionsAreTold(t *testing.T) {
+	ev := func(fusion ragopsv1alpha1.FusionType, recall float64) ragopsv1alpha1.Evaluation {
+		var e ragopsv1alpha1.Evaluation
+		e.Spec.IndexRef.Name, e.Spec.Mode = "heading-512", ragopsv1alpha1.ModeHybrid
+		e.Spec.Hybrid = &ragopsv1alpha1.HybridOptions{Fusion: fusion}
+		e.Status.RecallAt10, e.Status.NDCGAt10 = ptr.To(recall), ptr.To(0.5)
+		return e
+	}
+	rows := Rows([]ragopsv1alpha1.Evaluation{ev(ragopsv1alpha1.FusionRanked, 0.9), ev(ragopsv1alpha1.FusionRelativeScore, 0.8)})
+	if len(rows) != 2 || rows[0].Label != "heading-512 hybrid rrf" || rows[1].Label != "heading-512 hybrid rsf" {
+		t.Fatalf("labels %q", []string{rows[0].Label, rows[1].Label})
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	_, cells := parseMarkdown(t, buf.String())
+	if cells[0][0] != "Hybrid RRF" || cells[1][0] != "Hybrid RSF" {
+		t.Errorf("mode cells %q and %q, want Hybrid RRF and Hybrid RSF", cells[0][0], cells[1][0])
+	}
+}
