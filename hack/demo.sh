@@ -20,6 +20,11 @@
 #   RAGOPS_DEMO_JUDGED_WORDS=W  legalqa-nl subset: keep the judged laws of at most W words
 #                          (default 24000; 0 keeps all 14 judged laws, 51 questions)
 #   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo or demo-qmsum)
+#   RAGOPS_DEMO_NAMESPACE=N  the samples' namespace (default ragops-demo, -qmsum or -legalnl)
+#   RAGOPS_DEMO_MODELS=A,B  more model folders in the image, by name, from
+#                          hack/export-model/models.sh (e5-small-v2, e5-small-v2-int8,
+#                          bge-small-en-v1.5, multilingual-e5-small); `make demo-models` uses
+#                          it for config/samples/demo-models
 #   RAGOPS_DEMO_DIR=D      state: data, Weaviate, operator log (default .cache/demo or .cache/demo-qmsum)
 #   RAGOPS_DEMO_TIMEOUT=S  give up after S seconds of waiting (default 10800)
 #   RAGOPS_DEMO_WEAVIATE_PORT_BASE=B  Weaviate on ports B..B+5, HTTP B+5 (default 18075: the
@@ -40,6 +45,7 @@ qmsum) ns=ragops-demo-qmsum split=val default_samples=$root/config/samples/demo-
 legalqa-nl) ns=ragops-demo-legalnl split=dev default_samples=$root/config/samples/demo-legalnl default_state=$root/.cache/demo-legalnl ;;
 *) echo "RAGOPS_DEMO_DATASET=$dataset: want scifact, qmsum or legalqa-nl" >&2; exit 2 ;;
 esac
+ns=${RAGOPS_DEMO_NAMESPACE:-$ns}
 state=${RAGOPS_DEMO_DIR:-$default_state}
 samples=${RAGOPS_DEMO_SAMPLES:-$default_samples}
 timeout=${RAGOPS_DEMO_TIMEOUT:-10800}
@@ -57,7 +63,7 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 # down stops the operator and Weaviate of either demo (RAGOPS_DEMO_DIR names one), then the cluster.
 down() {
 	local dirs=("${RAGOPS_DEMO_DIR:-$root/.cache/demo}")
-	[[ -n "${RAGOPS_DEMO_DIR:-}" ]] || dirs+=("$root/.cache/demo-qmsum" "$root/.cache/demo-legalnl")
+	[[ -n "${RAGOPS_DEMO_DIR:-}" ]] || dirs+=("$root/.cache/demo-qmsum" "$root/.cache/demo-legalnl" "$root/.cache/demo-models")
 	for dir in "${dirs[@]}"; do
 		if [[ -f "$dir/manager.pid" ]]; then
 			kill "$(cat "$dir/manager.pid")" 2>/dev/null || true
@@ -104,6 +110,15 @@ install -m 0755 bin/ragops "$rootfs/usr/local/bin/ragops"
 install -m 0644 "$lib" "$rootfs/usr/local/lib/onnxruntime/libonnxruntime.so"
 rm -rf "${rootfs:?}/models/$model_name"
 cp -r "$model" "$rootfs/models/$model_name"
+if [[ -n "${RAGOPS_DEMO_MODELS:-}" ]]; then
+	folders=$(hack/export-model/models.sh)
+	for name in ${RAGOPS_DEMO_MODELS//,/ }; do
+		dir=$(sed -n "s/^$name=//p" <<<"$folders")
+		[[ -f "$dir/model.onnx" ]] || die "RAGOPS_DEMO_MODELS: no model folder $name (hack/export-model/models.sh prints: $(cut -d= -f1 <<<"$folders" | tr '\n' ' '))"
+		rm -rf "${rootfs:?}/models/$name"
+		cp -r "$dir" "$rootfs/models/$name"
+	done
+fi
 du -sh "$rootfs" | sed 's/^/image folder /'
 
 step "$dataset (BEIR layout; hack/demo/$dataset.tar.gz, source and licence in its SOURCE.md)"
