@@ -255,6 +255,14 @@ func waitJob(t *testing.T, ns, name string) *batchv1.Job {
 // Failed the way the Job controller does.
 func finishJob(t *testing.T, job *batchv1.Job, exitCode int32, messages ...string) {
 	t.Helper()
+	finishJobAt(t, job, metav1.Now(), exitCode, messages...)
+}
+
+// finishJobAt is finishJob with the Job finished (completion or failure time) at now. The
+// apiserver refuses to change a Job's completionTime once set, so a test that needs a given
+// one sets it here, in the first status write.
+func finishJobAt(t *testing.T, job *batchv1.Job, now metav1.Time, exitCode int32, messages ...string) {
+	t.Helper()
 	ctx := context.Background()
 	for i, msg := range messages {
 		pod := &corev1.Pod{
@@ -278,7 +286,6 @@ func finishJob(t *testing.T, job *batchv1.Job, exitCode int32, messages ...strin
 			t.Fatal(err)
 		}
 	}
-	now := metav1.Now()
 	start := metav1.NewTime(now.Add(-time.Second))
 	n := int32(len(messages))
 	if exitCode == 0 {
