@@ -233,20 +233,27 @@ func TestBadSpecsAreRejected(t *testing.T) {
 			for _, e := range tc.edits {
 				e(u.Object)
 			}
-			err := env.Client.Create(ctx, u)
-			if err == nil {
-				_ = env.Client.Delete(ctx, u)
-				t.Fatalf("accepted; want rejection mentioning %q", tc.want)
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("want an Invalid error, got %v", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("message %q does not contain %q", err.Error(), w)
-				}
-			}
+			requireRejected(t, ctx, u, tc.want)
 		})
+	}
+}
+
+// requireRejected creates u and requires the apiserver to refuse it as Invalid with a message
+// holding every string of want (a created object is deleted again).
+func requireRejected(t *testing.T, ctx context.Context, u *unstructured.Unstructured, want []string) {
+	t.Helper()
+	err := env.Client.Create(ctx, u)
+	if err == nil {
+		_ = env.Client.Delete(ctx, u)
+		t.Fatalf("accepted; want rejection mentioning %q", want)
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("want an Invalid error, got %v", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("message %q does not contain %q", err.Error(), w)
+		}
 	}
 }
 
