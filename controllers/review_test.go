@@ -197,16 +197,24 @@ func TestScanRequestStartsOneScan(t *testing.T) {
 	finishScan(3)
 }
 
+// createSuspendedGitCorpus creates the Corpus "besluiten" in ns from a Git source, suspended
+// so that the manager's own reconciler leaves it to the test's reconciler.
+func createSuspendedGitCorpus(t *testing.T, ns string) *ragopsv1alpha1.Corpus {
+	t.Helper()
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.CorpusSpec{Suspend: true, Git: &ragopsv1alpha1.GitSource{URL: "https://git.example.org/besluiten.git", Ref: "main"}}}
+	if err := env.Client.Create(context.Background(), corpus); err != nil {
+		t.Fatal(err)
+	}
+	return corpus
+}
+
 // Defect 7: reconciles that do not see each other's scan Job (a stale cache), a second apart,
 // start one scan Job, not one each.
 func TestStaleCacheReconcilesStartOneScanJob(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
-	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
-		Spec: ragopsv1alpha1.CorpusSpec{Suspend: true, Git: &ragopsv1alpha1.GitSource{URL: "https://git.example.org/besluiten.git", Ref: "main"}}}
-	if err := env.Client.Create(ctx, corpus); err != nil {
-		t.Fatal(err)
-	}
+	corpus := createSuspendedGitCorpus(t, ns)
 	// A client whose Job list is stale (empty), whose status writes an earlier reconcile never
 	// sees, and that sees the Corpus unsuspended (the manager's reconciler leaves it alone).
 	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
@@ -319,11 +327,7 @@ func laggingCorpusClient(t *testing.T, view func() corpusView, patched func(*rag
 func TestStaleViewsOfANewGenerationStartOneScanJob(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
-	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
-		Spec: ragopsv1alpha1.CorpusSpec{Suspend: true, Git: &ragopsv1alpha1.GitSource{URL: "https://git.example.org/besluiten.git", Ref: "main"}}}
-	if err := env.Client.Create(ctx, corpus); err != nil {
-		t.Fatal(err)
-	}
+	corpus := createSuspendedGitCorpus(t, ns)
 	var view corpusView
 	now := time.Now()
 	rec := &controllers.CorpusReconciler{Client: laggingCorpusClient(t, func() corpusView { return view }, nil),
@@ -414,11 +418,7 @@ func TestStaleViewsOfANewGenerationStartOneScanJob(t *testing.T) {
 func TestScanFinishedInTheSecondOfTheLastSyncIsRecorded(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
-	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
-		Spec: ragopsv1alpha1.CorpusSpec{Suspend: true, Git: &ragopsv1alpha1.GitSource{URL: "https://git.example.org/besluiten.git", Ref: "main"}}}
-	if err := env.Client.Create(ctx, corpus); err != nil {
-		t.Fatal(err)
-	}
+	corpus := createSuspendedGitCorpus(t, ns)
 	var view corpusView
 	var written *ragopsv1alpha1.Corpus
 	rec := &controllers.CorpusReconciler{Client: laggingCorpusClient(t, func() corpusView { return view }, func(c *ragopsv1alpha1.Corpus) { written = c }),
