@@ -190,11 +190,13 @@ def build_graph(cfg, w, output_name, cross_encoder=False):
     tt = node("Gather", [const(w["embeddings.token_type_embeddings.weight"], "type_emb"), "token_type_ids"], axis=0)
     x = layernorm(node("Add", [node("Add", [word, pos]), tt]), "embeddings.LayerNorm")
 
-    # Additive mask [batch, 1, 1, seq]: 0 for real tokens, float32 min for padding.
-    m = node("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    inv = node("Sub", [const(np.array(1.0, np.float32)), m])
+    # Additive mask [batch, 1, 1, seq]: 0 for real tokens, float32 min for padding. The node
+    # order (Unsqueeze, Unsqueeze, Cast, Sub, Mul) is PyTorch's, which ONNX Runtime's
+    # transformer optimizer fuses into Attention (hack/export-model/fp16.py).
+    m = node("Unsqueeze", [node("Unsqueeze", ["attention_mask", const(np.array([1], np.int64))]),
+                           const(np.array([2], np.int64))])
+    inv = node("Sub", [const(np.array(1.0, np.float32)), node("Cast", [m], to=TensorProto.FLOAT)])
     bias = node("Mul", [inv, const(np.array(np.finfo(np.float32).min, np.float32))])
-    bias = node("Unsqueeze", [bias, const(np.array([1, 2], np.int64))])
 
     heads_shape = const(np.array([0, 0, nh, hd], np.int64))
     merge_shape = const(np.array([0, 0, H], np.int64))
@@ -209,9 +211,11 @@ def build_graph(cfg, w, output_name, cross_encoder=False):
         ctx = node("Reshape", [node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3]), merge_shape])
         x = layernorm(node("Add", [linear(ctx, p + "attention.output.dense"), x]), p + "attention.output.LayerNorm")
         h = linear(x, p + "intermediate.dense")
+        # GELU as h * ((1 + erf(h / sqrt 2)) * 0.5): ×0.5 is exact, so this equals
+        # (0.5 h)(1 + erf) bit for bit, in the order the optimizer fuses (Gelu, BiasGelu).
         erf = node("Erf", [node("Mul", [h, const(np.array(1.0 / math.sqrt(2.0), np.float32))])])
-        h = node("Mul", [node("Mul", [h, const(np.array(0.5, np.float32))]),
-                         node("Add", [erf, const(np.array(1.0, np.float32))])])
+        half = node("Mul", [node("Add", [erf, const(np.array(1.0, np.float32))]), const(np.array(0.5, np.float32))])
+        h = node("Mul", [h, half])
         x = layernorm(node("Add", [linear(h, p + "output.dense"), x]), p + "output.LayerNorm")
     if cross_encoder:
         cls = node("Gather", [x, const(np.array(0, np.int64))], axis=1)  # [batch, hidden]

