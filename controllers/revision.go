@@ -14,6 +14,8 @@ type revisionInputs struct {
 	Model       ragopsv1alpha1.ModelSpec            `json:"model"`
 	VectorIndex ragopsv1alpha1.VectorIndexSpec      `json:"vectorIndex"`
 	Format      ragopsv1alpha1.DocumentFormat       `json:"format"`
+	// Precision is absent for fp32, so revisions from before the field keep their hashes.
+	Precision ragopsv1alpha1.Precision `json:"precision,omitempty"`
 	// Layout is absent for a single-copy, unsharded, uncompressed collection, so the revisions
 	// of Indexes that do not use these fields keep their hashes.
 	Layout *collectionLayout `json:"layout,omitempty"`
@@ -52,12 +54,16 @@ func layoutOf(spec *ragopsv1alpha1.IndexSpec) *collectionLayout {
 // Revision returns the revision hash of an Index: the first 10 hex digits of SHA-256 over
 // the JSON of the strategy spec, the model (name and source, so a new tokenizer or weights
 // at a new location or checksum is a new revision), the vector index settings, the corpus
-// format and, when not the default, the collection layout (replication factor, async
-// replication, shard count, compression). Consistency levels and corpus content are not part
+// format, the embedder's precision when not fp32 and, when not the default, the collection
+// layout (replication factor, async replication, shard count, compression). Consistency levels and corpus content are not part
 // of it: a content change is an incremental sync.
 func Revision(strategy ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, format ragopsv1alpha1.DocumentFormat) string {
-	raw, _ := json.Marshal(revisionInputs{Strategy: strategy, Model: idx.Spec.Model, VectorIndex: idx.Spec.VectorIndex, Format: format,
-		Layout: layoutOf(&idx.Spec)})
+	in := revisionInputs{Strategy: strategy, Model: idx.Spec.Model, VectorIndex: idx.Spec.VectorIndex, Format: format,
+		Layout: layoutOf(&idx.Spec)}
+	if p := idx.Spec.Embedder.Precision; p != "" && p != ragopsv1alpha1.PrecisionFP32 {
+		in.Precision = p
+	}
+	raw, _ := json.Marshal(in)
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:10]
 }

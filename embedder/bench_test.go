@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ragops/ragops/chunkers"
@@ -49,32 +50,42 @@ func benchDocs(b *testing.B, m *Model, n int) ([]Document, int) {
 }
 
 // BenchmarkSciFact embeds SciFact documents (RAGOPS_BENCH_DOCS, default 200) in naive and
-// late mode and reports tokens/s (real tokens, special tokens included, padding excluded).
+// late mode and reports tokens/s (real tokens, special tokens included, padding excluded),
+// for each precision in RAGOPS_BENCH_PRECISIONS (comma-separated, default fp32; fp32,fp16
+// measures the half-precision variant side by side with fp32 in one run).
 func BenchmarkSciFact(b *testing.B) {
 	n := 200
 	if v, err := strconv.Atoi(os.Getenv("RAGOPS_BENCH_DOCS")); err == nil {
 		n = v
 	}
-	m := load(b, benchOptions())
-	b.Logf("provider %s, ONNX Runtime %s", m.Provider(), ort.Version())
-	docs, chunks := benchDocs(b, m, n)
-	for _, mode := range []Mode{Naive, Late} {
-		b.Run(mode.String(), func(b *testing.B) {
-			ctx := context.Background()
-			if _, err := m.EmbedDocuments(ctx, docs[:min(8, len(docs))], mode); err != nil { // warm-up
-				b.Fatal(err)
-			}
-			start := m.Stats().Tokens
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := m.EmbedDocuments(ctx, docs, mode); err != nil {
+	precisions := []string{string(FP32)}
+	if v := os.Getenv("RAGOPS_BENCH_PRECISIONS"); v != "" {
+		precisions = strings.Split(v, ",")
+	}
+	for _, p := range precisions {
+		o := benchOptions()
+		o.Precision = Precision(p)
+		m := load(b, o)
+		b.Logf("%s: provider %s, ONNX Runtime %s", p, m.Provider(), ort.Version())
+		docs, chunks := benchDocs(b, m, n)
+		for _, mode := range []Mode{Naive, Late} {
+			b.Run(p+"/"+mode.String(), func(b *testing.B) {
+				ctx := context.Background()
+				if _, err := m.EmbedDocuments(ctx, docs[:min(8, len(docs))], mode); err != nil { // warm-up
 					b.Fatal(err)
 				}
-			}
-			b.StopTimer()
-			tokens := float64(m.Stats().Tokens - start)
-			b.ReportMetric(tokens/b.Elapsed().Seconds(), "tokens/s")
-			b.ReportMetric(float64(chunks*b.N)/b.Elapsed().Seconds(), "chunks/s")
-		})
+				start := m.Stats().Tokens
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := m.EmbedDocuments(ctx, docs, mode); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				tokens := float64(m.Stats().Tokens - start)
+				b.ReportMetric(tokens/b.Elapsed().Seconds(), "tokens/s")
+				b.ReportMetric(float64(chunks*b.N)/b.Elapsed().Seconds(), "chunks/s")
+			})
+		}
 	}
 }

@@ -10,6 +10,9 @@ import (
 // ConfigFile is the name of the model folder's ragops configuration file.
 const ConfigFile = "ragops.json"
 
+// ModelFile is the fp32 ONNX graph of a model folder.
+const ModelFile = "model.onnx"
+
 // Pooling is how a sequence's token states become one vector.
 type Pooling string
 
@@ -51,6 +54,9 @@ type Config struct {
 	DocumentPrefix string `json:"documentPrefix"`
 	// TokenStatesOutput names the model output that holds [batch, sequence, Dimension] states.
 	TokenStatesOutput string `json:"tokenStatesOutput"`
+	// Precisions maps a precision other than fp32 to its ONNX file in the folder, e.g.
+	// {"fp16": "model.fp16.onnx"} (hack/export-model/fp16.py); same inputs and output.
+	Precisions map[Precision]string `json:"precisions,omitempty"`
 	// Inputs names the model inputs; TokenTypeIDs may be empty for models without one.
 	Inputs struct {
 		InputIDs      string `json:"inputIds"`
@@ -86,5 +92,23 @@ func ReadConfig(dir string) (Config, error) {
 	case c.Inputs.InputIDs == "" || c.Inputs.AttentionMask == "":
 		return c, fmt.Errorf("model config %s: inputs.inputIds and inputs.attentionMask are required", p)
 	}
+	for pr, f := range c.Precisions {
+		if pr == FP32 || f == "" || f != filepath.Base(f) {
+			return c, fmt.Errorf("model config %s: precisions[%q] = %q: want a precision other than fp32 and a file name in the folder", p, pr, f)
+		}
+	}
 	return c, nil
+}
+
+// modelFile returns the folder's ONNX file for precision p (ModelFile for fp32 or empty);
+// an error names the variant the folder lacks and how to export it.
+func (c Config) modelFile(dir string, p Precision) (string, error) {
+	if p == "" || p == FP32 {
+		return ModelFile, nil
+	}
+	f, ok := c.Precisions[p]
+	if !ok {
+		return "", fmt.Errorf("embedder: model %s (%s) has no %s variant: ragops.json names none in \"precisions\" (export it with hack/export-model/fp16.py --dir %s)", c.Name, dir, p, dir)
+	}
+	return f, nil
 }

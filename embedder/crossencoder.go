@@ -109,7 +109,10 @@ func LoadCrossEncoder(dir string, opts Options) (*CrossEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	modelPath, ins, outs, err := openModel(dir, opts.LibraryPath)
+	if opts.Precision != FP32 {
+		return nil, fmt.Errorf("embedder: cross-encoder %s: precision %q: only fp32 cross-encoders are exported", dir, opts.Precision)
+	}
+	modelPath, ins, outs, err := openModel(dir, ModelFile, opts.LibraryPath)
 	if err != nil {
 		return nil, err
 	}

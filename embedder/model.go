@@ -55,6 +55,20 @@ const (
 	CUDA Device = "cuda"
 )
 
+// Precision is the numeric format of the model's weights and activations.
+type Precision string
+
+// Precisions.
+const (
+	// FP32 runs model.onnx as exported (the default).
+	FP32 Precision = "fp32"
+	// FP16 runs the folder's half-precision variant (ragops.json "precisions": {"fp16": file},
+	// written by hack/export-model/fp16.py: fused attention, fp16 weights and activations,
+	// float32 inputs and outputs). Meant for the CUDA execution provider, where it uses the
+	// tensor cores; ONNX Runtime's CPU provider runs it too, slower than fp32.
+	FP16 Precision = "fp16"
+)
+
 // Options tunes how a model runs. The zero value is valid: CPU, one intra-op thread per
 // core, 4,096 padded tokens per batch, windows of MaxPositions with half of it as overlap.
 type Options struct {
@@ -62,6 +76,9 @@ type Options struct {
 	LibraryPath string
 	// Device is CPU (default) or CUDA.
 	Device Device
+	// Precision selects model.onnx (FP32, the default) or a variant named in ragops.json
+	// "precisions"; a folder without the variant is an error naming the file to export.
+	Precision Precision
 	// CUDADeviceID selects the GPU when Device is CUDA.
 	CUDADeviceID int
 	// AllowCPUFallback lets a CUDA request run on the CPU when the CUDA execution provider
@@ -131,7 +148,11 @@ func Load(dir string, opts Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	modelPath, ins, outs, err := openModel(dir, opts.LibraryPath)
+	file, err := cfg.modelFile(dir, opts.Precision)
+	if err != nil {
+		return nil, err
+	}
+	modelPath, ins, outs, err := openModel(dir, file, opts.LibraryPath)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +201,12 @@ func (o *Options) runDefaults() error {
 	if o.Device != CPU && o.Device != CUDA {
 		return fmt.Errorf("embedder: device %q must be %q or %q", o.Device, CPU, CUDA)
 	}
+	if o.Precision == "" {
+		o.Precision = FP32
+	}
+	if o.Precision != FP32 && o.Precision != FP16 {
+		return fmt.Errorf("embedder: precision %q must be %q or %q", o.Precision, FP32, FP16)
+	}
 	if o.BatchTokens == 0 {
 		o.BatchTokens = 4096
 	}
@@ -190,12 +217,12 @@ func (o *Options) runDefaults() error {
 }
 
 // openModel loads the ONNX Runtime library (lib, or $RAGOPS_ONNXRUNTIME_LIB when empty) if
-// needed and returns dir/model.onnx's path with its inputs and outputs.
-func openModel(dir, lib string) (string, []onnx.InputOutputInfo, []onnx.InputOutputInfo, error) {
+// needed and returns dir/file's path with its inputs and outputs.
+func openModel(dir, file, lib string) (string, []onnx.InputOutputInfo, []onnx.InputOutputInfo, error) {
 	if err := ort.Init(lib); err != nil {
 		return "", nil, nil, err
 	}
-	modelPath := filepath.Join(dir, "model.onnx")
+	modelPath := filepath.Join(dir, file)
 	if _, err := os.Stat(modelPath); err != nil {
 		return "", nil, nil, fmt.Errorf("embedder: %w", err)
 	}

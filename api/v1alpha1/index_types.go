@@ -77,12 +77,32 @@ const (
 	DeviceCUDA Device = "cuda"
 )
 
+// Precision is the numeric format the embedding model runs in.
+// +kubebuilder:validation:Enum=fp32;fp16
+type Precision string
+
+// Precisions.
+const (
+	// PrecisionFP32 runs the model folder's model.onnx.
+	PrecisionFP32 Precision = "fp32"
+	// PrecisionFP16 runs the folder's half-precision variant (ragops.json "precisions",
+	// written by hack/export-model/fp16.py): fused attention, fp16 weights and activations,
+	// for the CUDA execution provider's tensor cores.
+	PrecisionFP16 Precision = "fp16"
+)
+
 // EmbedderSpec configures the embedding Jobs.
 type EmbedderSpec struct {
 	// Device runs the model on the CPU or an NVIDIA GPU (requests nvidia.com/gpu: 1 per pod).
 	// +optional
 	// +kubebuilder:default=cpu
 	Device Device `json:"device,omitempty"`
+	// Precision selects the model's fp32 graph or its fp16 variant. fp16 embeddings differ
+	// from fp32 ones by cosine < 0.001, so a change builds a new revision. A model folder
+	// without the variant fails the build with a message naming the file to export.
+	// +optional
+	// +kubebuilder:default=fp32
+	Precision Precision `json:"precision,omitempty"`
 	// AllowCPUFallback lets a cuda build run on the CPU when no CUDA provider loads.
 	// +optional
 	AllowCPUFallback bool `json:"allowCPUFallback,omitempty"`

@@ -107,6 +107,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	mopts := embedder.Options{
 		LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
 		IntraOpThreads: int(p.Embedder.Threads), BatchTokens: int(p.Embedder.BatchTokens),
+		Precision: embedder.Precision(p.Embedder.Precision),
 	}
 	if late {
 		mopts.WindowTokens, mopts.WindowOverlap = int(p.Strategy.Late.Window), int(p.Strategy.Late.WindowOverlap)

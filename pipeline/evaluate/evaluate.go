@@ -58,7 +58,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (pla
 	if cfg.Mode != evaluator.BM25 {
 		model, err := loadModel(p.ModelDir, embedder.Options{
 			LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
-			IntraOpThreads: int(p.Embedder.Threads),
+			IntraOpThreads: int(p.Embedder.Threads), Precision: embedder.Precision(p.Embedder.Precision),
 		})
 		if err != nil {
 			return res, err
