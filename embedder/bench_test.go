@@ -12,7 +12,7 @@ import (
 )
 
 // benchOptions reads RAGOPS_BENCH_DEVICE (cpu|cuda), RAGOPS_BENCH_THREADS and
-// RAGOPS_BENCH_BATCH_TOKENS so the same test binary measures CPU and GPU runs
+// RAGOPS_BENCH_BATCH_TOKENS and RAGOPS_BENCH_OVERLAP (on|off; empty: on with cuda) so the same test binary measures CPU and GPU runs
 // (hack/bench-embedder/gpu.sh).
 func benchOptions() Options {
 	o := Options{Device: CPU, IntraOpThreads: 1}
@@ -25,6 +25,7 @@ func benchOptions() Options {
 	if n, err := strconv.Atoi(os.Getenv("RAGOPS_BENCH_BATCH_TOKENS")); err == nil {
 		o.BatchTokens = n
 	}
+	o.Overlap = OverlapMode(os.Getenv("RAGOPS_BENCH_OVERLAP"))
 	return o
 }
 

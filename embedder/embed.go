@@ -2,6 +2,7 @@ package embedder
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/embedder/tokenize"
+	onnx "github.com/yalue/onnxruntime_go"
 )
 
 // Mode selects how chunk vectors are computed.
@@ -172,6 +174,9 @@ func (m *Model) wrap(body []int64) []int64 {
 // packed so that sequences x longest length <= BatchTokens (at most MaxBatch sequences),
 // or, with FixedBatch > 0, FixedBatch consecutive sequences.
 func (m *Model) encode(ctx context.Context, seqs [][]int64, consume func(i int, states []float32)) error {
+	if m.opts.Overlap == OverlapOn || (m.opts.Overlap == OverlapAuto && m.opts.Device == CUDA) {
+		return m.encodeOverlapped(ctx, seqs, consume)
+	}
 	for _, b := range planBatches(seqs, m.opts) {
 		batch := make([][]int64, len(b))
 		for k, i := range b {
@@ -186,6 +191,106 @@ func (m *Model) encode(ctx context.Context, seqs [][]int64, consume func(i int, 
 		}
 	}
 	return nil
+}
+
+// preparedBatch is a batch whose input tensors are built; ranBatch one whose output is back.
+type preparedBatch struct {
+	idx    []int
+	seqs   [][]int64
+	inputs []onnx.Value
+	s      int
+}
+
+type ranBatch struct {
+	preparedBatch
+	out     *onnx.Tensor[float32]
+	release func()
+}
+
+// encodeOverlapped is encode as a three-stage pipeline (Options.Overlap): one goroutine
+// builds the input tensors of batch i+1 while the caller's goroutine runs batch i and
+// another copies out and pools batch i-1, each stage handing over through a channel of one.
+// consume still sees the batches in order, on one goroutine.
+func (m *Model) encodeOverlapped(ctx context.Context, seqs [][]int64, consume func(i int, states []float32)) error {
+	if m.sess == nil {
+		return errClosed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := planBatches(seqs, m.opts)
+	prepared := make(chan preparedBatch, 1)
+	var prepErr error
+	go func() {
+		defer close(prepared)
+		for _, b := range batches {
+			p := preparedBatch{idx: b, seqs: make([][]int64, len(b))}
+			for k, i := range b {
+				p.seqs[k] = seqs[i]
+			}
+			if p.inputs, p.s, prepErr = batchTensors(p.seqs, nil, m.typeIDs); prepErr != nil {
+				return
+			}
+			select {
+			case prepared <- p:
+			case <-ctx.Done():
+				destroyAll(p.inputs)
+				return
+			}
+		}
+	}()
+	ran := make(chan ranBatch, 1)
+	var poolErr error
+	pooled := make(chan struct{})
+	go func() {
+		defer close(pooled)
+		for r := range ran {
+			states, err := m.statesOf(r.out, r.seqs, r.s)
+			r.release()
+			if err != nil {
+				if poolErr == nil {
+					poolErr = err
+					cancel()
+				}
+				continue
+			}
+			if poolErr == nil {
+				for k, i := range r.idx {
+					consume(i, states[k])
+				}
+			}
+		}
+	}()
+	var runErr error
+	sent := 0
+	for p := range prepared {
+		if runErr == nil {
+			runErr = ctx.Err()
+		}
+		if runErr != nil {
+			destroyAll(p.inputs)
+			continue
+		}
+		for _, q := range p.seqs {
+			m.tokens.Add(int64(len(q)))
+		}
+		out, release, err := runInputs(m.sess, p.inputs, len(p.seqs), p.s, "inference", m.cfg.TokenStatesOutput)
+		if err != nil {
+			runErr = err
+			cancel()
+			continue
+		}
+		ran <- ranBatch{preparedBatch: p, out: out, release: release}
+		sent++
+	}
+	if runErr == nil && prepErr == nil && sent < len(batches) {
+		runErr = ctx.Err() // the producer stopped early: the caller's context ended
+	}
+	close(ran)
+	<-pooled
+	if poolErr != nil {
+		return poolErr // runErr is then the cancellation it caused
+	}
+	return errors.Join(prepErr, runErr)
 }
 
 // planBatches groups sequence indices into batches: length-sorted (longest first) and

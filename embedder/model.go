@@ -69,6 +69,16 @@ const (
 	FP16 Precision = "fp16"
 )
 
+// OverlapMode says whether batches run in a pipeline (Options.Overlap).
+type OverlapMode string
+
+// Overlap modes.
+const (
+	OverlapAuto OverlapMode = ""
+	OverlapOn   OverlapMode = "on"
+	OverlapOff  OverlapMode = "off"
+)
+
 // Options tunes how a model runs. The zero value is valid: CPU, one intra-op thread per
 // core, 4,096 padded tokens per batch, windows of MaxPositions with half of it as overlap.
 type Options struct {
@@ -84,6 +94,12 @@ type Options struct {
 	// AllowCPUFallback lets a CUDA request run on the CPU when the CUDA execution provider
 	// cannot be added; Model.Provider then says so. Without it that case is an error.
 	AllowCPUFallback bool
+	// Overlap runs batches in a pipeline: the next batch's input tensors are built and the
+	// previous batch's token states pooled on other goroutines while ONNX Runtime runs the
+	// current one, so a GPU waits for no CPU work between batches. OverlapAuto (the zero
+	// value) turns it on with CUDA and off on the CPU, where ORT's intra-op threads already
+	// use the cores. Results are identical either way.
+	Overlap OverlapMode
 	// IntraOpThreads is ORT's intra-op thread count; 0 means runtime.NumCPU().
 	IntraOpThreads int
 	// Spinning lets ORT's worker threads spin while waiting (faster on idle dedicated cores,
@@ -206,6 +222,9 @@ func (o *Options) runDefaults() error {
 	}
 	if o.Precision != FP32 && o.Precision != FP16 {
 		return fmt.Errorf("embedder: precision %q must be %q or %q", o.Precision, FP32, FP16)
+	}
+	if o.Overlap != OverlapAuto && o.Overlap != OverlapOn && o.Overlap != OverlapOff {
+		return fmt.Errorf("embedder: overlap %q must be empty, %q or %q", o.Overlap, OverlapOn, OverlapOff)
 	}
 	if o.BatchTokens == 0 {
 		o.BatchTokens = 4096
@@ -388,12 +407,16 @@ func (m *Model) runBatch(ctx context.Context, seqs [][]int64) ([][]float32, erro
 		return nil, err
 	}
 	defer release()
-	b := len(seqs)
-	if sh := out.GetShape(); len(sh) != 3 || sh[0] != int64(b) || sh[1] != int64(s) || sh[2] != int64(m.cfg.Dimension) {
-		return nil, fmt.Errorf("embedder: output shape %v, want [%d %d %d]", sh, b, s, m.cfg.Dimension)
+	return m.statesOf(out, seqs, s)
+}
+
+// statesOf copies each sequence's real-token states out of a batch's output [b, s, Dimension].
+func (m *Model) statesOf(out *onnx.Tensor[float32], seqs [][]int64, s int) ([][]float32, error) {
+	b, d := len(seqs), m.cfg.Dimension
+	if sh := out.GetShape(); len(sh) != 3 || sh[0] != int64(b) || sh[1] != int64(s) || sh[2] != int64(d) {
+		return nil, fmt.Errorf("embedder: output shape %v, want [%d %d %d]", sh, b, s, d)
 	}
 	data := out.GetData()
-	d := m.cfg.Dimension
 	res := make([][]float32, b)
 	for i, q := range seqs {
 		res[i] = make([]float32, len(q)*d)
@@ -416,10 +439,18 @@ func runSession(ctx context.Context, sess *onnx.DynamicAdvancedSession, seqs, ty
 	if err != nil {
 		return nil, 0, nil, err
 	}
+	out, release, err := runInputs(sess, inputs, len(seqs), s, what, output)
+	return out, s, release, err
+}
+
+// runInputs runs sess on a batch's input tensors ([b, s] each) and returns the first output
+// as a float32 tensor; release destroys the inputs and the output. On error the inputs are
+// destroyed.
+func runInputs(sess *onnx.DynamicAdvancedSession, inputs []onnx.Value, b, s int, what, output string) (*onnx.Tensor[float32], func(), error) {
 	outputs := []onnx.Value{nil}
 	if err := sess.Run(inputs, outputs); err != nil {
 		destroyAll(inputs)
-		return nil, 0, nil, fmt.Errorf("embedder: %s on a batch of %d x %d tokens: %w", what, len(seqs), s, err)
+		return nil, nil, fmt.Errorf("embedder: %s on a batch of %d x %d tokens: %w", what, b, s, err)
 	}
 	release := func() {
 		outputs[0].Destroy()
@@ -428,9 +459,9 @@ func runSession(ctx context.Context, sess *onnx.DynamicAdvancedSession, seqs, ty
 	out, ok := outputs[0].(*onnx.Tensor[float32])
 	if !ok {
 		release()
-		return nil, 0, nil, fmt.Errorf("embedder: output %q is not a float32 tensor", output)
+		return nil, nil, fmt.Errorf("embedder: output %q is not a float32 tensor", output)
 	}
-	return out, s, release, nil
+	return out, release, nil
 }
 
 // batchTensors right-pads seqs to the longest, s tokens, and returns the input tensors

@@ -2,6 +2,7 @@ package embedder
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +128,51 @@ func TestPrecisionsConfigChecked(t *testing.T) {
 		if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), "precisions[") {
 			t.Errorf("precisions %s: err = %v, want precisions[...] refused", bad, err)
 		}
+	}
+}
+
+// TestOverlapGivesIdenticalVectors: the pipelined encoder (Options.Overlap, on by default
+// with CUDA) hands every batch's states to pooling in order and changes no value: naive and late
+// vectors of SciFact chunks, split over many small batches, are bit for bit those of the
+// sequential encoder. A cancelled context stops it with the context's error.
+func TestOverlapGivesIdenticalVectors(t *testing.T) {
+	seq := load(t, Options{BatchTokens: 512})
+	ovl := load(t, Options{BatchTokens: 512, Overlap: OverlapOn})
+	docs := scifactChunks(t, seq, 64, 300)
+	ctx := context.Background()
+	for _, mode := range []Mode{Naive, Late} {
+		want, err := seq.EmbedDocuments(ctx, docs, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ovl.EmbedDocuments(ctx, docs, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for d := range want {
+			for k := range want[d] {
+				for j := range want[d][k] {
+					if want[d][k][j] != got[d][k][j] {
+						t.Fatalf("%v doc %d chunk %d: component %d is %v overlapped, %v sequential", mode, d, k, j, got[d][k][j], want[d][k][j])
+					}
+				}
+				n++
+			}
+		}
+		if n != 300 {
+			t.Fatalf("%v: compared %d chunks, want 300", mode, n)
+		}
+	}
+	var texts []string
+	for _, d := range docs {
+		for _, c := range d.Chunks {
+			texts = append(texts, c.EmbedText(d.Text))
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := ovl.EmbedTexts(cctx, texts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("EmbedTexts with a cancelled context: err = %v, want context.Canceled", err)
 	}
 }

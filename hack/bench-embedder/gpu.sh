@@ -1,81 +1,148 @@
 #!/usr/bin/env bash
-# Tokens/s of the Go embedder with ONNX Runtime's CUDA execution provider, on a GPU machine
-# that cannot reach any registry (everything it needs travels with the working tree).
+# The Go embedder on ONNX Runtime's CUDA execution provider, fp32 against fp16, on a GPU
+# machine that cannot reach any registry (everything it needs travels with the working tree).
 #
 # 1. Here, on the development machine:
-#      hack/bench-embedder/gpu.sh prepare
-#    writes .cache/gpu-bench/ (~30 MB): the embedder test binary (go test -c), the model's
-#    tokenizer.json + ragops.json, and the first 2,000 SciFact documents.
-#    The real weights (90 MB model.onnx) exceed the 64 MiB that may travel, so the GPU run
-#    exports the same architecture with seeded random weights (hack/export-model/export.py
-#    --random-weights, numpy + onnx, both on the GPU image): throughput does not depend on
-#    weight values. Correctness is covered by the CPU tests.
-# 2. On the GPU machine (device tool), from the repository root, one command:
-#      command: bash hack/bench-embedder/gpu.sh run      carry: [".cache/gpu-bench"]
-#    It prints which execution provider loaded and the tokens/s of naive and late
-#    embedding, and copies its log to $OUT/gpu-bench.txt. Under 10 minutes (timeout inside).
+#      hack/bench-embedder/gpu.sh prepare   # .cache/gpu-bench: test binaries, fp16 folders, data
+#      hack/bench-embedder/gpu.sh stage     # .cache/gpu-stage/part-00 .. part-NN (xz, 55 MiB each)
+#    prepare writes: the embedder test binary (go test -c) and hack/scifact-model; for
+#    all-minilm-l6-v2 and e5-small-v2 the real fp16 variant (model.fp16.onnx, 45 and 66 MB,
+#    hack/export-model/fp16.py), tokenizer.json and ragops.json; the fp32 SciFact document
+#    vectors of each model computed on the CPU here (hack/scifact-model -vectors, cached in
+#    .cache/scifact-model/MODEL.f32; 15-25 CPU-minutes each when missing); SciFact (corpus,
+#    test queries, qrels). stage packs that with onnxruntime-gpu 1.31.1's libraries (CUDA 13 +
+#    cuDNN 9 build; 1.24.x wheels are CUDA 12 builds) into parts under the 64 MiB a call carries.
+# 2. On the GPU machine (device tool), each part in its own call, back to back within the
+#    machine's warm window (ignored files a call leaves there are kept), the last one running:
+#      run(command="true", carry=[".cache/gpu-stage/part-00"])   ... one per part but the last
+#      run(command="bash hack/bench-embedder/gpu.sh run", carry=[".cache/gpu-stage/part-NN"], timeout_s=600)
+#    It prints the execution provider, then, side by side in one process per model:
+#      - tokens/s of fp32 and fp16, naive and late (BenchmarkSciFact, 2,000 SciFact documents,
+#        65,536 padded tokens per batch); the fp32 graph has seeded random weights in the same
+#        architecture (export.py --random-weights; 90 and 133 MB would not travel), which does
+#        not change throughput;
+#      - fp16 without the batch pipeline (embedder.Options.Overlap off), and fp16 naive at
+#        token budgets 16,384, 131,072 and 262,144 per batch;
+#      - quality: the whole SciFact corpus embedded with the real fp16 variant on the GPU,
+#        every abstract's cosine to the CPU fp32 vector (bar 0.999) and nDCG@10 (fp32 CPU:
+#        65.41 MiniLM, 68.75 e5-small-v2; bar 0.2 points);
+#      - GPU utilisation and memory sampled every second by nvidia-smi during the runs;
+#      - the CPU on the same machine, fp32, for scale.
+#    Its log is copied to $OUT/gpu-bench.txt. About 6 minutes; timeouts inside keep it under 9.
+# RAGOPS_GPU_BENCH_DEVICE=cpu runs step 2 on the CPU (with RAGOPS_ORT_CUDA_LIB pointing at any
+# ONNX Runtime and small RAGOPS_BENCH_DOCS) to check the script here before a device is lent.
 #
 # The ONNX Runtime with CUDA: the run uses, in order, (a) $RAGOPS_ORT_CUDA_LIB, (b) the staged
-# onnxruntime-gpu 1.31.1 wheel (CUDA 13 + cuDNN 9 build, matching the GPU image's CUDA 13
-# libraries; 1.24.x wheels are CUDA 12 builds) if its parts were carried in earlier calls,
-# (c) the image's own Python onnxruntime if it reports CUDAExecutionProvider (the plain
-# `onnxruntime` package, which the image lists, is a CPU build). The wheel's CUDA provider
-# library is 284 MB, more than one call may carry, so (b) takes several calls, back to back
-# within the machine's 30 s warm window (ignored files a call leaves there are kept):
-#      hack/bench-embedder/gpu.sh stage     # here: .cache/gpu-stage/part-00 .. part-03 (xz, 55 MiB each)
-#      run(command="true", carry=[".cache/gpu-stage/part-00"])
-#      run(command="true", carry=[".cache/gpu-stage/part-01"])
-#      run(command="true", carry=[".cache/gpu-stage/part-02"])
-#      run(command="bash hack/bench-embedder/gpu.sh run", carry=[".cache/gpu-bench", ".cache/gpu-stage/part-03"], timeout_s=600)
-# (each call: at most 55 MiB of parts + the ~6 MiB working tree, under the 64 MiB limit).
-# The CUDA libraries (cuBLAS, cuDNN, cuFFT, cuRAND, CUDA runtime) come from the image's
-# nvidia-* Python packages (site-packages/nvidia/*/lib), put on LD_LIBRARY_PATH.
+# onnxruntime-gpu wheel's library, (c) the image's own Python onnxruntime if it reports
+# CUDAExecutionProvider (the plain `onnxruntime` package the image lists is a CPU build). The
+# CUDA libraries (cuBLAS, cuDNN, cuFFT, cuRAND, CUDA runtime) come from the image's nvidia-*
+# Python packages (site-packages/nvidia/*/lib), put on LD_LIBRARY_PATH.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 bench=.cache/gpu-bench
 stage=.cache/gpu-stage
+models=(all-minilm-l6-v2 e5-small-v2)
 
 ORT_GPU_VERSION=1.31.1 # keep equal to GPU_VERSION in hack/provision-onnxruntime.sh
 
 prepare() {
-	local data=${RAGOPS_DATASETS:-$root/../shared/datasets}
-	local model
-	model=$(hack/export-model/export.sh | tail -n1)
+	local data=${RAGOPS_DATASETS:-$root/../shared/datasets} vectors=${RAGOPS_SCIFACT_VECTORS:-$root/.cache/scifact-model}
+	local minilm lib m dir
+	minilm=$(hack/export-model/export.sh | tail -n1)
+	hack/export-model/models.sh >/dev/null
+	lib=$(hack/provision-onnxruntime.sh cpu | tail -n1)
 	rm -rf "$bench"
-	mkdir -p "$bench/model" "$bench/datasets/scifact"
-	CGO_ENABLED=1 go test -c -o "$bench/embedder.test" ./embedder
-	cp "$model/tokenizer.json" "$model/ragops.json" "$bench/model/"
-	head -n 2000 "$data/scifact/corpus.jsonl" > "$bench/datasets/scifact/corpus.jsonl"
+	mkdir -p "$bench/datasets/scifact/qrels" "$bench/reference"
+	CGO_ENABLED=1 go test -c -ldflags="-s -w" -o "$bench/embedder.test" ./embedder
+	go build -ldflags="-s -w" -o "$bench/scifact-model" ./hack/scifact-model
+	cp "$data/scifact/corpus.jsonl" "$data/scifact/queries.jsonl" "$bench/datasets/scifact/"
+	cp "$data/scifact/qrels/test.tsv" "$bench/datasets/scifact/qrels/"
+	mkdir -p "$vectors"
+	for m in "${models[@]}"; do
+		dir=$root/.cache/models/$m
+		[[ $m == all-minilm-l6-v2 ]] && dir=$minilm
+		mkdir -p "$bench/models/$m"
+		cp "$dir/tokenizer.json" "$dir/ragops.json" "$dir/model.fp16.onnx" "$bench/models/$m/"
+		if [[ ! -f "$vectors/$m.f32" ]]; then
+			echo "fp32 SciFact vectors of $m on the CPU (cached in $vectors/$m.f32)..."
+			RAGOPS_ONNXRUNTIME_LIB=$lib "$bench/scifact-model" -model "$dir" -datasets "$data" -threads "$(nproc)" \
+				-vectors "$vectors/$m.f32" -tolerance 100 >/dev/null
+		fi
+		cp "$vectors/$m.f32" "$bench/reference/$m.f32"
+	done
 	du -sh "$bench"
-	echo 'now: run(command="bash hack/bench-embedder/gpu.sh run", carry=[".cache/gpu-bench"], timeout_s=600)'
+	echo "now: hack/bench-embedder/gpu.sh stage"
 }
 
 stage_parts() {
 	local lib capi
+	[[ -x "$bench/embedder.test" ]] || { echo "run 'hack/bench-embedder/gpu.sh prepare' first" >&2; exit 1; }
 	lib=$(hack/provision-onnxruntime.sh cuda | tail -n1)
 	capi=$(dirname "$lib")
 	rm -rf "$stage"
 	mkdir -p "$stage"
 	tar -cf - -C "$capi/../.." onnxruntime/capi/libonnxruntime.so.$ORT_GPU_VERSION \
-		onnxruntime/capi/libonnxruntime_providers_shared.so onnxruntime/capi/libonnxruntime_providers_cuda.so |
+		onnxruntime/capi/libonnxruntime_providers_shared.so onnxruntime/capi/libonnxruntime_providers_cuda.so \
+		-C "$root/.cache" gpu-bench |
 		xz -6 -T2 | split -b 55m -d - "$stage/part-"
 	ls -la "$stage"
-	echo "carry each part in its own run, back to back; the last one together with .cache/gpu-bench runs 'gpu.sh run'"
+	local parts=("$stage"/part-*) last
+	last=${parts[-1]}
+	for p in "${parts[@]}"; do
+		[[ $p == "$last" ]] && break
+		echo "run(command=\"true\", carry=[\"$p\"])"
+	done
+	echo "run(command=\"bash hack/bench-embedder/gpu.sh run\", carry=[\"$last\"], timeout_s=600)"
+}
+
+# bench_model NAME LAYERS OUTPUT: fp32 (random weights) against fp16 (real) tokens/s.
+bench_model() {
+	local name=$1 layers=$2 output=$3 py=$4 work=$5 dev=$6
+	local dir=$work/bench-$name
+	mkdir -p "$dir"
+	"$py" hack/export-model/export.py --random-weights --layers "$layers" --output-name "$output" --name "$name" \
+		--tokenizer "$work/gpu-bench/models/$name/tokenizer.json" --out "$work/random-$name" >/dev/null
+	cp "$work/random-$name/model.onnx" "$dir/model.onnx"
+	cp "$work/gpu-bench/models/$name/"{tokenizer.json,ragops.json,model.fp16.onnx} "$dir/"
+	echo "== $name ($layers layers): fp32 (seeded random weights) and fp16 (real weights), $dev, budget 65536, $RAGOPS_BENCH_DOCS documents"
+	RAGOPS_MODEL_DIR=$dir RAGOPS_BENCH_DEVICE=$dev RAGOPS_BENCH_PRECISIONS=fp32,fp16 RAGOPS_BENCH_BATCH_TOKENS=65536 \
+		timeout 100 "$work/gpu-bench/embedder.test" -test.run '^$' -test.bench 'SciFact' -test.benchtime 3x -test.v ||
+		echo "$name fp32/fp16 run failed: exit $?"
+	if [[ $name == all-minilm-l6-v2 ]]; then
+		echo "== $name fp16 without the batch pipeline (RAGOPS_BENCH_OVERLAP=off), budget 65536"
+		RAGOPS_MODEL_DIR=$dir RAGOPS_BENCH_DEVICE=$dev RAGOPS_BENCH_PRECISIONS=fp16 RAGOPS_BENCH_BATCH_TOKENS=65536 RAGOPS_BENCH_OVERLAP=off \
+			timeout 40 "$work/gpu-bench/embedder.test" -test.run '^$' -test.bench 'SciFact/fp16' -test.benchtime 3x ||
+			echo "overlap off failed: exit $?"
+		local b
+		for b in 16384 131072 262144; do
+			echo "== $name fp16 naive, budget $b"
+			RAGOPS_MODEL_DIR=$dir RAGOPS_BENCH_DEVICE=$dev RAGOPS_BENCH_PRECISIONS=fp16 RAGOPS_BENCH_BATCH_TOKENS=$b \
+				timeout 40 "$work/gpu-bench/embedder.test" -test.run '^$' -test.bench 'SciFact/fp16/naive' -test.benchtime 3x ||
+				echo "budget $b failed: exit $?"
+		done
+	fi
 }
 
 run_gpu() {
-	local out=${OUT:-/tmp/gpu-bench-out}
+	local out=${OUT:-/tmp/gpu-bench-out} dev=${RAGOPS_GPU_BENCH_DEVICE:-cuda}
 	mkdir -p "$out"
 	exec > >(tee "$out/gpu-bench.txt") 2>&1
-	[[ -x "$bench/embedder.test" ]] || { echo "missing $bench/embedder.test: run 'hack/bench-embedder/gpu.sh prepare' here and carry .cache/gpu-bench" >&2; exit 1; }
 	nvidia-smi -L || true
 	local py=python3 work=/tmp/ragops-gpu
 	mkdir -p "$work"
-	echo "== model: all-MiniLM-L6-v2 architecture, seeded random weights"
-	"$py" hack/export-model/export.py --random-weights --tokenizer "$bench/model/tokenizer.json" --out "$work/model"
+	if [[ -e "$stage/part-00" ]]; then
+		echo "== unpacking $(ls "$stage" | wc -l) staged parts"
+		if command -v xz >/dev/null; then
+			cat "$stage"/part-* | xz -d | tar -xf - -C "$work"
+		else
+			cat "$stage"/part-* | "$py" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)' | tar -xf - -C "$work"
+		fi
+	elif [[ -d "$bench" ]]; then
+		rm -rf "$work/gpu-bench" && cp -r "$bench" "$work/gpu-bench"
+	fi
+	[[ -x "$work/gpu-bench/embedder.test" ]] || { echo "missing the staged gpu-bench: see the header of $0" >&2; exit 1; }
 
-	# CUDA libraries of the image's Python packages.
 	local nvlibs
 	nvlibs=$("$py" - <<'PY'
 import glob, os, site
@@ -87,18 +154,9 @@ print(":".join(dirs))
 PY
 )
 	export LD_LIBRARY_PATH="${nvlibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-
 	local lib=${RAGOPS_ORT_CUDA_LIB:-}
-	if [[ -z "$lib" && -e "$stage/part-00" ]]; then
-		echo "== ONNX Runtime: staged onnxruntime-gpu $ORT_GPU_VERSION ($(ls "$stage" | wc -l) parts)"
-		mkdir -p "$work/ort"
-		if command -v xz >/dev/null; then
-			cat "$stage"/part-* | xz -d | tar -xf - -C "$work/ort"
-		else
-			cat "$stage"/part-* | "$py" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)' | tar -xf - -C "$work/ort"
-		fi
-		lib=$work/ort/onnxruntime/capi/libonnxruntime.so.$ORT_GPU_VERSION
-	fi
+	[[ -z "$lib" && -f "$work/onnxruntime/capi/libonnxruntime.so.$ORT_GPU_VERSION" ]] &&
+		lib=$work/onnxruntime/capi/libonnxruntime.so.$ORT_GPU_VERSION && echo "== ONNX Runtime: staged onnxruntime-gpu $ORT_GPU_VERSION"
 	if [[ -z "$lib" ]]; then
 		lib=$("$py" - <<'PY' || true
 import glob, os
@@ -110,20 +168,33 @@ PY
 )
 		[[ -n "$lib" ]] && echo "== ONNX Runtime: the image's Python onnxruntime ($lib)"
 	fi
-	if [[ -z "$lib" ]]; then
-		echo "no ONNX Runtime with a CUDA execution provider here: the image's onnxruntime is $("$py" -c 'import onnxruntime as o; print(o.__version__, o.get_available_providers())' 2>&1)"
-		echo "stage the onnxruntime-gpu wheel (see the header of this script) and run again"
-		exit 2
-	fi
-	export RAGOPS_ONNXRUNTIME_LIB=$lib RAGOPS_MODEL_DIR=$work/model RAGOPS_DATASETS=$root/$bench/datasets
+	[[ -n "$lib" ]] || { echo "no ONNX Runtime with a CUDA execution provider: stage the parts (see the header of $0)"; exit 2; }
+	export RAGOPS_ONNXRUNTIME_LIB=$lib RAGOPS_DATASETS=$work/gpu-bench/datasets
 	export RAGOPS_BENCH_DOCS=${RAGOPS_BENCH_DOCS:-2000} RAGOPS_BENCH_THREADS=${RAGOPS_BENCH_THREADS:-4}
-	echo "== CUDA: device cuda, token budget 65536 per batch, $RAGOPS_BENCH_DOCS SciFact documents"
-	RAGOPS_BENCH_DEVICE=cuda RAGOPS_BENCH_BATCH_TOKENS=${RAGOPS_BENCH_BATCH_TOKENS:-65536} timeout 360 \
-		"$bench/embedder.test" -test.run '^$' -test.bench 'SciFact' -test.benchtime 3x -test.v || echo "cuda run failed: exit $?"
-	local cpudocs=${RAGOPS_BENCH_CPU_DOCS:-300}
-	echo "== CPU on the same machine for scale: $(nproc) cores, $(nproc) threads, $cpudocs documents"
-	RAGOPS_BENCH_DEVICE=cpu RAGOPS_BENCH_THREADS=$(nproc) RAGOPS_BENCH_DOCS=$cpudocs RAGOPS_BENCH_BATCH_TOKENS=4096 timeout 150 \
-		"$bench/embedder.test" -test.run '^$' -test.bench 'SciFact' -test.benchtime 1x -test.v || echo "cpu run failed: exit $?"
+
+	local smi=""
+	if command -v nvidia-smi >/dev/null; then
+		nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -l 1 >"$out/gpu-util.csv" 2>/dev/null &
+		smi=$!
+	fi
+	bench_model all-minilm-l6-v2 6 token_embeddings "$py" "$work" "$dev"
+	bench_model e5-small-v2 12 last_hidden_state "$py" "$work" "$dev"
+	local m
+	for m in "${models[@]}"; do
+		echo "== quality: SciFact, $m fp16 on $dev against fp32 on the CPU"
+		timeout 75 "$work/gpu-bench/scifact-model" -model "$work/gpu-bench/models/$m" -datasets "$RAGOPS_DATASETS" \
+			-device "$dev" -precision fp16 -batch-tokens 65536 -step 2048 -threads "$RAGOPS_BENCH_THREADS" \
+			-reference "$work/gpu-bench/reference/$m.f32" ${RAGOPS_QUALITY_QUERIES:+-queries $RAGOPS_QUALITY_QUERIES} ||
+			echo "$m quality run: exit $? (3: nDCG@10 off the published figure by > 1 point; 4: a cosine < 0.999)"
+	done
+	[[ -z "$smi" ]] || { kill "$smi" 2>/dev/null || true; echo "== GPU utilisation (%), samples: $(wc -l <"$out/gpu-util.csv")"; awk -F', ' '{u=$2+0; s+=u; n++; if (u>m) m=u} END {if (n) printf "mean %.0f, max %d\n", s/n, m}' "$out/gpu-util.csv"; }
+	if [[ $dev == cuda ]]; then
+		local cpudocs=${RAGOPS_BENCH_CPU_DOCS:-300}
+		echo "== CPU on the same machine for scale: $(nproc) threads, $cpudocs documents, fp32"
+		RAGOPS_MODEL_DIR=$work/bench-all-minilm-l6-v2 RAGOPS_BENCH_DEVICE=cpu RAGOPS_BENCH_THREADS=$(nproc) RAGOPS_BENCH_DOCS=$cpudocs \
+			RAGOPS_BENCH_BATCH_TOKENS=4096 timeout 45 "$work/gpu-bench/embedder.test" -test.run '^$' -test.bench 'SciFact' -test.benchtime 1x ||
+			echo "cpu run failed: exit $?"
+	fi
 }
 
 case "${1:-}" in

@@ -73,10 +73,11 @@ def load_package_model(package):
     return cfg, weights, d
 
 
-def random_model(seed=7, std=0.02):
-    """all-MiniLM-L6-v2's architecture with seeded random weights (throughput runs only):
-    normal with standard deviation std (BERT's initializer range is 0.02), LayerNorm 1/0."""
-    cfg = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536,
+def random_model(seed=7, std=0.02, layers=6):
+    """all-MiniLM-L6-v2's architecture (layers=12: e5-small-v2's and bge-small-en-v1.5's) with
+    seeded random weights (throughput runs only): normal with standard deviation std (BERT's
+    initializer range is 0.02), LayerNorm 1/0."""
+    cfg = dict(hidden_size=384, num_hidden_layers=layers, num_attention_heads=12, intermediate_size=1536,
                vocab_size=30522, max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12,
                hidden_act="gelu", model_type="bert")
     rng = np.random.default_rng(seed)
@@ -412,6 +413,8 @@ def main():
     ap.add_argument("--sentences", type=int, default=128)
     ap.add_argument("--random-weights", action="store_true")
     ap.add_argument("--tokenizer", help="tokenizer.json (with --random-weights)")
+    ap.add_argument("--layers", type=int, default=6, help="encoder layers (with --random-weights)")
+    ap.add_argument("--output-name", default="token_embeddings", help="token states output name")
     ap.add_argument("--name", default="all-minilm-l6-v2")
     ap.add_argument("--cross-encoder", action="store_true", help="export a cross-encoder (reranker) with a [batch, 1] logits output")
     ap.add_argument("--weights-dir", help="Hugging Face BertForSequenceClassification folder (with --cross-encoder)")
@@ -423,9 +426,9 @@ def main():
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    output_name = "token_embeddings"
+    output_name = args.output_name
     if args.random_weights:
-        cfg, w = random_model()
+        cfg, w = random_model(layers=args.layers)
         tok_src = Path(args.tokenizer)
         pooling = {"pooling_mode_mean_tokens": True}
         normalize = True

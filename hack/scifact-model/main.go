@@ -12,6 +12,10 @@
 //	go run ./hack/scifact-model -model .cache/models/e5-small-v2 -datasets ../shared/datasets \
 //	    -vectors .cache/scifact-model/e5-small-v2.f32
 //
+// -device cuda and -precision fp16 run the same on a GPU and with the folder's fp16 variant;
+// -reference FILE compares every document vector with another run's (fp32 on the CPU) and
+// exits with status 4 when a cosine is below 0.999 (hack/bench-embedder/gpu.sh).
+//
 // It prints the evaluator's summary as JSON plus tokens, CPU seconds and tokens per
 // CPU-second of the embedding, and, for the models in published, the published MTEB
 // SciFact nDCG@10 (model card or MTEB results) beside ours: the run exits with status 3 when they differ by more than
@@ -47,12 +51,17 @@ func main() {
 	batchTokens := flag.Int("batch-tokens", 0, "padded tokens per batch (embedder.Options.BatchTokens; 0: its default 4096)")
 	maxQueries := flag.Int("queries", 0, "evaluate only the first n test queries (0: all)")
 	tolerance := flag.Float64("tolerance", 1.0, "largest |ours - published| nDCG@10 in points (x100) that counts as reproduced")
+	device := flag.String("device", "cpu", "cpu or cuda (embedder.Options.Device)")
+	precision := flag.String("precision", "fp32", "fp32 or fp16 (the folder's variant, embedder.Options.Precision)")
+	reference := flag.String("reference", "", "document vectors of another run (float32 LE, e.g. fp32 on the CPU) to compare with: cosine per document, exit 4 when one is below 0.999")
+	step := flag.Int("step", 128, "abstracts per EmbedTexts call (batches are cut inside it by -batch-tokens)")
 	flag.Parse()
 	if *modelDir == "" {
 		log.Fatal("-model is required")
 	}
 	ctx := context.Background()
-	m, err := embedder.Load(*modelDir, embedder.Options{IntraOpThreads: *threads, BatchTokens: *batchTokens})
+	m, err := embedder.Load(*modelDir, embedder.Options{IntraOpThreads: *threads, BatchTokens: *batchTokens,
+		Device: embedder.Device(*device), Precision: embedder.Precision(*precision)})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -70,10 +79,9 @@ func main() {
 			log.Fatal(err)
 		}
 		docVecs = make([][]float32, 0, len(ds.Corpus))
-		const step = 128
-		for i := 0; i < len(ds.Corpus); i += step {
+		for i := 0; i < len(ds.Corpus); i += *step {
 			var texts []string
-			for _, d := range ds.Corpus[i:min(i+step, len(ds.Corpus))] {
+			for _, d := range ds.Corpus[i:min(i+*step, len(ds.Corpus))] {
 				texts = append(texts, strings.TrimSpace(d.Title+" "+d.Text))
 			}
 			vs, err := m.EmbedTexts(ctx, texts)
@@ -105,7 +113,23 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out := map[string]any{"model": m.Config().Name, "summary": sum}
+	out := map[string]any{"model": m.Config().Name, "summary": sum, "provider": m.Provider(), "precision": *precision}
+	var below int
+	if *reference != "" {
+		ref, err := readVectors(*reference, len(ds.Corpus), dim)
+		if err != nil {
+			log.Fatal(err)
+		}
+		worst, mean := 1.0, 0.0
+		for i := range ref {
+			c := cosine(ref[i], docVecs[i])
+			worst, mean = min(worst, c), mean+c/float64(len(ref))
+			if c < 0.999 {
+				below++
+			}
+		}
+		out["reference"] = map[string]any{"file": *reference, "documents": len(ref), "minCosine": worst, "meanCosine": mean, "below0999": below}
+	}
 	if cached {
 		out["documentVectors"] = "read from " + *vectors
 	} else {
@@ -126,6 +150,10 @@ func main() {
 	}
 	raw, _ := json.Marshal(out)
 	fmt.Println(string(raw))
+	if below > 0 {
+		log.Printf("%d documents have cosine < 0.999 to %s", below, *reference)
+		os.Exit(4)
+	}
 	if known && *maxQueries == 0 && math.Abs(diff) > *tolerance {
 		log.Printf("nDCG@10 %.4f is %+.2f points from the published %.4f (tolerance %.1f)", sum.Metrics["ndcg@10"], diff, pub.NDCG10, *tolerance)
 		os.Exit(3)
@@ -197,4 +225,15 @@ func cpuSeconds() float64 {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// cosine returns the cosine similarity of a and b (equal lengths).
+func cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	return ab / math.Sqrt(aa*bb)
 }
