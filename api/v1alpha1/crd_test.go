@@ -64,6 +64,7 @@ var samples = []string{
 	"models/index_bge-small-en-v1.5.yaml",
 	"models/index_e5-small-v2.yaml",
 	"models/index_e5-small-v2-int8.yaml",
+	"models/index_e5-small-v2-fp16-gpu.yaml",
 }
 
 func TestSamplesAreAccepted(t *testing.T) {
@@ -83,8 +84,8 @@ func TestSamplesAreAccepted(t *testing.T) {
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "gemeente-archief", Name: "raadsbesluiten"}, &idx); err != nil {
 		t.Fatal(err)
 	}
-	if idx.Spec.VectorIndex.Type != "hnsw" || idx.Spec.Rollout.RevisionHistoryLimit != 3 {
-		t.Errorf("index defaults: vectorIndex.type=%q revisionHistoryLimit=%d", idx.Spec.VectorIndex.Type, idx.Spec.Rollout.RevisionHistoryLimit)
+	if idx.Spec.VectorIndex.Type != "hnsw" || idx.Spec.Rollout.RevisionHistoryLimit != 3 || idx.Spec.Embedder.Precision != ragopsv1alpha1.PrecisionFP32 {
+		t.Errorf("index defaults: vectorIndex.type=%q revisionHistoryLimit=%d embedder.precision=%q", idx.Spec.VectorIndex.Type, idx.Spec.Rollout.RevisionHistoryLimit, idx.Spec.Embedder.Precision)
 	}
 	if got := idx.Spec.Rollout.Gate.Evaluation.Dataset.Split; got != "test" {
 		t.Errorf("gate dataset split default = %q, want test", got)
