@@ -26,9 +26,12 @@
 #      - quality: the whole SciFact corpus embedded with the real fp16 variant on the GPU,
 #        every abstract's cosine to the CPU fp32 vector (bar 0.999) and nDCG@10 (fp32 CPU:
 #        65.41 MiniLM, 68.75 e5-small-v2; bar 0.2 points);
+#      - an Index build of the whole SciFact corpus by the Job's worker (ragops embed) into a
+#        Weaviate started there (bin/weaviate-server travels too), fp16 MiniLM, sentence-128
+#        naive and late: wall time to the last chunk written, against the pure embedding rate;
 #      - GPU utilisation and memory sampled every second by nvidia-smi during the runs;
 #      - the CPU on the same machine, fp32, for scale.
-#    Its log is copied to $OUT/gpu-bench.txt. About 6 minutes; timeouts inside keep it under 9.
+#    Its log is copied to $OUT/gpu-bench.txt. About 7 minutes; timeouts inside bound each step.
 # RAGOPS_GPU_BENCH_DEVICE=cpu runs step 2 on the CPU (with RAGOPS_ORT_CUDA_LIB pointing at any
 # ONNX Runtime and small RAGOPS_BENCH_DOCS) to check the script here before a device is lent.
 #
@@ -56,6 +59,9 @@ prepare() {
 	mkdir -p "$bench/datasets/scifact/qrels" "$bench/reference"
 	CGO_ENABLED=1 go test -c -ldflags="-s -w" -o "$bench/embedder.test" ./embedder
 	go build -ldflags="-s -w" -o "$bench/scifact-model" ./hack/scifact-model
+	go build -ldflags="-s -w" -o "$bench/ragops" .
+	hack/build-tools.sh weaviate >/dev/null
+	cp bin/weaviate-server "$bench/weaviate-server"
 	cp "$data/scifact/corpus.jsonl" "$data/scifact/queries.jsonl" "$bench/datasets/scifact/"
 	cp "$data/scifact/qrels/test.tsv" "$bench/datasets/scifact/qrels/"
 	mkdir -p "$vectors"
@@ -124,6 +130,32 @@ bench_model() {
 	fi
 }
 
+# build_index NAME LATE: the worker of an Index Job (ragops embed, one shard) builds the whole
+# SciFact corpus into a local Weaviate with the fp16 MiniLM on the GPU: Sentence 128 chunks,
+# naive or late (windows 512/128). Prints the wall time from start to the last chunk written
+# and the worker's result (documents, chunks, tokens).
+build_index() {
+	local name=$1 late=$2 work=$3 dev=$4 lib=$5
+	local planfile=$work/plan-$name.json late_json=""
+	[[ $late == true ]] && late_json=', "late": {"enabled": true, "window": 512, "windowOverlap": 128}'
+	cat >"$planfile" <<-EOF
+		{"version": "ragops.dev/plan/v1", "namespace": "gpu-bench", "index": "$name", "revision": "g1",
+		 "collection": "GpuBench_$name", "shards": 1,
+		 "source": {"dir": "$work/gpu-bench/datasets/scifact", "format": "BEIR", "include": ["corpus.jsonl"]},
+		 "strategy": {"type": "Sentence", "size": 128, "unit": "Tokens"$late_json},
+		 "modelDir": "$work/gpu-bench/models/all-minilm-l6-v2",
+		 "embedder": {"device": "$dev", "precision": "fp16", "threads": 4, "batchTokens": 65536, "shards": 1},
+		 "vectorIndex": {"type": "hnsw", "distance": "cosine"},
+		 "weaviate": {"url": "http://$RAGOPS_WEAVIATE_HTTP_HOST", "grpcAddress": "$RAGOPS_WEAVIATE_GRPC_HOST"}}
+	EOF
+	echo "== Index build, SciFact (5,183 abstracts), sentence-128 $([[ $late == true ]] && echo late || echo naive), MiniLM fp16, $dev, one worker"
+	local t0=$SECONDS
+	timeout 150 "$work/gpu-bench/ragops" embed --plan "$planfile" --onnxruntime-lib "$lib" \
+		--termination-log "$work/result-$name.json" --progress-interval 10s 2>&1 | grep -E 'progress|model loaded|level=ERROR' | tail -n 8 ||
+		echo "build $name: exit $?"
+	echo "wall $((SECONDS - t0)) s; result: $(cat "$work/result-$name.json" 2>/dev/null)"
+}
+
 run_gpu() {
 	local out=${OUT:-/tmp/gpu-bench-out} dev=${RAGOPS_GPU_BENCH_DEVICE:-cuda}
 	mkdir -p "$out"
@@ -187,6 +219,17 @@ PY
 			-reference "$work/gpu-bench/reference/$m.f32" ${RAGOPS_QUALITY_QUERIES:+-queries $RAGOPS_QUALITY_QUERIES} ||
 			echo "$m quality run: exit $? (3: nDCG@10 off the published figure by > 1 point; 4: a cosine < 0.999)"
 	done
+	if [[ -x "$work/gpu-bench/weaviate-server" ]]; then
+		export RAGOPS_WEAVIATE_BIN=$work/gpu-bench/weaviate-server RAGOPS_WEAVIATE_STATE=$work/weaviate
+		if hack/weaviate.sh start >/dev/null; then
+			eval "$(hack/weaviate.sh env | sed 's/^/export /')"
+			build_index sentence128 false "$work" "$dev" "$lib"
+			build_index sentence128late true "$work" "$dev" "$lib"
+			hack/weaviate.sh stop >/dev/null || true
+		else
+			echo "weaviate did not start: no Index build"
+		fi
+	fi
 	[[ -z "$smi" ]] || { kill "$smi" 2>/dev/null || true; echo "== GPU utilisation (%), samples: $(wc -l <"$out/gpu-util.csv")"; awk -F', ' '{u=$2+0; s+=u; n++; if (u>m) m=u} END {if (n) printf "mean %.0f, max %d\n", s/n, m}' "$out/gpu-util.csv"; }
 	if [[ $dev == cuda ]]; then
 		local cpudocs=${RAGOPS_BENCH_CPU_DOCS:-300}

@@ -117,7 +117,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 		return res, err
 	}
 	defer model.Close()
-	log.Info("model loaded", "dir", p.ModelDir, "provider", model.Provider(), "dimension", model.Dimension(), "late", late)
+	log.Info("model loaded", "dir", p.ModelDir, "provider", model.Provider(), "precision", mopts.Precision, "dimension", model.Dimension(), "late", late)
 
 	chunker, err := registry.New(p.Strategy, model.Tokenizer(), model)
 	if err != nil {
