@@ -33,7 +33,7 @@
 #      - the CPU on the same machine, fp32, for scale.
 #    Its log is copied to $OUT/gpu-bench.txt. About 7 minutes; timeouts inside bound each step.
 # Staged: 8 parts (395 MB before xz); RAGOPS_GPU_BENCH_BUILD=0 at prepare leaves the Index build
-# (the worker and weaviate-server) out: 6 parts, when device time is short.
+# (the worker and weaviate-server, 224 MB before xz) out, for fewer parts when device time is short.
 # RAGOPS_GPU_BENCH_DEVICE=cpu runs step 2 on the CPU (with RAGOPS_ORT_CUDA_LIB pointing at any
 # ONNX Runtime and small RAGOPS_BENCH_DOCS) to check the script here before a device is lent.
 #
@@ -61,7 +61,7 @@ prepare() {
 	mkdir -p "$bench/datasets/scifact/qrels" "$bench/reference"
 	CGO_ENABLED=1 go test -c -ldflags="-s -w" -o "$bench/embedder.test" ./embedder
 	go build -ldflags="-s -w" -o "$bench/scifact-model" ./hack/scifact-model
-	if [[ ${RAGOPS_GPU_BENCH_BUILD:-1} == 1 ]]; then # the Index build step: 2 of the 8 parts
+	if [[ ${RAGOPS_GPU_BENCH_BUILD:-1} == 1 ]]; then # the Index build step
 		go build -ldflags="-s -w" -o "$bench/ragops" .
 		hack/build-tools.sh weaviate >/dev/null
 		cp bin/weaviate-server "$bench/weaviate-server"
