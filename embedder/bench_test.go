@@ -36,16 +36,28 @@ func benchDocs(b *testing.B, m *Model, n int) ([]Document, int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return sciFactDocs(b, ch, n, 0)
+}
+
+// sciFactDocs chunks the first n SciFact documents (title + "\n\n" + text) with ch, keeping
+// at most maxChunks chunks in all (0: no limit), and returns them with their chunk count.
+func sciFactDocs(tb testing.TB, ch chunkers.Chunker, n, maxChunks int) ([]Document, int) {
+	tb.Helper()
 	var docs []Document
 	chunks := 0
-	for _, d := range readCorpus(b, "scifact", n) {
+	for _, d := range readCorpus(tb, "scifact", n) {
 		text := d.Title + "\n\n" + d.Text
 		cs, err := ch.Chunk(context.Background(), text)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
+		}
+		if maxChunks > 0 {
+			cs = cs[:min(len(cs), maxChunks-chunks)]
 		}
 		docs = append(docs, Document{Text: text, Chunks: cs})
-		chunks += len(cs)
+		if chunks += len(cs); maxChunks > 0 && chunks == maxChunks {
+			break
+		}
 	}
 	return docs, chunks
 }

@@ -12,30 +12,19 @@ import (
 	"github.com/ragops/ragops/embedder/ort"
 )
 
-// scifactChunks cuts SciFact abstracts (title + "\n\n" + text) into Fixed chunks of size
-// tokens of m's tokenizer until n chunks are collected, and returns them per document.
+// scifactChunks cuts SciFact abstracts into Fixed chunks of size tokens of m's tokenizer and
+// returns the documents holding the first n chunks.
 func scifactChunks(t *testing.T, m *Model, size, n int) []Document {
 	t.Helper()
 	ch, err := chunkers.NewFixed(m.Tokenizer(), size, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var docs []Document
-	got := 0
-	for _, d := range readCorpus(t, "scifact", n) {
-		text := d.Title + "\n\n" + d.Text
-		cs, err := ch.Chunk(context.Background(), text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = cs[:min(len(cs), n-got)]
-		docs = append(docs, Document{Text: text, Chunks: cs})
-		if got += len(cs); got == n {
-			return docs
-		}
+	docs, got := sciFactDocs(t, ch, n, n)
+	if got != n {
+		t.Fatalf("%d chunks from SciFact, want %d", got, n)
 	}
-	t.Fatalf("%d chunks from SciFact, want %d", got, n)
-	return nil
+	return docs
 }
 
 // TestFP16MatchesFP32 embeds the same SciFact chunks with a folder's fp32 model.onnx and its
