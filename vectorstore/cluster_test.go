@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -361,7 +362,7 @@ func TestClusterShardedTopKEqualsSingleShard(t *testing.T) {
 	results := map[int][][]Hit{}
 	for _, shards := range []int{3, 1} {
 		coll := fmt.Sprintf("RagopsTest_Cluster_Shards%d_R1", shards)
-		if err := s.EnsureCollection(ctx, CollectionSpec{Name: coll, Revision: "r1", Dimensions: dims,
+		if err := ensureAfterRestart(ctx, t, s, CollectionSpec{Name: coll, Revision: "r1", Dimensions: dims,
 			Index: VectorIndex{Type: IndexFlat}, Shards: shards}); err != nil {
 			t.Fatal(err)
 		}
@@ -427,7 +428,7 @@ func TestClusterAliasMovesAtomically(t *testing.T) {
 	for _, rev := range []string{"ra", "rb"} {
 		coll := "RagopsTest_Cluster_Alias_" + rev
 		colls = append(colls, coll)
-		if err := admin.EnsureCollection(ctx, CollectionSpec{Name: coll, Revision: rev, Dimensions: dims,
+		if err := ensureAfterRestart(ctx, t, admin, CollectionSpec{Name: coll, Revision: rev, Dimensions: dims,
 			Index: VectorIndex{Type: IndexFlat}, Replication: Replication{Factor: 3}}); err != nil {
 			t.Fatal(err)
 		}
@@ -517,4 +518,26 @@ func TestClusterAliasMovesAtomically(t *testing.T) {
 		t.Errorf("answers per revision %v; want both revisions to have served", counts)
 	}
 	t.Logf("%d queries over 20 alias moves: per revision %v, %d failed, %d mixed", queries.Load(), counts, failed.Load(), mixed.Load())
+}
+
+// ensureAfterRestart creates a collection on a cluster whose node2 an earlier test killed and
+// restarted. For a few seconds after the restart, the schema leader's gRPC connection to the
+// node can still be the closed one, and a create fails with Weaviate's internal "rpc error: ...
+// the client connection is closing" (422) although every node reports HEALTHY; such errors are
+// retried for up to 30 s. Any other error is returned at once.
+func ensureAfterRestart(ctx context.Context, t *testing.T, s *Store, spec CollectionSpec) error {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := s.EnsureCollection(ctx, spec)
+		if err == nil || !strings.Contains(err.Error(), "rpc error") || time.Now().After(deadline) {
+			return err
+		}
+		t.Logf("create %s: %v (retrying)", spec.Name, err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }
