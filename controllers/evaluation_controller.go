@@ -225,9 +225,10 @@ func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *rago
 	ds := plan.Source{HTTP: p.Dataset.HTTP}
 	ds.Dir = sourceMounts(w, "dataset", plan.DatasetDir, p.Dataset.PVC, p.Dataset.ConfigMap)
 	headerMounts(w, p.Dataset.HTTP)
+	model, embedder := queryModel(idx, rev)
 	var modelDir string
 	if p.Mode != ragopsv1alpha1.ModeBM25 {
-		modelDir = modelMounts(w, "model", plan.ModelDir, idx.Spec.Model, w.image)
+		modelDir = modelMounts(w, "model", plan.ModelDir, model, w.image)
 	}
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
 		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))
@@ -243,7 +244,7 @@ func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *rago
 	pl := plan.Evaluate{Version: plan.Version,
 		Namespace: ev.Namespace, Evaluation: ev.Name, Revision: rev.Name, Collection: rev.Collection,
 		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
-		Embedder: idx.Spec.Embedder,
+		Embedder: embedder,
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
 			Consistency: readConsistency(idx)},
 	}

@@ -69,6 +69,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		idx.Status.Revisions = append([]ragopsv1alpha1.RevisionStatus{{
 			Name: st.revision, Collection: collection, Phase: ragopsv1alpha1.RevisionBuilding,
 			CorpusRevision: st.corpus.Status.Revision, CreationTime: ptr.To(metav1.Now()),
+			Model: ptr.To(idx.Spec.Model), Precision: precisionOf(idx.Spec.Embedder),
 		}}, idx.Status.Revisions...)
 		rev = &idx.Status.Revisions[0]
 	}

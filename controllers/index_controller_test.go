@@ -570,3 +570,59 @@ func TestGitCorpusPinsBuildsToTheScannedCommit(t *testing.T) {
 		t.Errorf("Corpus spec.git.ref %q (err %v): the pin must not touch the spec", c.Spec.Git.Ref, err)
 	}
 }
+
+// TestEvaluationQueriesEachRevisionWithItsOwnModel: after the Index moves to another model
+// and precision, an Evaluation of the earlier revision still embeds its queries with the
+// model and precision that revision was built with, and one of the new revision with the new.
+func TestEvaluationQueriesEachRevisionWithItsOwnModel(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	fixture(t, ns, nil)
+	r1, _ := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+
+	idx := getIndex(t, ns, "besluiten")
+	idx.Spec.Model = ragopsv1alpha1.ModelSpec{Name: "e5-small-v2", ImagePath: "/models/e5-small-v2"}
+	idx.Spec.Embedder.Precision = ragopsv1alpha1.PrecisionFP16
+	if err := env.Client.Update(ctx, idx); err != nil {
+		t.Fatal(err)
+	}
+	r2, _ := buildRevision(t, ns, "besluiten")
+	idx = waitActive(t, ns, "besluiten", r2)
+	for _, rev := range idx.Status.Revisions {
+		want, precision := "all-minilm-l6-v2", ragopsv1alpha1.PrecisionFP32
+		if rev.Name == r2 {
+			want, precision = "e5-small-v2", ragopsv1alpha1.PrecisionFP16
+		}
+		if rev.Model == nil || rev.Model.Name != want || rev.Precision != precision {
+			t.Errorf("status of revision %s records model %+v precision %q, want %s %s", rev.Name, rev.Model, rev.Precision, want, precision)
+		}
+	}
+
+	evaluate := func(name, rev string) plan.Evaluate {
+		t.Helper()
+		ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: ragopsv1alpha1.EvaluationSpec{IndexRef: ragopsv1alpha1.LocalObjectReference{Name: "besluiten"}, Revision: rev,
+				EvaluationParameters: ragopsv1alpha1.EvaluationParameters{Mode: ragopsv1alpha1.ModeDense, K: []int32{10},
+					Dataset: ragopsv1alpha1.DatasetSource{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "queries"}, Split: "test"}}}}
+		if err := env.Client.Create(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		var jobs batchv1.JobList
+		eventually(t, 30*time.Second, "Job of Evaluation "+name, func() (bool, error) {
+			err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelOwner: name})
+			return err == nil && len(jobs.Items) == 1, err
+		})
+		var p plan.Evaluate
+		if err := json.Unmarshal([]byte(planOf(t, ns, jobs.Items[0].Name)), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := evaluate("old-revision", r1); p.Revision != r1 || p.ModelDir != "/models/all-minilm-l6-v2" || p.Embedder.Precision != ragopsv1alpha1.PrecisionFP32 {
+		t.Errorf("Evaluation of revision %s: plan revision %s model %s precision %q, want the MiniLM fp32 it was built with", r1, p.Revision, p.ModelDir, p.Embedder.Precision)
+	}
+	if p := evaluate("active-revision", ""); p.Revision != r2 || p.ModelDir != "/models/e5-small-v2" || p.Embedder.Precision != ragopsv1alpha1.PrecisionFP16 {
+		t.Errorf("Evaluation of the active revision: plan revision %s model %s precision %q, want %s e5-small-v2 fp16", p.Revision, p.ModelDir, p.Embedder.Precision, r2)
+	}
+}

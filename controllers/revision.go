@@ -60,10 +60,32 @@ func layoutOf(spec *ragopsv1alpha1.IndexSpec) *collectionLayout {
 func Revision(strategy ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, format ragopsv1alpha1.DocumentFormat) string {
 	in := revisionInputs{Strategy: strategy, Model: idx.Spec.Model, VectorIndex: idx.Spec.VectorIndex, Format: format,
 		Layout: layoutOf(&idx.Spec)}
-	if p := idx.Spec.Embedder.Precision; p != "" && p != ragopsv1alpha1.PrecisionFP32 {
+	if p := precisionOf(idx.Spec.Embedder); p != ragopsv1alpha1.PrecisionFP32 {
 		in.Precision = p
 	}
 	raw, _ := json.Marshal(in)
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:10]
+}
+
+// precisionOf returns the embedder's precision, fp32 when unset.
+func precisionOf(e ragopsv1alpha1.EmbedderSpec) ragopsv1alpha1.Precision {
+	if e.Precision == "" {
+		return ragopsv1alpha1.PrecisionFP32
+	}
+	return e.Precision
+}
+
+// queryModel returns the model and embedder settings that embed queries against rev: the
+// model and precision rev was built with, or the Index's spec for a revision recorded before
+// RevisionStatus carried them.
+func queryModel(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) (ragopsv1alpha1.ModelSpec, ragopsv1alpha1.EmbedderSpec) {
+	model, embedder := idx.Spec.Model, idx.Spec.Embedder
+	if rev.Model != nil {
+		model = *rev.Model
+	}
+	if rev.Precision != "" {
+		embedder.Precision = rev.Precision
+	}
+	return model, embedder
 }

@@ -16,7 +16,7 @@ type IndexSpec struct {
 	Model ModelSpec `json:"model"`
 	// Embedder configures the embedding Jobs.
 	// +optional
-	// +kubebuilder:default={device: "cpu", shards: 1, threads: 1, batchTokens: 8192}
+	// +kubebuilder:default={device: "cpu", shards: 1, threads: 1}
 	Embedder EmbedderSpec `json:"embedder,omitempty"`
 	// Weaviate is where vectors are written.
 	Weaviate WeaviateSpec `json:"weaviate"`
@@ -119,9 +119,12 @@ type EmbedderSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=256
 	Threads int32 `json:"threads,omitempty"`
-	// BatchTokens is the token budget of one inference batch (padding included).
+	// BatchTokens is the token budget of one inference batch (padding included). Unset, the
+	// embedder picks it per device: the model's positions (at least 512) on cpu, where small
+	// batches measured fastest, and 8192 on cuda. Indexes created while the default was
+	// 8192 keep that value until it is changed; it is not part of the revision, so changing
+	// it re-embeds nothing.
 	// +optional
-	// +kubebuilder:default=8192
 	// +kubebuilder:validation:Minimum=512
 	// +kubebuilder:validation:Maximum=1048576
 	BatchTokens int32 `json:"batchTokens,omitempty"`
@@ -429,6 +432,21 @@ type RevisionStatus struct {
 	// Message explains a Failed or Rejected phase.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Model is the model the revision's vectors were embedded with, recorded when its first
+	// build starts. Evaluations of the revision embed their queries with it, so a revision
+	// measured while spec.model names another model is still queried in its own vector space.
+	// Revisions recorded before this field have none; their Evaluations use spec.model.
+	// Only the controller writes it, so its schema is left out (spec.model's validation rules,
+	// repeated per revision, would exceed the API server's CEL cost budget).
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Model *ModelSpec `json:"model,omitempty"`
+	// Precision the revision's vectors were embedded in (spec.embedder.precision at its first
+	// build); Evaluations of the revision embed their queries in it.
+	// +optional
+	Precision Precision `json:"precision,omitempty"`
 	// CreationTime is when the build started.
 	// +optional
 	CreationTime *metav1.Time `json:"creationTime,omitempty"`

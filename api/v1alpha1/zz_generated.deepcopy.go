@@ -1112,6 +1112,11 @@ func (in *RevisionStatus) DeepCopyInto(out *RevisionStatus) {
 		*out = new(float64)
 		**out = **in
 	}
+	if in.Model != nil {
+		in, out := &in.Model, &out.Model
+		*out = new(ModelSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.CreationTime != nil {
 		in, out := &in.CreationTime, &out.CreationTime
 		*out = (*in).DeepCopy()
