@@ -11,9 +11,10 @@ import (
 	"github.com/ragops/ragops/embedder/ort"
 )
 
-// benchOptions reads RAGOPS_BENCH_DEVICE (cpu|cuda), RAGOPS_BENCH_THREADS and
-// RAGOPS_BENCH_BATCH_TOKENS and RAGOPS_BENCH_OVERLAP (on|off; empty: on with cuda) so the same test binary measures CPU and GPU runs
-// (hack/bench-embedder/gpu.sh).
+// benchOptions reads RAGOPS_BENCH_DEVICE (cpu|cuda), RAGOPS_BENCH_THREADS,
+// RAGOPS_BENCH_BATCH_TOKENS (one budget; BenchmarkSciFact also takes a comma-separated list)
+// and RAGOPS_BENCH_OVERLAP (on|off; empty: on with cuda) so the same test binary measures CPU
+// and GPU runs (hack/bench-embedder/gpu.sh).
 func benchOptions() Options {
 	o := Options{Device: CPU, IntraOpThreads: 1}
 	if d := os.Getenv("RAGOPS_BENCH_DEVICE"); d != "" {
@@ -65,7 +66,9 @@ func sciFactDocs(tb testing.TB, ch chunkers.Chunker, n, maxChunks int) ([]Docume
 // BenchmarkSciFact embeds SciFact documents (RAGOPS_BENCH_DOCS, default 200) in naive and
 // late mode and reports tokens/s (real tokens, special tokens included, padding excluded),
 // for each precision in RAGOPS_BENCH_PRECISIONS (comma-separated, default fp32; fp32,fp16
-// measures the half-precision variant side by side with fp32 in one run).
+// measures the half-precision variant side by side with fp32 in one run). A list of token
+// budgets in RAGOPS_BENCH_BATCH_TOKENS (512,8192) runs each mode once per budget, named
+// <precision>/<mode>/<budget>, alternating budgets within the mode.
 func BenchmarkSciFact(b *testing.B) {
 	n := 200
 	if v, err := strconv.Atoi(os.Getenv("RAGOPS_BENCH_DOCS")); err == nil {
@@ -81,24 +84,48 @@ func BenchmarkSciFact(b *testing.B) {
 		m := load(b, o)
 		b.Logf("%s: provider %s, ONNX Runtime %s", p, m.Provider(), ort.Version())
 		docs, chunks := benchDocs(b, m, n)
+		budgets := []int{m.opts.BatchTokens}
+		if v := os.Getenv("RAGOPS_BENCH_BATCH_TOKENS"); strings.Contains(v, ",") {
+			budgets = budgets[:0]
+			for _, f := range strings.Split(v, ",") {
+				n, err := strconv.Atoi(f)
+				if err != nil {
+					b.Fatalf("RAGOPS_BENCH_BATCH_TOKENS=%s: %v", v, err)
+				}
+				budgets = append(budgets, n)
+			}
+		}
 		for _, mode := range []Mode{Naive, Late} {
-			b.Run(p+"/"+mode.String(), func(b *testing.B) {
-				ctx := context.Background()
-				if _, err := m.EmbedDocuments(ctx, docs[:min(8, len(docs))], mode); err != nil { // warm-up
-					b.Fatal(err)
+			for _, budget := range budgets {
+				name := p + "/" + mode.String()
+				if len(budgets) > 1 {
+					name += "/" + strconv.Itoa(budget)
 				}
-				start := m.Stats().Tokens
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					if _, err := m.EmbedDocuments(ctx, docs, mode); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.StopTimer()
-				tokens := float64(m.Stats().Tokens - start)
-				b.ReportMetric(tokens/b.Elapsed().Seconds(), "tokens/s")
-				b.ReportMetric(float64(chunks*b.N)/b.Elapsed().Seconds(), "chunks/s")
-			})
+				m.opts.BatchTokens = budget
+				benchEmbed(b, name, m, docs, chunks, mode)
+			}
 		}
 	}
+}
+
+// benchEmbed runs one sub-benchmark embedding docs in mode with m's options.
+func benchEmbed(b *testing.B, name string, m *Model, docs []Document, chunks int, mode Mode) {
+	b.Helper()
+	b.Run(name, func(b *testing.B) {
+		ctx := context.Background()
+		if _, err := m.EmbedDocuments(ctx, docs[:min(8, len(docs))], mode); err != nil { // warm-up
+			b.Fatal(err)
+		}
+		start := m.Stats().Tokens
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err := m.EmbedDocuments(ctx, docs, mode); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		tokens := float64(m.Stats().Tokens - start)
+		b.ReportMetric(tokens/b.Elapsed().Seconds(), "tokens/s")
+		b.ReportMetric(float64(chunks*b.N)/b.Elapsed().Seconds(), "chunks/s")
+	})
 }

@@ -96,7 +96,7 @@ func LoadCrossEncoder(dir string, opts Options) (*CrossEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := opts.runDefaults(); err != nil {
+	if err := opts.runDefaults(cfg.MaxPositions); err != nil {
 		return nil, err
 	}
 	switch {

@@ -48,7 +48,7 @@ func main() {
 	data := flag.String("datasets", "../shared/datasets", "datasets folder holding scifact/")
 	vectors := flag.String("vectors", "", "document vector cache (float32 LE); empty: no cache")
 	threads := flag.Int("threads", 1, "ONNX Runtime intra-op threads")
-	batchTokens := flag.Int("batch-tokens", 0, "padded tokens per batch (embedder.Options.BatchTokens; 0: its default 4096)")
+	batchTokens := flag.Int("batch-tokens", 0, "padded tokens per batch (embedder.Options.BatchTokens; 0: embedder.DefaultBatchTokens)")
 	maxQueries := flag.Int("queries", 0, "evaluate only the first n test queries (0: all)")
 	tolerance := flag.Float64("tolerance", 1.0, "largest |ours - published| nDCG@10 in points (x100) that counts as reproduced")
 	device := flag.String("device", "cpu", "cpu or cuda (embedder.Options.Device)")
