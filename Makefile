@@ -54,9 +54,15 @@ demo-legalnl: ## The same on Dutch law (legalqa-nl, mE5): eight strategies incl.
 	RAGOPS_DEMO_DATASET=legalqa-nl hack/demo.sh up
 
 .PHONY: demo-models
-demo-models: ## SciFact per model (e5-small-v2, its int8, bge-small-en-v1.5): fixed-512, sentence-128 and late, dense and hybrid (hours on 2 cores).
+demo-models: ## SciFact per model (e5-small-v2, its int8, bge-small-en-v1.5): fixed-507, sentence-128 and late, dense and hybrid (hours on 2 cores).
 	RAGOPS_DEMO_MODELS=e5-small-v2,e5-small-v2-int8,bge-small-en-v1.5 RAGOPS_DEMO_SAMPLES=config/samples/demo-models \
 		RAGOPS_DEMO_NAMESPACE=ragops-demo-models RAGOPS_DEMO_DIR=.cache/demo-models hack/demo.sh up
+
+.PHONY: demo-qmsum-models
+demo-qmsum-models: ## QMSum's 35 val meetings per model (e5-small-v2, its int8, bge-small-en-v1.5): fixed-256, recursive-256 and late, dense and hybrid.
+	RAGOPS_DEMO_DATASET=qmsum RAGOPS_DEMO_DOCS=judged RAGOPS_DEMO_MODELS=e5-small-v2,e5-small-v2-int8,bge-small-en-v1.5 \
+		RAGOPS_DEMO_SAMPLES=config/samples/demo-qmsum-models RAGOPS_DEMO_NAMESPACE=ragops-demo-qmsum-models \
+		RAGOPS_DEMO_DIR=.cache/demo-qmsum-models hack/demo.sh up
 
 .PHONY: demo-down
 demo-down: ## Stop the demo's cluster, Weaviate and operator (any dataset).

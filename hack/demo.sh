@@ -10,7 +10,8 @@
 #                          `make demo-qmsum`) or legalqa-nl (config/samples/demo-legalnl,
 #                          `make demo-legalnl`), unpacked from hack/demo/D.tar.gz
 #   RAGOPS_DEMO_DOCS=N     index only the first N documents (and the judgements on them): a
-#                          quick run; default all (SciFact 5,183, QMSum 232).
+#                          quick run; default all (SciFact 5,183, QMSum 232). judged keeps the
+#                          documents the split's qrels judge (QMSum val: its 35 meetings).
 #                          legalqa-nl (272 laws, about 4 M multilingual-e5-small tokens per
 #                          strategy) defaults to a subset: the 7 judged laws under 24,000
 #                          words (12 questions) and 20 unjudged laws of at most 10,000 words
@@ -63,7 +64,7 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 # down stops the operator and Weaviate of either demo (RAGOPS_DEMO_DIR names one), then the cluster.
 down() {
 	local dirs=("${RAGOPS_DEMO_DIR:-$root/.cache/demo}")
-	[[ -n "${RAGOPS_DEMO_DIR:-}" ]] || dirs+=("$root/.cache/demo-qmsum" "$root/.cache/demo-legalnl" "$root/.cache/demo-models")
+	[[ -n "${RAGOPS_DEMO_DIR:-}" ]] || dirs+=("$root/.cache/demo-qmsum" "$root/.cache/demo-legalnl" "$root/.cache/demo-models" "$root/.cache/demo-qmsum-models")
 	for dir in "${dirs[@]}"; do
 		if [[ -f "$dir/manager.pid" ]]; then
 			kill "$(cat "$dir/manager.pid")" 2>/dev/null || true
@@ -134,12 +135,16 @@ if [[ "$dataset" == legalqa-nl ]]; then
 elif [[ -n "${RAGOPS_DEMO_DOCS:-}" ]]; then
 	python3 - "$data/$dataset" "$RAGOPS_DEMO_DOCS" "$split" <<'PY'
 import json, sys, os
-root, n, split = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+root, n, split = sys.argv[1], sys.argv[2], sys.argv[3]
 lines = open(os.path.join(root, "corpus.jsonl"), encoding="utf-8").read().splitlines()
-lines = lines[:n]
+rows = open(os.path.join(root, "qrels", split + ".tsv")).read().splitlines()
+if n == "judged":
+    judged = {r.split("\t")[1] for r in rows[1:]}
+    lines = [l for l in lines if json.loads(l)["_id"] in judged]
+else:
+    lines = lines[:int(n)]
 ids = {json.loads(l)["_id"] for l in lines}
 open(os.path.join(root, "corpus.jsonl"), "w", encoding="utf-8").write("\n".join(lines) + "\n")
-rows = open(os.path.join(root, "qrels", split + ".tsv")).read().splitlines()
 kept = [rows[0]] + [r for r in rows[1:] if r.split("\t")[1] in ids]
 open(os.path.join(root, "qrels", split + ".tsv"), "w").write("\n".join(kept) + "\n")
 print(f"subset: {len(lines)} documents, {len(kept)-1} judgements")
