@@ -31,7 +31,7 @@ from onnxruntime.transformers import optimizer
 from tokenizers import Tokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ort_settings import batches, cpu_seconds, session  # noqa: E402
+from ort_settings import cpu_seconds, padded_batches, session  # noqa: E402
 
 BUDGET = 512
 
@@ -49,14 +49,8 @@ def fused(src, dst):
 
 def pooled_pass(sess, enc):
     out = [None] * len(enc)
-    for b in batches([len(e) for e in enc], BUDGET):
-        width = len(enc[b[0]])
-        ids = np.zeros((len(b), width), np.int64)
-        mask = np.zeros_like(ids)
-        for k, i in enumerate(b):
-            ids[k, : len(enc[i])] = enc[i]
-            mask[k, : len(enc[i])] = 1
-        h = sess.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+    for b, feeds in padded_batches(enc, BUDGET):
+        h = sess.run(None, feeds)[0]
         for k, i in enumerate(b):
             v = h[k, : len(enc[i])].astype(np.float64).mean(axis=0)
             out[i] = v / np.linalg.norm(v)

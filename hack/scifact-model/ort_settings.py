@@ -57,7 +57,8 @@ def batches(lengths, budget):
     return out
 
 
-def embed_pass(sess, enc, budget):
+def padded_batches(enc, budget):
+    """Yields (batch indices, BERT input feeds padded to the batch's longest sequence)."""
     for b in batches([len(e) for e in enc], budget):
         width = len(enc[b[0]])
         ids = np.zeros((len(b), width), np.int64)
@@ -65,7 +66,12 @@ def embed_pass(sess, enc, budget):
         for k, i in enumerate(b):
             ids[k, : len(enc[i])] = enc[i]
             mask[k, : len(enc[i])] = 1
-        sess.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+        yield b, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+
+
+def embed_pass(sess, enc, budget):
+    for _, feeds in padded_batches(enc, budget):
+        sess.run(None, feeds)
 
 
 def session(path, level, threads):
