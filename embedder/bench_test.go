@@ -67,8 +67,8 @@ func sciFactDocs(tb testing.TB, ch chunkers.Chunker, n, maxChunks int) ([]Docume
 // late mode and reports tokens/s (real tokens, special tokens included, padding excluded),
 // for each precision in RAGOPS_BENCH_PRECISIONS (comma-separated, default fp32; fp32,fp16
 // measures the half-precision variant side by side with fp32 in one run). A list of token
-// budgets in RAGOPS_BENCH_BATCH_TOKENS (512,8192) runs each mode once per budget, named
-// <precision>/<mode>/<budget>, alternating budgets within the mode.
+// budgets in RAGOPS_BENCH_BATCH_TOKENS (512,8192) runs each mode once per budget, in the
+// listed order, named <precision>/<mode>/<budget>.
 func BenchmarkSciFact(b *testing.B) {
 	n := 200
 	if v, err := strconv.Atoi(os.Getenv("RAGOPS_BENCH_DOCS")); err == nil {
@@ -88,11 +88,11 @@ func BenchmarkSciFact(b *testing.B) {
 		if v := os.Getenv("RAGOPS_BENCH_BATCH_TOKENS"); strings.Contains(v, ",") {
 			budgets = budgets[:0]
 			for _, f := range strings.Split(v, ",") {
-				n, err := strconv.Atoi(f)
+				budget, err := strconv.Atoi(f)
 				if err != nil {
 					b.Fatalf("RAGOPS_BENCH_BATCH_TOKENS=%s: %v", v, err)
 				}
-				budgets = append(budgets, n)
+				budgets = append(budgets, budget)
 			}
 		}
 		for _, mode := range []Mode{Naive, Late} {
