@@ -90,7 +90,12 @@ func TestIndexesSharingANamePrefixGetTheirOwnJobs(t *testing.T) {
 	if len(names) != 2 {
 		t.Fatalf("the two Indexes share build Job %v", names)
 	}
-	a, b := getIndex(t, ns, idxs[0].Name), getIndex(t, ns, idxs[1].Name)
+	// The build Job is created before the reconcile that created it writes status.revision.
+	var a, b *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "status.revision of both Indexes", func() (bool, error) {
+		a, b = getIndex(t, ns, idxs[0].Name), getIndex(t, ns, idxs[1].Name)
+		return a.Status.Revision != "" && b.Status.Revision != "", nil
+	})
 	if a.Status.Revision != b.Status.Revision {
 		t.Fatalf("revisions differ (%s, %s): the test needs the same revision hash", a.Status.Revision, b.Status.Revision)
 	}
