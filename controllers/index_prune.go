@@ -63,15 +63,17 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (s
 	return proceed, nil
 }
 
-// jobsStillRun reports whether a Job of the revision runs or is still being deleted (its
-// pods may still write).
+// jobsStillRun reports whether a Job of the revision has not finished, deleted or not: its
+// pods may still write. A finished Job (Complete or Failed, which the Job controller sets
+// only once its pods have terminated) writes nothing, even while its deletion waits on
+// finalizers or the garbage collector.
 func (r *IndexReconciler) jobsStillRun(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) (bool, error) {
 	jobs, err := r.revisionJobs(ctx, idx, rev)
 	if err != nil {
 		return false, err
 	}
 	for _, j := range jobs {
-		if s, _ := stateOf(&j); s == jobRunning || !j.DeletionTimestamp.IsZero() {
+		if s, _ := stateOf(&j); s == jobRunning {
 			return true, nil
 		}
 	}

@@ -30,13 +30,22 @@ func newStatusPatcher(obj statusObject) *statusPatcher {
 	return &statusPatcher{before: obj.DeepCopyObject().(statusObject)}
 }
 
-// patch writes obj's status when it differs from the status at fetch time.
+// patch writes obj's status when it differs from the status at fetch time. The patch carries
+// obj's resourceVersion (optimistic lock): a reconcile that started from a stale cached copy
+// gets a Conflict and runs again on a fresh one, instead of writing back lists (revisions,
+// conditions) that a newer status had changed. Our own metadata patches in the reconcile
+// (finalizers) move obj's resourceVersion with them, so they cause no conflict.
 func (p *statusPatcher) patch(ctx context.Context, c client.Client, rec events.EventRecorder, obj statusObject) error {
 	if equality.Semantic.DeepEqual(statusOf(p.before), statusOf(obj)) {
 		return nil
 	}
+	before := p.before.DeepCopyObject().(statusObject)
+	before.SetResourceVersion(obj.GetResourceVersion())
+	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
 	emitTransitions(rec, obj, *p.before.GetConditions(), *obj.GetConditions())
-	return c.Status().Patch(ctx, obj, client.MergeFrom(p.before))
+	return nil
 }
 
 // statusOf returns the value of obj's Status field.
