@@ -120,10 +120,12 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Build", "revision %s: %s", rev.Name, rev.Message)
 	}
 	var seconds float64
+	embedded := rev.Tokens
 	for _, br := range results {
 		seconds = max(seconds, br.Seconds)
+		embedded -= br.ResumedTokens
 	}
-	metrics.ObserveBuild(idx.Namespace, idx.Name, rev.Name, rev.Documents, rev.Chunks, rev.Tokens, seconds)
+	metrics.ObserveBuild(idx.Namespace, idx.Name, rev.Name, rev.Documents, rev.Chunks, embedded, seconds)
 	rev.Phase = ragopsv1alpha1.RevisionReady
 	idx.Status.Build, idx.Status.Progress = nil, ""
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
@@ -169,13 +171,14 @@ func (r *IndexReconciler) shardResults(ctx context.Context, job *batchv1.Job) (r
 
 // applyBuildResults adds shard results to a revision's figures.
 func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult, job *batchv1.Job) {
-	var docs, chunks, tokens int64
+	var docs, chunks, tokens, embedded int64
 	var seconds float64
 	skipped := map[string]int64{}
 	for _, br := range results {
 		docs += br.Documents
 		chunks += br.Chunks
 		tokens += br.Tokens
+		embedded += br.Tokens - br.ResumedTokens
 		seconds = max(seconds, br.Seconds)
 		for k, v := range br.Skipped {
 			skipped[k] += v
@@ -183,7 +186,7 @@ func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildR
 	}
 	rev.Documents, rev.Chunks, rev.Tokens = docs, chunks, tokens
 	if seconds > 0 {
-		rev.TokensPerSecond = int64(float64(tokens) / seconds)
+		rev.TokensPerSecond = int64(float64(embedded) / seconds)
 	}
 	if len(skipped) > 0 {
 		rev.Skipped = skipped

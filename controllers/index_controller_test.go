@@ -281,6 +281,10 @@ func TestFailedBuildIsStalledWithThePodMessage(t *testing.T) {
 	if got := idx.Status.Revisions[0]; got.Attempt != 2 || got.Chunks != 6 || idx.Status.LastHandledRetry != "1" {
 		t.Errorf("after retry: attempt %d chunks %d lastHandledRetry %q, want 2, 6, \"1\"", got.Attempt, got.Chunks, idx.Status.LastHandledRetry)
 	}
+	// The resumed document's tokens count in tokens, not in the rate: (600 - 200) / 2 s.
+	if got := idx.Status.Revisions[0]; got.Tokens != 600 || got.TokensPerSecond != 200 {
+		t.Errorf("after a resumed retry: %d tokens at %d tokens/s, want 600 at 200", got.Tokens, got.TokensPerSecond)
+	}
 	// An unchanged value on a Ready Index starts nothing.
 	retry("1")
 	time.Sleep(2 * time.Second)

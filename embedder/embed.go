@@ -77,13 +77,7 @@ func (m *Model) EmbedDocuments(ctx context.Context, docs []Document, mode Mode) 
 	if mode == Late {
 		return m.embedLate(ctx, docs)
 	}
-	var texts []string
-	for _, doc := range docs {
-		for _, c := range doc.Chunks {
-			texts = append(texts, chunkText(doc.Text, c))
-		}
-	}
-	flat, err := m.embedTexts(ctx, texts, m.docPre, &m.truncatedChunks)
+	flat, err := m.embedTexts(ctx, chunkTexts(docs), m.docPre, &m.truncatedChunks)
 	if err != nil {
 		return nil, err
 	}
@@ -134,19 +128,10 @@ func chunkText(text string, c chunkers.Chunk) string { return c.EmbedText(text) 
 // counted in Stats.Truncated and, when cut is not nil, in cut too) and pools it per
 // Config.Pooling.
 func (m *Model) embedTexts(ctx context.Context, texts []string, prefix []int64, cut *atomic.Int64) ([][]float32, error) {
-	seqs := make([][]int64, len(texts))
-	limit := m.cfg.MaxPositions - 2
-	for i, t := range texts {
-		ids := m.tok.Encode(t, false).IDs
-		body := append(append(make([]int64, 0, len(prefix)+len(ids)), prefix...), ids...)
-		if len(body) > limit {
-			body = body[:limit]
-			m.truncated.Add(1)
-			if cut != nil {
-				cut.Add(1)
-			}
-		}
-		seqs[i] = m.wrap(body)
+	seqs, n := m.naiveSeqs(texts, prefix)
+	m.truncated.Add(n)
+	if cut != nil {
+		cut.Add(n)
 	}
 	out := make([][]float32, len(texts))
 	d := m.cfg.Dimension
@@ -160,6 +145,52 @@ func (m *Model) embedTexts(ctx context.Context, texts []string, prefix []int64, 
 		out[i] = m.finish(v)
 	})
 	return out, err
+}
+
+// naiveSeqs returns the sequence [CLS] prefix text [SEP] of each text, cut to the model's
+// positions, and how many were cut.
+func (m *Model) naiveSeqs(texts []string, prefix []int64) (seqs [][]int64, cut int64) {
+	seqs = make([][]int64, len(texts))
+	limit := m.cfg.MaxPositions - 2
+	for i, t := range texts {
+		ids := m.tok.Encode(t, false).IDs
+		body := append(append(make([]int64, 0, len(prefix)+len(ids)), prefix...), ids...)
+		if len(body) > limit {
+			body = body[:limit]
+			cut++
+		}
+		seqs[i] = m.wrap(body)
+	}
+	return seqs, cut
+}
+
+// DocumentTokens returns the tokens EmbedDocuments(docs, mode) encodes, special tokens
+// included: what it adds to Stats.Tokens. It tokenizes only; no inference runs. A resumed
+// build counts with it the documents an earlier run embedded, so that a revision's token
+// count does not depend on how often its build was interrupted.
+func (m *Model) DocumentTokens(docs []Document, mode Mode) int64 {
+	var seqs [][]int64
+	if mode == Late {
+		seqs, _ = m.lateSeqs(docs)
+	} else {
+		seqs, _ = m.naiveSeqs(chunkTexts(docs), m.docPre)
+	}
+	var n int64
+	for _, q := range seqs {
+		n += int64(len(q))
+	}
+	return n
+}
+
+// chunkTexts returns the naive input of every chunk of docs, in document then chunk order.
+func chunkTexts(docs []Document) []string {
+	var texts []string
+	for _, doc := range docs {
+		for _, c := range doc.Chunks {
+			texts = append(texts, chunkText(doc.Text, c))
+		}
+	}
+	return texts
 }
 
 func (m *Model) wrap(body []int64) []int64 {

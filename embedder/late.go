@@ -73,6 +73,30 @@ func prepareLate(tok *tokenize.Tokenizer, docPre []int64, o Options, text string
 	return lateDoc{content: content, offsets: e.Offsets, wins: planWindows(len(content), size, overlap)}
 }
 
+// lateEnc is a document's lateDoc and the index of its first window in the call's sequences.
+type lateEnc struct {
+	lateDoc
+	first int
+}
+
+// lateSeqs returns the windows of every document with chunks as [CLS] window [SEP] sequences,
+// and per document its lateEnc (zero for a document without chunks: it is not encoded).
+func (m *Model) lateSeqs(docs []Document) ([][]int64, []lateEnc) {
+	var seqs [][]int64
+	encs := make([]lateEnc, len(docs))
+	for di, doc := range docs {
+		if len(doc.Chunks) == 0 {
+			continue // nothing to pool: skip the encoder pass
+		}
+		encs[di].lateDoc = prepareLate(m.tok, m.docPre, m.opts, doc.Text)
+		encs[di].first = len(seqs)
+		for _, w := range encs[di].wins {
+			seqs = append(seqs, m.wrap(encs[di].content[w[0]:w[1]]))
+		}
+	}
+	return seqs, encs
+}
+
 // latePool is what a chunk's late vector averages: the document-token ranges [a, b) its
 // spans cover (TokenRange), heads spans that hold the document's first token (each adds
 // [CLS] of the first window and the document prefix's states) and tails spans that hold its
@@ -113,21 +137,7 @@ func poolOf(offsets []tokenize.Offset, c chunkers.Chunk, nDoc int) latePool {
 // spanning the whole document equals its naive mean-pooled embedding.
 func (m *Model) embedLate(ctx context.Context, docs []Document) ([][][]float32, error) {
 	d := m.cfg.Dimension
-	var seqs [][]int64
-	encs := make([]struct {
-		lateDoc
-		first int // index of the document's first window in seqs
-	}, len(docs))
-	for di, doc := range docs {
-		if len(doc.Chunks) == 0 {
-			continue // nothing to pool: skip the encoder pass
-		}
-		encs[di].lateDoc = prepareLate(m.tok, m.docPre, m.opts, doc.Text)
-		encs[di].first = len(seqs)
-		for _, w := range encs[di].wins {
-			seqs = append(seqs, m.wrap(encs[di].content[w[0]:w[1]]))
-		}
-	}
+	seqs, encs := m.lateSeqs(docs)
 	states := make([][]float32, len(seqs))
 	if err := m.encode(ctx, seqs, func(i int, s []float32) { states[i] = s }); err != nil {
 		return nil, err

@@ -67,3 +67,43 @@ func TestTruncatedChunksCounted(t *testing.T) {
 			before.Truncated, after.Truncated, before.TruncatedChunks, after.TruncatedChunks)
 	}
 }
+
+// TestDocumentTokensEqualsTheTokensEncoded: for documents with cut (800-token) chunks, short
+// ones and one without chunks, DocumentTokens must give exactly what EmbedDocuments adds to
+// Stats.Tokens, in naive mode and in late mode with several overlapping windows per document.
+func TestDocumentTokensEqualsTheTokensEncoded(t *testing.T) {
+	m := load(t, Options{WindowTokens: 256, WindowOverlap: 64})
+	ctx := context.Background()
+	var b strings.Builder
+	for b.Len() < 6000 {
+		b.WriteString("Beslispunt 3: de raad stemt in met het bestemmingsplan; the late vector of each chunk pools its own span. ")
+	}
+	var docs []Document
+	for i, text := range []string{b.String(), "Motivering. Een korte tekst.", "Stemverhouding: 21 voor, 8 tegen.", b.String()[:1500]} {
+		c, err := chunkers.NewFixed(m.Tokenizer(), []int{800, 64, 300, 128}[i], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks, err := c.Chunk(ctx, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, Document{Text: text, Chunks: chunks})
+	}
+	docs = append(docs, Document{Text: "no chunks: not encoded"})
+	counts := map[Mode]int64{}
+	for _, mode := range []Mode{Naive, Late} {
+		want := m.DocumentTokens(docs, mode)
+		before := m.Stats().Tokens
+		if _, err := m.EmbedDocuments(ctx, docs, mode); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Stats().Tokens - before; got != want || got == 0 {
+			t.Errorf("%s: EmbedDocuments encoded %d tokens, DocumentTokens says %d", mode, got, want)
+		}
+		counts[mode] = want
+	}
+	if counts[Naive] == counts[Late] {
+		t.Errorf("naive and late encode the same %d tokens: the windows' overlap is not counted", counts[Naive])
+	}
+}

@@ -409,7 +409,9 @@ type RevisionStatus struct {
 	// Chunks stored.
 	// +optional
 	Chunks int64 `json:"chunks,omitempty"`
-	// Tokens embedded.
+	// Tokens the revision's chunks are embedded from, special tokens included. Documents a
+	// resumed build found complete from an earlier Job are counted by tokenizing them, so the
+	// figure does not depend on how often the build was interrupted.
 	// +optional
 	Tokens int64 `json:"tokens,omitempty"`
 	// TruncatedChunks counts chunks cut to the model's positions before embedding: their
@@ -417,7 +419,8 @@ type RevisionStatus struct {
 	// the Ready message says so.
 	// +optional
 	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
-	// TokensPerSecond of the build, over all shards.
+	// TokensPerSecond embedded by the build's last Job, over all shards (documents it resumed
+	// excluded).
 	// +optional
 	TokensPerSecond int64 `json:"tokensPerSecond,omitempty"`
 	// Skipped counts documents left out, by reason (Encrypted, Corrupt, Empty, NoTextLayer, TooLarge, OCRFailed, ...).

@@ -141,6 +141,8 @@ type BuildResult struct {
 	Shard     int   `json:"shard"`
 	Documents int64 `json:"documents"`
 	Chunks    int64 `json:"chunks"`
+	// Tokens encoded for the shard's documents, special tokens included (embedder.Stats.Tokens),
+	// with those of Resumed documents: a resumed shard reports what a clean run would.
 	Tokens    int64 `json:"tokens"`
 	Deleted   int64 `json:"deleted,omitempty"`
 	Unchanged int64 `json:"unchanged,omitempty"`
@@ -148,6 +150,10 @@ type BuildResult struct {
 	// every chunk) from an earlier run of the revision and not embedded again; they are
 	// included in Documents and Chunks.
 	Resumed int64 `json:"resumed,omitempty"`
+	// ResumedTokens are the tokens of the Resumed documents, counted by tokenizing them
+	// (embedder.Model.DocumentTokens) and included in Tokens; Tokens - ResumedTokens were
+	// embedded by this run.
+	ResumedTokens int64 `json:"resumedTokens,omitempty"`
 	// ShardChunks is the number of chunks of the shard's documents the collection holds when
 	// the shard finished (full build: Chunks; sync: written, unchanged and kept documents'
 	// chunks). The controller compares the collection's count with their sum; nil from a

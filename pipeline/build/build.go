@@ -261,6 +261,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 		if st, had := states[d.ID]; !p.Incremental && had && st.Complete(d.Hash, len(chunks)) {
 			// Written whole by an earlier run of this revision: not embedded again.
 			res.Resumed++
+			res.ResumedTokens += model.DocumentTokens([]embedder.Document{{Text: d.Doc.Text, Chunks: chunks}}, mode)
 			res.Documents++
 			res.Chunks += int64(len(chunks))
 			wrote[d.ID] = true
@@ -316,7 +317,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	if res.Resumed > 0 {
 		log.Info(fmt.Sprintf("resumed: skipped %d documents already complete", res.Resumed), "resumed", res.Resumed, "embedded", res.Documents-res.Resumed)
 	}
-	res.Tokens, res.TruncatedChunks = model.Stats().Tokens, model.Stats().TruncatedChunks
+	res.Tokens, res.TruncatedChunks = model.Stats().Tokens+res.ResumedTokens, model.Stats().TruncatedChunks
 	res.Seconds = time.Since(start).Seconds()
 	if len(res.Skipped) == 0 {
 		res.Skipped = nil

@@ -281,7 +281,8 @@ func TestKilledShardRetriedEqualsACleanBuild(t *testing.T) {
 	// The clean build, into its own collection.
 	clean := f.plan
 	clean.Collection += "_clean"
-	if _, err := Run(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), clean, Options{}); err != nil {
+	cleanRes, err := Run(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), clean, Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := f.objectsOf(t, clean.Collection)
@@ -354,6 +355,11 @@ func TestKilledShardRetriedEqualsACleanBuild(t *testing.T) {
 	}
 	if res.Chunks != int64(len(want)) || res.ShardChunks == nil || *res.ShardChunks != int64(len(want)) {
 		t.Errorf("retry result: %d chunks, %v shard chunks; want %d", res.Chunks, res.ShardChunks, len(want))
+	}
+	// Tokens cover the resumed documents too (tokenized, not embedded): the clean build's count.
+	if res.Tokens != cleanRes.Tokens || (complete > 0) != (res.ResumedTokens > 0) || res.ResumedTokens >= res.Tokens {
+		t.Errorf("retry result: %d tokens of which %d resumed; want the clean build's %d, resumed ones > 0 iff documents were resumed (%d)",
+			res.Tokens, res.ResumedTokens, cleanRes.Tokens, complete)
 	}
 	got := f.objectsOf(t, f.plan.Collection)
 	assertSame(t, "after kill and retry", got, want)
