@@ -89,6 +89,45 @@ func TestRevisionHistoryLimitDeletesOldCollections(t *testing.T) {
 	})
 }
 
+// A finished build Job whose deletion hangs (a finalizer, a slow garbage collector) writes
+// nothing: it does not keep its revision, or the revision's collection, past the history limit.
+func TestPruneDoesNotWaitForAFinishedJobsDeletion(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	fixture(t, ns, func(ix *ragopsv1alpha1.Index) { ix.Spec.Rollout.RevisionHistoryLimit = 1 })
+	r1, c1 := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", r1))
+	base := job.DeepCopy()
+	job.Finalizers = append(job.Finalizers, "test.ragops.dev/hold")
+	if err := env.Client.Patch(ctx, job, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		var j batchv1.Job
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &j); err == nil {
+			b := j.DeepCopy()
+			j.Finalizers = nil
+			_ = env.Client.Patch(ctx, &j, client.MergeFrom(b))
+		}
+	})
+	if err := env.Client.Delete(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	setStrategySize(t, ns, 100)
+	r2, _ := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r2)
+	eventually(t, 20*time.Second, "only "+r2+" in status.revisions, "+c1+" deleted", func() (bool, error) {
+		idx := getIndex(t, ns, "besluiten")
+		_, err := directStore(t).Collection(ctx, c1)
+		return err != nil && len(idx.Status.Revisions) == 1 && idx.Status.Revisions[0].Name == r2, nil
+	})
+	var held batchv1.Job
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &held); err != nil || held.DeletionTimestamp.IsZero() {
+		t.Fatalf("the finished Job's deletion should still be held by its finalizer (get: %v)", err)
+	}
+}
+
 func TestGatedRolloutMovesAliasOnlyForPassingCandidate(t *testing.T) {
 	ns := newNamespace(t)
 	fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
