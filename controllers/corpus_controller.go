@@ -239,7 +239,7 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 			conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s is listing the source", current.Name))
 			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
 		case jobFailed:
-			msg, err := jobFailure(ctx, r.Client, current, failure)
+			msg, err := jobFailure(ctx, r.Options.reader(r.Client), current, failure)
 			if err != nil {
 				return ctrl.Result{}, err
 			}

@@ -130,7 +130,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonEvaluating, fmt.Sprintf("Job %s evaluates revision %s", job.Name, revName))
 		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
 	case jobFailed:
-		msg, err := jobFailure(ctx, r.Client, job, failure)
+		msg, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -84,7 +84,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		r.refreshProgress(ctx, st, rev, job)
 		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress)), nil
 	case jobFailed:
-		msg, err := jobFailure(ctx, r.Client, job, failure)
+		msg, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 		if err != nil {
 			return stop, err
 		}

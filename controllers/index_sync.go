@@ -55,7 +55,7 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 		r.refreshProgress(ctx, st, rev, job)
 		return stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", st.corpus.Status.Revision, rev.Name)), nil
 	case jobFailed:
-		msg, err := jobFailure(ctx, r.Client, job, failure)
+		msg, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 		if err != nil {
 			return stop, err
 		}

@@ -293,7 +293,7 @@ func stateOf(job *batchv1.Job) (jobState, string) {
 // podResults returns the termination messages of the Job's terminated worker containers,
 // newest pod per completion index first, keyed by completion index ("0" for non-indexed Jobs);
 // failed holds the messages of failed pods.
-func podResults(ctx context.Context, c client.Client, job *batchv1.Job) (succeeded map[string]string, failed []string, err error) {
+func podResults(ctx context.Context, c client.Reader, job *batchv1.Job) (succeeded map[string]string, failed []string, err error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
 		return nil, nil, err
@@ -374,8 +374,10 @@ func sameController(a, b metav1.Object) bool {
 }
 
 // jobFailure returns why a failed Job failed: the error its last failed pod reported in its
-// termination message, else the Job's Failed condition.
-func jobFailure(ctx context.Context, c client.Client, job *batchv1.Job, condition string) (string, error) {
+// termination message, else the Job's Failed condition. Callers pass the API reader: the
+// Job's Failed condition can reach the cache before its pods do, and the reason read once is
+// what the revision keeps.
+func jobFailure(ctx context.Context, c client.Reader, job *batchv1.Job, condition string) (string, error) {
 	_, failed, err := podResults(ctx, c, job)
 	if err != nil {
 		return "", err
