@@ -48,9 +48,7 @@ func (r *ChunkingStrategyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	patcher := newStatusPatcher(&cs)
 	defer func() {
-		if err := patcher.patch(ctx, r.Client, r.Events, &cs); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
+		patcher.done(ctx, r.Client, r.Events, &cs, &res, &retErr)
 	}()
 
 	var users ragopsv1alpha1.IndexList

@@ -81,9 +81,7 @@ func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	patcher := newStatusPatcher(&c)
 	defer func() {
 		c.Status.ObservedGeneration = c.Generation
-		if err := patcher.patch(ctx, r.Client, r.Events, &c); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
+		patcher.done(ctx, r.Client, r.Events, &c, &res, &retErr)
 	}()
 	c.Status.Source = describeSource(c.Spec)
 	if c.Spec.Suspend {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -67,9 +66,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	patcher := newStatusPatcher(&ev)
 	defer func() {
 		ev.Status.ObservedGeneration = ev.Generation
-		if err := patcher.patch(ctx, r.Client, r.Events, &ev); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, err)
-		}
+		patcher.done(ctx, r.Client, r.Events, &ev, &res, &retErr)
 	}()
 
 	var idx ragopsv1alpha1.Index

@@ -3,11 +3,15 @@ package controllers
 import (
 	"context"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// PatchStatus is the reconcilers' status write for the external tests: obj's status as it
-// differs from before, which obj was read as.
-func PatchStatus(ctx context.Context, c client.Client, before, obj statusObject) error {
-	return (&statusPatcher{before: before}).patch(ctx, c, nil, obj)
+// PatchStatus is the reconcilers' last step for the external tests: obj's status written as
+// it differs from before, which obj was read as, and the reconcile's result and error after.
+func PatchStatus(ctx context.Context, c client.Client, before, obj statusObject) (ctrl.Result, error) {
+	var res ctrl.Result
+	var err error
+	(&statusPatcher{before: before}).done(ctx, c, nil, obj, &res, &err)
+	return res, err
 }

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -86,9 +85,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	}
 	patcher := newStatusPatcher(&idx)
 	defer func() {
-		if err := patcher.patch(ctx, r.Client, r.Events, &idx); err != nil && !apierrors.IsNotFound(err) {
-			retErr = errors.Join(retErr, err)
-		}
+		patcher.done(ctx, r.Client, r.Events, &idx, &res, &retErr)
 	}()
 	if !idx.DeletionTimestamp.IsZero() {
 		result, err := r.reconcileDelete(ctx, &idx)

@@ -2,14 +2,19 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 )
@@ -28,6 +33,25 @@ type statusPatcher struct {
 
 func newStatusPatcher(obj statusObject) *statusPatcher {
 	return &statusPatcher{before: obj.DeepCopyObject().(statusObject)}
+}
+
+// conflictRequeue is how soon a reconcile whose status patch met a Conflict runs again: the
+// cache it read from catches up within milliseconds, so there is no error to back off from.
+const conflictRequeue = 200 * time.Millisecond
+
+// done patches obj's status at the end of a reconcile (patch) and folds the outcome into the
+// reconcile's result: an object already gone is no error, and a Conflict with no other error
+// runs the reconcile again after conflictRequeue, on a fresh copy, instead of logging one.
+func (p *statusPatcher) done(ctx context.Context, c client.Client, rec events.EventRecorder, obj statusObject, res *ctrl.Result, retErr *error) {
+	err := p.patch(ctx, c, rec, obj)
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err) && *retErr == nil:
+		log.FromContext(ctx).V(1).Info("status patch conflicted: the reconcile read a stale copy; running it again", "error", err.Error())
+		*res = ctrl.Result{RequeueAfter: conflictRequeue}
+	default:
+		*retErr = errors.Join(*retErr, err)
+	}
 }
 
 // patch writes obj's status when it differs from the status at fetch time. The patch carries

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,8 +14,8 @@ import (
 )
 
 // A reconcile that started from a stale copy must not write its status over a newer one: the
-// status patch is refused with a Conflict, and the newer status (here a condition another
-// writer added) survives. Without the optimistic lock the merge patch would replace the
+// status patch is refused with a Conflict, the reconcile is requeued, and the newer status
+// (here a condition another writer added) survives. Without the optimistic lock the merge patch would replace the
 // conditions list with the stale copy's.
 func TestStatusPatchFromAStaleCopyConflicts(t *testing.T) {
 	ns := newNamespace(t)
@@ -39,8 +38,9 @@ func TestStatusPatchFromAStaleCopyConflicts(t *testing.T) {
 
 	before := stale.DeepCopy()
 	meta.SetStatusCondition(&stale.Status.Conditions, metav1.Condition{Type: ragopsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Stale", Message: "from a stale copy"})
-	if err := controllers.PatchStatus(ctx, env.Client, before, &stale); !apierrors.IsConflict(err) {
-		t.Fatalf("status patch from a stale copy: %v, want a Conflict", err)
+	// The Conflict is no reconcile error: the reconcile runs again soon, on a fresh copy.
+	if res, err := controllers.PatchStatus(ctx, env.Client, before, &stale); err != nil || res.RequeueAfter <= 0 {
+		t.Fatalf("status patch from a stale copy: result %+v error %v, want a requeue and no error", res, err)
 	}
 	var got ragopsv1alpha1.ChunkingStrategy
 	if err := env.Client.Get(ctx, key, &got); err != nil {
@@ -53,7 +53,13 @@ func TestStatusPatchFromAStaleCopyConflicts(t *testing.T) {
 	// From the fresh copy the same change goes through.
 	before = got.DeepCopy()
 	meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{Type: "Audited", Status: metav1.ConditionFalse, Reason: "Fresh", Message: "from a fresh copy"})
-	if err := controllers.PatchStatus(ctx, env.Client, before, &got); err != nil {
-		t.Fatalf("status patch from a fresh copy: %v", err)
+	if res, err := controllers.PatchStatus(ctx, env.Client, before, &got); err != nil || res.RequeueAfter != 0 {
+		t.Fatalf("status patch from a fresh copy: result %+v error %v", res, err)
+	}
+	if err := env.Client.Get(ctx, key, &got); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, "Audited"); c == nil || c.Reason != "Fresh" {
+		t.Errorf("Audited after the fresh patch: %+v, want reason Fresh", c)
 	}
 }
