@@ -103,7 +103,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 			return res, err
 		}
 	}
-	applyBuildResults(rev, results, job)
+	embedded, seconds := applyBuildResults(rev, results, job)
 	r.observeTruncation(idx, rev, results)
 	if len(lost) > 0 {
 		// The pods went before their results were read: count what Weaviate holds.
@@ -118,12 +118,6 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		rev.Chunks, rev.Documents = int64(n), int64(d)
 		rev.Message = fmt.Sprintf("the results of shard(s) %s were lost (pods deleted before they were read): documents and chunks counted in Weaviate, tokens and skipped documents unknown", strings.Join(lost, ","))
 		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Build", "revision %s: %s", rev.Name, rev.Message)
-	}
-	var seconds float64
-	embedded := rev.Tokens
-	for _, br := range results {
-		seconds = max(seconds, br.Seconds)
-		embedded -= br.ResumedTokens
 	}
 	metrics.ObserveBuild(idx.Namespace, idx.Name, rev.Name, rev.Documents, rev.Chunks, embedded, seconds)
 	rev.Phase = ragopsv1alpha1.RevisionReady
@@ -169,10 +163,10 @@ func (r *IndexReconciler) shardResults(ctx context.Context, job *batchv1.Job) (r
 	return results, lost, nil
 }
 
-// applyBuildResults adds shard results to a revision's figures.
-func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult, job *batchv1.Job) {
-	var docs, chunks, tokens, embedded int64
-	var seconds float64
+// applyBuildResults adds shard results to a revision's figures and returns the tokens this
+// Job embedded (resumed documents' excluded) and its duration in seconds (its slowest shard).
+func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult, job *batchv1.Job) (embedded int64, seconds float64) {
+	var docs, chunks, tokens int64
 	skipped := map[string]int64{}
 	for _, br := range results {
 		docs += br.Documents
@@ -197,6 +191,7 @@ func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildR
 	} else {
 		rev.CompletionTime = ptr.To(metav1.Now())
 	}
+	return embedded, seconds
 }
 
 // refreshProgress reads the running build's progress from Weaviate (documents with chunks

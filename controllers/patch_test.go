@@ -15,8 +15,8 @@ import (
 
 // A reconcile that started from a stale copy must not write its status over a newer one: the
 // status patch is refused with a Conflict, the reconcile is requeued, and the newer status
-// (here a condition another writer added) survives. Without the optimistic lock the merge patch would replace the
-// conditions list with the stale copy's.
+// (here a condition another writer added) survives. Without the optimistic lock the merge
+// patch would replace the conditions list with the stale copy's.
 func TestStatusPatchFromAStaleCopyConflicts(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
