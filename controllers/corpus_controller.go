@@ -384,7 +384,7 @@ func slotEnd(t time.Time, interval time.Duration) time.Time {
 func (r *CorpusReconciler) scanWorkload(c *ragopsv1alpha1.Corpus, trigger string) *workload {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s", c.Generation, trigger))
 	name := fmt.Sprintf("%s-scan-%s", objectName(c.Name, 40), hex.EncodeToString(sum[:])[:10])
-	w := &workload{owner: c, name: name, component: "scan", revision: strconv.FormatInt(c.Generation, 10),
+	w := &workload{owner: c, name: name, component: "scan", deadline: r.Options.JobDeadline, revision: strconv.FormatInt(c.Generation, 10),
 		args: []string{"scan"}, image: r.Options.WorkerImage}
 	src := plan.Source{Format: c.Spec.Format, Include: c.Spec.Include, Exclude: c.Spec.Exclude, MaxDocumentBytes: c.Spec.MaxDocumentBytes}
 	corpusSource(w, c, &src)

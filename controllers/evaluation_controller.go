@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,7 +108,8 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if ev.Status.Revision != "" && ev.Status.Revision != revName && !rerun && ev.Status.ObservedGeneration == ev.Generation {
 		return ctrl.Result{}, nil // keeps the figures of the revision it measured
 	}
-	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) {
+	retry := ev.Annotations[AnnotationRetry]
+	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry {
 		observeEvaluation(&ev, idx.Name) // restores the series after a manager restart
 		return ctrl.Result{}, nil
 	}
@@ -118,9 +120,16 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 	r.pruneJobs(ctx, &ev, job.Name)
+	ev.Status.LastHandledRetry = retry
 	state, failure := stateOf(job)
 	switch state {
 	case jobRunning:
+		if msg, err := notStarting(ctx, r.Client, job, r.Options.PodStartTimeout, time.Now()); err != nil {
+			return ctrl.Result{}, err
+		} else if msg != "" {
+			conditions.MarkStalled(&ev, ReasonPodsNotStarting, fmt.Sprintf("Job %s cannot start: %s", job.Name, msg))
+			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
+		}
 		if ev.Status.StartTime == nil || ev.Status.Revision != revName {
 			ev.Status.StartTime = ptr.To(job.CreationTimestamp)
 		}
@@ -209,15 +218,20 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 	st.UnknownQrels = int32(res.UnknownQrels)
 }
 
-// evaluationJobName is unique per (generation, revision) so a new revision or spec runs anew.
+// evaluationJobName is unique per (generation, revision, ragops.dev/retry value) so a new
+// revision, spec or retry runs anew.
 func evaluationJobName(ev *ragopsv1alpha1.Evaluation, rev string) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s", ev.Generation, rev))
+	key := fmt.Sprintf("%d/%s", ev.Generation, rev)
+	if retry := ev.Annotations[AnnotationRetry]; retry != "" {
+		key += "/" + retry
+	}
+	sum := sha256.Sum256([]byte(key))
 	return fmt.Sprintf("%s-%s", objectName(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
 }
 
 func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) *workload {
 	p := ev.Spec.EvaluationParameters
-	w := &workload{owner: ev, name: evaluationJobName(ev, rev.Name), component: evaluationComponentName, revision: rev.Name,
+	w := &workload{owner: ev, name: evaluationJobName(ev, rev.Name), deadline: r.Options.JobDeadline, component: evaluationComponentName, revision: rev.Name,
 		args: []string{"evaluate"}, template: p.Template, image: r.Options.WorkerImage, shards: 1}
 	ds := plan.Source{HTTP: p.Dataset.HTTP}
 	ds.Dir = sourceMounts(w, "dataset", plan.DatasetDir, p.Dataset.PVC, p.Dataset.ConfigMap)
@@ -288,7 +302,7 @@ func (r *EvaluationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			func(x, y ragopsv1alpha1.RevisionStatus) bool { return x.Name == y.Name && x.Phase == y.Phase })
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&ragopsv1alpha1.Evaluation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&ragopsv1alpha1.Evaluation{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
 		Watches(&ragopsv1alpha1.Index{}, byIndex, builder.WithPredicates(indexChanged)).
 		Named("evaluation").

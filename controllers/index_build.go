@@ -30,7 +30,7 @@ func buildJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus)
 	if rev.Attempt > 1 {
 		name += fmt.Sprintf("-%d", rev.Attempt)
 	}
-	return name
+	return objectName(name, maxNameLength)
 }
 
 // reconcileBuild starts or follows the build of the desired revision.
@@ -81,6 +81,9 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	state, failure := stateOf(job)
 	switch state {
 	case jobRunning:
+		if res, stuck, err := r.podsNotStarting(ctx, job, "revision "+rev.Name); stuck || err != nil {
+			return res, err
+		}
 		r.refreshProgress(ctx, st, rev, job)
 		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress)), nil
 	case jobFailed:
@@ -124,6 +127,16 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	idx.Status.Build, idx.Status.Progress = nil, ""
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
 	return proceed, nil
+}
+
+// podsNotStarting stalls the reconcile (and looks again after ProgressInterval) when the
+// pods of a running Job do not start; what names the work in the message.
+func (r *IndexReconciler) podsNotStarting(ctx context.Context, job *batchv1.Job, what string) (stepResult, bool, error) {
+	msg, err := notStarting(ctx, r.Client, job, r.Options.PodStartTimeout, time.Now())
+	if err != nil || msg == "" {
+		return stop, false, err
+	}
+	return stopFor(r.Options.ProgressInterval).with(outcomeStalled, ReasonPodsNotStarting, fmt.Sprintf("%s: Job %s cannot start: %s", what, job.Name, msg)), true, nil
 }
 
 // retryHint tells how to rebuild a Failed revision once its cause is fixed.
@@ -226,6 +239,9 @@ func progressString(done, total int64) string {
 }
 
 // embedWorkload describes the embedder Job of a revision (full build, or incremental sync).
+// A revision that served through the alias is never built non-incrementally: a rebuild after
+// its collection was found missing runs as a sync, so if the collection is there after all
+// (a false loss) an unreadable document keeps its served chunks instead of being deleted.
 func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) *workload {
 	idx := st.idx
 	name, kind := buildJobName(idx, rev), jobKindBuild
@@ -233,7 +249,7 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 		name, kind = syncJobName(idx, rev.Name, st.corpus.Status.Revision), jobKindSync
 	}
 	e := idx.Spec.Embedder
-	w := &workload{owner: idx, name: name, component: "embed", kind: kind, revision: rev.Name, args: []string{"embed"},
+	w := &workload{owner: idx, name: name, component: "embed", deadline: r.Options.JobDeadline, kind: kind, revision: rev.Name, args: []string{"embed"},
 		template: e.Template, image: r.Options.WorkerImage, shards: max(e.Shards, 1), gpu: e.Device == ragopsv1alpha1.DeviceCUDA}
 	var src plan.Source
 	corpusSource(w, st.corpus, &src)
@@ -250,7 +266,7 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 	weaviateCAMounts(w, idx.Spec.Weaviate)
 	w.plan = plan.Build{
 		Version: plan.Version, Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
-		Incremental: incremental, Shards: int(w.shards), Source: src, Strategy: st.strategy.Spec,
+		Incremental: incremental || rev.ServedTime != nil, Shards: int(w.shards), Source: src, Strategy: st.strategy.Spec,
 		ModelDir: modelDir, Embedder: e, VectorIndex: idx.Spec.VectorIndex,
 		Replication: idx.Spec.Replication, Sharding: idx.Spec.Sharding, Compression: idx.Spec.Compression,
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,

@@ -28,24 +28,26 @@ import (
 
 // Index condition reasons.
 const (
-	ReasonCorpusNotFound     = "CorpusNotFound"
-	ReasonCorpusNotReady     = "CorpusNotReady"
-	ReasonStrategyNotFound   = "StrategyNotFound"
-	ReasonStrategyInvalid    = "StrategyInvalid"
-	ReasonInvalidSpec        = "InvalidSpec"
-	ReasonBuilding           = "Building"
-	ReasonBuildFailed        = "BuildFailed"
-	ReasonSyncingCorpus      = "SyncingCorpus"
-	ReasonGating             = "Gating"
-	ReasonGateFailed         = "GateFailed"
-	ReasonActive             = "Active"
-	ReasonWeaviateError      = "WeaviateUnavailable"
-	ReasonCollectionLost     = "CollectionLost"
-	ReasonCleanupFailed      = "CleanupFailed"
-	ReasonIndexSuspended     = "Suspended"
-	ReasonJobConflict        = "JobConflict"
-	ReasonDeleting           = "Deleting"
-	annotationLastCorpusSync = "ragops.dev/corpus-revision"
+	ReasonCorpusNotFound   = "CorpusNotFound"
+	ReasonCorpusNotReady   = "CorpusNotReady"
+	ReasonStrategyNotFound = "StrategyNotFound"
+	ReasonStrategyInvalid  = "StrategyInvalid"
+	ReasonInvalidSpec      = "InvalidSpec"
+	ReasonBuilding         = "Building"
+	ReasonBuildFailed      = "BuildFailed"
+	ReasonSyncingCorpus    = "SyncingCorpus"
+	ReasonGating           = "Gating"
+	ReasonGateFailed       = "GateFailed"
+	// ReasonGateEvaluationFailed: a gating Evaluation failed, so the gate cannot decide.
+	ReasonGateEvaluationFailed = "GateEvaluationFailed"
+	ReasonActive               = "Active"
+	ReasonWeaviateError        = "WeaviateUnavailable"
+	ReasonCollectionLost       = "CollectionLost"
+	ReasonCleanupFailed        = "CleanupFailed"
+	ReasonIndexSuspended       = "Suspended"
+	ReasonJobConflict          = "JobConflict"
+	ReasonDeleting             = "Deleting"
+	annotationLastCorpusSync   = "ragops.dev/corpus-revision"
 )
 
 // IndexReconciler builds Index revisions with embedder Jobs, rolls them out by moving the
@@ -318,7 +320,8 @@ func findRevision(idx *ragopsv1alpha1.Index, name string) *ragopsv1alpha1.Revisi
 }
 
 // SetupWithManager watches Indexes, their Jobs and gating Evaluations, and the Corpora,
-// strategies and Secrets they reference.
+// strategies, Secrets and CA bundle ConfigMaps they reference (a missing one created later
+// resumes the Index).
 func (r *IndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	by := func(field string) handler.EventHandler {
 		return enqueueReferrers(r.Client, func() client.ObjectList { return &ragopsv1alpha1.IndexList{} }, field)
@@ -333,6 +336,7 @@ func (r *IndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&ragopsv1alpha1.Corpus{}, by(indexByCorpus), builder.WithPredicates(statusChanged)).
 		Watches(&ragopsv1alpha1.ChunkingStrategy{}, by(indexByStrategy), builder.WithPredicates(statusChanged)).
 		Watches(&corev1.Secret{}, by(indexBySecret), builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, by(indexByConfigMap), builder.OnlyMetadata).
 		Named("index").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.IndexConcurrency}).
 		Complete(r)

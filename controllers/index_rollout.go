@@ -9,8 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -49,24 +52,37 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 				return r.collectionError(ctx, st, rev, fmt.Sprintf("point alias %s at %s", st.alias, rev.Collection), err)
 			}
 		}
+		if rev.ServedTime == nil {
+			// Recorded before ServedTime existed: it serves now, so it served.
+			rev.ServedTime = ptr.To(metav1.Now())
+		}
 		idx.Status.Chunks = rev.Chunks
 		metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
 		return proceedFor(jitter(r.Options.DriftInterval)), nil
 	}
+	gate := idx.Spec.Rollout.Gate
+	gated := idx.Spec.Rollout.Policy == ragopsv1alpha1.RolloutEvaluationGated && gate != nil
 	if rev.Phase == ragopsv1alpha1.RevisionRejected {
-		return stalled(ReasonGateFailed, rev.Message), nil
-	}
-	gated := idx.Spec.Rollout.Policy == ragopsv1alpha1.RolloutEvaluationGated && idx.Spec.Rollout.Gate != nil
-	// A kept revision that served before (a revert) takes the alias back without a gate.
-	if gated && rev.GateRecall == nil && active != nil {
-		passed, msg, waiting, err := r.reconcileGate(ctx, st, rev, active)
-		if err != nil || waiting != "" {
-			return stop.with(outcomeProgressing, ReasonGating, waiting), err
+		res, err, again := r.reconsiderRejected(ctx, st, rev, gated)
+		if !again {
+			return res, err
 		}
-		if !passed {
-			rev.Phase, rev.Message = ragopsv1alpha1.RevisionRejected, msg
-			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonGateFailed, "Rollout", "%s", msg)
-			return stalled(ReasonGateFailed, msg), nil
+	}
+	// A kept revision that served before (a revert) takes the alias back without a gate.
+	if gated && rev.ServedTime == nil && active != nil {
+		v, err := r.reconcileGate(ctx, st, rev, active)
+		if err != nil {
+			return stop.with(outcomeProgressing, ReasonGating, v.message), err
+		}
+		switch v.state {
+		case gateWaiting:
+			return stop.with(outcomeProgressing, ReasonGating, v.message), nil
+		case gateEvaluationStalled:
+			return stalled(ReasonGateEvaluationFailed, v.message+retryHint(idx)), nil
+		case gateRejected:
+			rev.Phase, rev.Message = ragopsv1alpha1.RevisionRejected, v.message
+			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonGateFailed, "Rollout", "%s", v.message)
+			return stalled(ReasonGateFailed, v.message), nil
 		}
 	}
 	if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
@@ -78,6 +94,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	}
 	rev.Phase = ragopsv1alpha1.RevisionActive
 	rev.Message = ""
+	rev.ServedTime = ptr.To(metav1.Now())
 	idx.Status.ActiveRevision = rev.Name
 	idx.Status.Chunks = rev.Chunks
 	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
@@ -96,6 +113,10 @@ func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, r
 	if !errors.As(err, &nf) || nf.Collection != rev.Collection {
 		return stopFor(r.Options.ProgressInterval).with(outcomeRetrying, ReasonWeaviateError, fmt.Sprintf("%s: %v", op, err)), nil
 	}
+	if lost, why := confirmLost(ctx, st.store, rev.Collection, lossConfirmations, r.Options.lossConfirmWait()); !lost {
+		// One 404 (a node restarting, a schema read served by a lagging node) is not a loss.
+		return stopFor(r.Options.ProgressInterval).with(outcomeRetrying, ReasonWeaviateError, fmt.Sprintf("%s: %v; not confirmed (%s): not rebuilding", op, err, why)), nil
+	}
 	if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("collection %s is missing from Weaviate", rev.Collection)); err != nil {
 		return stop, err
 	}
@@ -103,69 +124,186 @@ func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, r
 	return stopFor(time.Second).with(outcomeRetrying, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 }
 
+// lossConfirmations is how many more reads must find a collection missing, spread over
+// Options.lossConfirmWait each, before it counts as lost and is rebuilt.
+const lossConfirmations = 3
+
+// confirmLost reads whether collection exists n more times, wait apart, and reports a loss
+// only when every read answers "missing"; otherwise why says what a read found.
+func confirmLost(ctx context.Context, store Store, collection string, n int, wait time.Duration) (bool, string) {
+	for i := range n {
+		if i > 0 || wait > 0 {
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err().Error()
+			case <-time.After(wait):
+			}
+		}
+		ok, err := store.CollectionExists(ctx, collection)
+		if err != nil {
+			return false, fmt.Sprintf("read %d of %d failed: %v", i+1, n, err)
+		}
+		if ok {
+			return false, fmt.Sprintf("read %d of %d found the collection", i+1, n)
+		}
+	}
+	return true, ""
+}
+
 // gateEvaluationName names the gating Evaluation of a revision.
 func gateEvaluationName(idx *ragopsv1alpha1.Index, rev string) string {
 	return fmt.Sprintf("%s-gate-%s", objectName(idx.Name, 40), rev)
 }
 
-// reconcileGate runs the gating Evaluations of the candidate (and of the active revision
-// when maxRegression needs its baseline) and decides. waiting, when not empty, says which
-// Evaluation the rollout waits for (or failed to start, with err).
-func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, cand, active *ragopsv1alpha1.RevisionStatus) (passed bool, msg, waiting string, err error) {
-	idx := st.idx
-	gate := idx.Spec.Rollout.Gate
-	cand.Phase = ragopsv1alpha1.RevisionGating
-	candRecall, ready, err := r.gateRecall(ctx, idx, cand.Name)
-	if err != nil || !ready {
-		return false, "", fmt.Sprintf("revision %s waits for its gating Evaluation %s", cand.Name, gateEvaluationName(idx, cand.Name)), err
-	}
-	cand.GateRecall = ptr.To(candRecall)
-	if gate.MinRecall != nil && candRecall < *gate.MinRecall {
-		return false, fmt.Sprintf("revision %s recall@10 %.4f is below minRecall %.4f; alias stays on %s", cand.Name, candRecall, *gate.MinRecall, active.Name), "", nil
-	}
-	if gate.MaxRegression != nil {
-		base := active.GateRecall
-		if base == nil {
-			recall, ready, err := r.gateRecall(ctx, idx, active.Name)
-			if err != nil || !ready {
-				return false, "", fmt.Sprintf("measuring the active revision %s as the gate's baseline", active.Name), err
-			}
-			base = ptr.To(recall)
-			active.GateRecall = base
-		}
-		if candRecall < *base-*gate.MaxRegression-1e-9 {
-			return false, fmt.Sprintf("revision %s recall@10 %.4f regresses more than %.4f from the active revision %s (%.4f); alias stays", cand.Name, candRecall, *gate.MaxRegression, active.Name, *base), "", nil
-		}
-	}
-	return true, "", "", nil
+// gateState is where a candidate's gate stands.
+type gateState int
+
+const (
+	// gateWaiting: a gating Evaluation (the candidate's or the baseline's) has not finished.
+	gateWaiting gateState = iota
+	// gatePassed: the candidate may take the alias.
+	gatePassed
+	// gateRejected: the candidate failed minRecall or maxRegression.
+	gateRejected
+	// gateEvaluationStalled: a gating Evaluation failed; the gate cannot decide until it is
+	// fixed and retried.
+	gateEvaluationStalled
+)
+
+// gateVerdict is the state of a candidate's gate, explained by message.
+type gateVerdict struct {
+	state   gateState
+	message string
 }
 
-// gateRecall ensures the gating Evaluation of a revision exists and returns its recall@10
-// once it is Ready.
-func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) (float64, bool, error) {
-	name := gateEvaluationName(idx, rev)
+// gateHash hashes the gate spec a decision is made under (Evaluation parameters and bounds).
+func gateHash(g *ragopsv1alpha1.RolloutGate) string {
+	if g == nil {
+		return ""
+	}
+	return hashJSON(g)[:10]
+}
+
+// reconsiderRejected decides whether a Rejected revision is gated again: when the gate
+// changed since it was rejected (a lowered minRecall, a fixed dataset), when the policy no
+// longer gates it, or on a new ragops.dev/retry value. again reports that the rollout goes on
+// with the revision (now Ready); otherwise res is the step's result.
+func (r *IndexReconciler) reconsiderRejected(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, gated bool) (res stepResult, err error, again bool) {
+	idx := st.idx
+	switch retry := idx.Annotations[AnnotationRetry]; {
+	case !gated || rev.GateHash != gateHash(idx.Spec.Rollout.Gate):
+		rev.Message = "the gate changed since the revision was rejected: gating it again"
+	case retry != "" && retry != idx.Status.LastHandledRetry:
+		idx.Status.LastHandledRetry = retry
+		// The gating Evaluation runs anew (the dataset behind it may have been fixed).
+		if err := r.retryGateEvaluation(ctx, idx, rev.Name, retry); err != nil {
+			return stop, err, false
+		}
+		rev.Message = fmt.Sprintf("retry requested (%s=%s): gating again", AnnotationRetry, retry)
+	default:
+		return stalled(ReasonGateFailed, rev.Message+retryHint(idx)), nil, false
+	}
+	rev.Phase, rev.GateRecall, rev.GateHash = ragopsv1alpha1.RevisionReady, nil, ""
+	return proceed, nil, true
+}
+
+// reconcileGate runs the gating Evaluations of the candidate (and of the active revision
+// when maxRegression needs its baseline) and decides. The candidate's recall is recorded as
+// soon as it is known; the decision waits for the baseline when maxRegression needs one, and
+// whether a revision served before is told by ServedTime alone, so a recorded recall never
+// lets a candidate through ungated.
+func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, cand, active *ragopsv1alpha1.RevisionStatus) (gateVerdict, error) {
+	idx := st.idx
+	gate := idx.Spec.Rollout.Gate
+	hash := gateHash(gate)
+	cand.Phase = ragopsv1alpha1.RevisionGating
+	candRecall, v, err := r.gateRecall(ctx, idx, cand, hash)
+	if err != nil || v.state != gatePassed {
+		return v, err
+	}
+	cand.GateRecall, cand.GateHash = ptr.To(candRecall), hash
+	if gate.MinRecall != nil && candRecall < *gate.MinRecall {
+		return gateVerdict{gateRejected, fmt.Sprintf("revision %s recall@10 %.4f is below minRecall %.4f; alias stays on %s", cand.Name, candRecall, *gate.MinRecall, active.Name)}, nil
+	}
+	if gate.MaxRegression != nil {
+		base, v, err := r.gateRecall(ctx, idx, active, hash)
+		if err != nil || v.state != gatePassed {
+			if v.state == gateWaiting {
+				v.message = fmt.Sprintf("revision %s recall@10 %.4f; measuring the active revision %s as the gate's baseline", cand.Name, candRecall, active.Name)
+			}
+			return v, err
+		}
+		active.GateRecall, active.GateHash = ptr.To(base), hash
+		if candRecall < base-*gate.MaxRegression-1e-9 {
+			return gateVerdict{gateRejected, fmt.Sprintf("revision %s recall@10 %.4f regresses more than %.4f from the active revision %s (%.4f); alias stays", cand.Name, candRecall, *gate.MaxRegression, active.Name, base)}, nil
+		}
+	}
+	return gateVerdict{state: gatePassed}, nil
+}
+
+// gateRecall returns the recall@10 of a revision's gating Evaluation under the gate of hash
+// hash: the one the revision recorded under that gate, else the Evaluation's once it is
+// Ready (creating it when missing, and replacing one whose parameters the gate no longer
+// has). The verdict is gatePassed when the recall is known, gateWaiting while it runs, and
+// gateEvaluationStalled when the Evaluation failed; a new ragops.dev/retry value then runs it
+// again.
+func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus, hash string) (float64, gateVerdict, error) {
+	if rev.GateRecall != nil && rev.GateHash == hash {
+		return *rev.GateRecall, gateVerdict{state: gatePassed}, nil
+	}
+	name := gateEvaluationName(idx, rev.Name)
+	waiting := gateVerdict{gateWaiting, fmt.Sprintf("revision %s waits for its gating Evaluation %s", rev.Name, name)}
+	params := idx.Spec.Rollout.Gate.Evaluation
 	var ev ragopsv1alpha1.Evaluation
 	err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: name}, &ev)
 	if apierrors.IsNotFound(err) {
 		ev = ragopsv1alpha1.Evaluation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: name, Labels: map[string]string{
-				LabelManagedBy: managedBy, LabelComponent: "gate", LabelOwner: idx.Name, LabelRevision: rev,
+				LabelManagedBy: managedBy, LabelComponent: "gate", LabelOwner: labelValue(idx.Name), LabelRevision: rev.Name,
 			}},
 			Spec: ragopsv1alpha1.EvaluationSpec{
-				IndexRef: ragopsv1alpha1.LocalObjectReference{Name: idx.Name}, Revision: rev,
-				RerunOnRevisionChange: ptr.To(false), EvaluationParameters: *idx.Spec.Rollout.Gate.Evaluation.DeepCopy(),
+				IndexRef: ragopsv1alpha1.LocalObjectReference{Name: idx.Name}, Revision: rev.Name,
+				RerunOnRevisionChange: ptr.To(false), EvaluationParameters: *params.DeepCopy(),
 			},
 		}
 		if err := controllerutil.SetControllerReference(idx, &ev, r.Scheme()); err != nil {
-			return 0, false, err
+			return 0, waiting, err
 		}
-		return 0, false, r.Create(ctx, &ev)
+		return 0, waiting, r.Create(ctx, &ev)
 	}
 	if err != nil {
-		return 0, false, err
+		return 0, waiting, err
 	}
-	if !conditions.IsReady(&ev) || ev.Status.RecallAt10 == nil || ev.Status.Revision != rev {
-		return 0, false, nil
+	if !ev.DeletionTimestamp.IsZero() {
+		return 0, waiting, nil
 	}
-	return *ev.Status.RecallAt10, true, nil
+	if !equality.Semantic.DeepEqual(ev.Spec.EvaluationParameters, params) {
+		// The gate's dataset or mode changed: measure under the new parameters (a new
+		// generation, so a new Job).
+		base := ev.DeepCopy()
+		ev.Spec.EvaluationParameters = *params.DeepCopy()
+		return 0, waiting, r.Patch(ctx, &ev, client.MergeFrom(base))
+	}
+	if c := meta.FindStatusCondition(ev.Status.Conditions, ragopsv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
+		ev.Status.ObservedGeneration == ev.Generation && ev.Status.LastHandledRetry == ev.Annotations[AnnotationRetry] {
+		if retry := idx.Annotations[AnnotationRetry]; retry != "" && retry != idx.Status.LastHandledRetry {
+			// The Evaluation runs again under the same retry value (a new Job).
+			idx.Status.LastHandledRetry = retry
+			return 0, waiting, r.retryGateEvaluation(ctx, idx, rev.Name, retry)
+		}
+		return 0, gateVerdict{gateEvaluationStalled, fmt.Sprintf("gating Evaluation %s of revision %s failed (%s: %s); the gate cannot decide", name, rev.Name, c.Reason, c.Message)}, nil
+	}
+	if !conditions.IsReady(&ev) || ev.Status.RecallAt10 == nil || ev.Status.Revision != rev.Name ||
+		ev.Status.ObservedGeneration != ev.Generation || ev.Status.LastHandledRetry != ev.Annotations[AnnotationRetry] {
+		return 0, waiting, nil
+	}
+	return *ev.Status.RecallAt10, gateVerdict{state: gatePassed}, nil
+}
+
+// retryGateEvaluation runs a revision's gating Evaluation again: it sets the Evaluation's
+// ragops.dev/retry annotation to retry, which starts a new Job.
+func (r *IndexReconciler) retryGateEvaluation(ctx context.Context, idx *ragopsv1alpha1.Index, rev, retry string) error {
+	ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: gateEvaluationName(idx, rev)}}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, AnnotationRetry, retry)
+	return client.IgnoreNotFound(r.Patch(ctx, ev, client.RawPatch(types.MergePatchType, patch)))
 }

@@ -27,7 +27,7 @@ func syncJobName(idx *ragopsv1alpha1.Index, rev, corpusRev string) string {
 	if r := findRevision(idx, rev); r != nil && r.IncompleteRuns > 0 {
 		name += fmt.Sprintf("-r%d", r.IncompleteRuns) // a re-run after verifySync found counts off
 	}
-	return name
+	return objectName(name, maxNameLength)
 }
 
 // reconcileCorpusSync re-embeds changed documents and deletes removed ones in the active
@@ -52,6 +52,9 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	state, failure := stateOf(job)
 	switch state {
 	case jobRunning:
+		if res, stuck, err := r.podsNotStarting(ctx, job, "corpus sync into revision "+rev.Name); stuck || err != nil {
+			return res, err
+		}
 		r.refreshProgress(ctx, st, rev, job)
 		return stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", st.corpus.Status.Revision, rev.Name)), nil
 	case jobFailed:

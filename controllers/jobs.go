@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,13 +73,15 @@ type workload struct {
 	mounts    []corev1.VolumeMount
 	env       []corev1.EnvVar
 	init      []corev1.Container
+	// deadline is the Job's activeDeadlineSeconds when the template sets none.
+	deadline time.Duration
 }
 
 func (w *workload) labels() map[string]string {
 	l := map[string]string{
 		LabelManagedBy: managedBy,
 		LabelComponent: w.component,
-		LabelOwner:     w.owner.GetName(),
+		LabelOwner:     labelValue(w.owner.GetName()),
 	}
 	if w.revision != "" {
 		l[LabelRevision] = w.revision
@@ -172,6 +175,14 @@ func (w *workload) ensure(ctx context.Context, c client.Client, live client.Read
 	return j, nil
 }
 
+// maxNameLength bounds the names ragops generates for Jobs, their plan ConfigMaps and
+// Evaluations: a Job's name is also the value of its pods' job-name label (at most 63).
+const maxNameLength = 63
+
+// labelValue returns name as a label value: itself when it fits a label's 63 characters,
+// else shortened with a hash suffix (objectName), so any object name can own workloads.
+func labelValue(name string) string { return objectName(name, 63) }
+
 // objectName returns prefix when it fits n bytes, else its first n-9 bytes, "-" and 8 hex
 // digits of its SHA-256: names derived from two long object names that share their first n
 // bytes stay apart.
@@ -222,7 +233,7 @@ func (w *workload) job() *batchv1.Job {
 			Completions:           ptr.To(shards),
 			Parallelism:           ptr.To(shards),
 			BackoffLimit:          backoff,
-			ActiveDeadlineSeconds: t.ActiveDeadlineSeconds,
+			ActiveDeadlineSeconds: activeDeadline(t.ActiveDeadlineSeconds, w.deadline),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: w.labels()},
 				Spec: corev1.PodSpec{
@@ -252,6 +263,15 @@ func (w *workload) job() *batchv1.Job {
 		job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	}
 	return job
+}
+
+// activeDeadline returns the template's activeDeadlineSeconds, else the default d (none
+// when d is 0).
+func activeDeadline(set *int64, d time.Duration) *int64 {
+	if set != nil || d <= 0 {
+		return set
+	}
+	return ptr.To(int64(d.Seconds()))
 }
 
 // deleteJob deletes a Job and its pods and its plan ConfigMap. Propagation is foreground:
@@ -306,6 +326,15 @@ func podResults(ctx context.Context, c client.Reader, job *batchv1.Job) (succeed
 		idx := p.Annotations[batchv1.JobCompletionIndexAnnotation]
 		if idx == "" {
 			idx = "0"
+		}
+		for _, cs := range p.Status.InitContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				msg := strings.TrimSpace(t.Message)
+				if msg == "" {
+					msg = t.Reason
+				}
+				failed = append(failed, fmt.Sprintf("pod %s: init container %s exited with code %d: %s", p.Name, cs.Name, t.ExitCode, msg))
+			}
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			t := cs.State.Terminated

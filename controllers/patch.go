@@ -82,7 +82,8 @@ func statusOf(obj client.Object) any {
 }
 
 // emitTransitions records an Event for each condition whose status or reason changed.
-// Ready=True is Normal; Stalled, DeletionBlocked and Ready=False are Warning.
+// Warning is for what needs a person (see needsAPerson); waiting and progress are Normal, so
+// a platform that alerts on Warning Events is not paged by every build.
 func emitTransitions(rec events.EventRecorder, obj client.Object, before, after []metav1.Condition) {
 	if rec == nil {
 		return
@@ -96,10 +97,35 @@ func emitTransitions(rec events.EventRecorder, obj client.Object, before, after 
 			continue
 		}
 		typ := corev1.EventTypeNormal
-		if (c.Type == ragopsv1alpha1.ConditionReady && c.Status == metav1.ConditionFalse) ||
-			(c.Type != ragopsv1alpha1.ConditionReady && c.Type != ragopsv1alpha1.ConditionReconciling && c.Status == metav1.ConditionTrue) {
+		if needsAPerson(c) {
 			typ = corev1.EventTypeWarning
 		}
 		rec.Eventf(obj, nil, typ, c.Reason, c.Type+"="+string(c.Status), "%s", c.Message)
 	}
+}
+
+// problemReasons are the Ready=False reasons that mean something is wrong (not merely in
+// progress or waiting on another object): an unreachable or inconsistent Weaviate, lost data,
+// an unreadable source, a name taken by a foreign object.
+var problemReasons = map[string]bool{
+	ReasonWeaviateError: true, ReasonCollectionLost: true, ReasonIncompleteCollection: true,
+	ReasonCleanupFailed: true, ReasonSourceUnreadable: true, ReasonJobConflict: true,
+}
+
+// needsAPerson reports whether a condition calls for a Warning Event: Stalled=True, a
+// DeletionBlocked or UnderReplicated that is not just waiting for pods to stop, or Ready=False
+// for one of problemReasons. Ready=False while building, gating, syncing or waiting for a
+// Corpus or Index is progress (Normal).
+func needsAPerson(c metav1.Condition) bool {
+	switch {
+	case c.Status != metav1.ConditionTrue && c.Type != ragopsv1alpha1.ConditionReady:
+		return false
+	case c.Type == ragopsv1alpha1.ConditionReady:
+		return c.Status == metav1.ConditionFalse && problemReasons[c.Reason]
+	case c.Type == ragopsv1alpha1.ConditionReconciling:
+		return false
+	case c.Type == ragopsv1alpha1.ConditionDeletionBlocked:
+		return c.Reason != ReasonDeleting
+	}
+	return true
 }

@@ -89,3 +89,10 @@ func queryModel(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) (
 	}
 	return model, embedder
 }
+
+// hashJSON returns the hex SHA-256 of v's JSON encoding (64 digits).
+func hashJSON(v any) string {
+	raw, _ := json.Marshal(v)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}

@@ -46,10 +46,23 @@ type Options struct {
 	// their shard fails (plan outageSeconds); 0 leaves the worker's default (5 minutes).
 	// The controllers themselves keep short deadlines.
 	WeaviateOutageWait time.Duration
+	// PodStartTimeout is how long a Job's pod may stay Pending (unschedulable, a volume or
+	// image that cannot be had) before the object says so with PodsNotStarting (default 10
+	// minutes); causes that cannot pass by themselves are reported at once.
+	PodStartTimeout time.Duration
+	// JobDeadline is the activeDeadlineSeconds of a worker Job whose template sets none
+	// (default 7 days): a backstop so that no Job runs, or waits, forever.
+	JobDeadline time.Duration
 	// APIReader reads from the API server, not the cache (the manager's GetAPIReader; set by
 	// SetupWithManager): it tells a Job ragops cannot see in its label-scoped cache from one
 	// that does not exist.
 	APIReader client.Reader
+}
+
+// lossConfirmWait is how far apart the reads that confirm a lost collection are: a fifth of
+// ProgressInterval (200 ms to 2 s).
+func (o *Options) lossConfirmWait() time.Duration {
+	return min(max(o.ProgressInterval/5, 200*time.Millisecond), 2*time.Second)
 }
 
 // reader returns APIReader, or c when none is set (reconcilers built by hand in tests).
@@ -79,6 +92,12 @@ func (o *Options) defaults() {
 	if o.FinalizerTimeout <= 0 {
 		o.FinalizerTimeout = 15 * time.Minute
 	}
+	if o.PodStartTimeout <= 0 {
+		o.PodStartTimeout = 10 * time.Minute
+	}
+	if o.JobDeadline <= 0 {
+		o.JobDeadline = 7 * 24 * time.Hour
+	}
 	if o.ResultGrace <= 0 {
 		o.ResultGrace = 30 * time.Second
 	}
@@ -88,9 +107,12 @@ func (o *Options) defaults() {
 const (
 	indexByCorpus   = ".spec.corpusRef.name"
 	indexByStrategy = ".spec.strategyRef.name"
-	indexBySecret   = ".spec.weaviate.apiKeySecretRef.name"
-	evalByIndex     = ".spec.indexRef.name"
-	corpusBySource  = ".spec.source.name"
+	// indexBySecret holds the Secrets an Index reads: the API key and a Secret CA bundle.
+	indexBySecret = ".spec.weaviate.secrets"
+	// indexByConfigMap holds the ConfigMap CA bundle an Index reads.
+	indexByConfigMap = ".spec.weaviate.caBundle.configMapKeyRef.name"
+	evalByIndex      = ".spec.indexRef.name"
+	corpusBySource   = ".spec.source.name"
 )
 
 // Finalizer is the one finalizer ragops adds (to Index); ragops never removes any other.
@@ -137,8 +159,19 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		{&ragopsv1alpha1.Index{}, indexByCorpus, func(o client.Object) []string { return []string{o.(*ragopsv1alpha1.Index).Spec.CorpusRef.Name} }},
 		{&ragopsv1alpha1.Index{}, indexByStrategy, func(o client.Object) []string { return []string{o.(*ragopsv1alpha1.Index).Spec.StrategyRef.Name} }},
 		{&ragopsv1alpha1.Index{}, indexBySecret, func(o client.Object) []string {
-			if r := o.(*ragopsv1alpha1.Index).Spec.Weaviate.APIKeySecretRef; r != nil {
-				return []string{r.Name}
+			w := o.(*ragopsv1alpha1.Index).Spec.Weaviate
+			var names []string
+			if r := w.APIKeySecretRef; r != nil {
+				names = append(names, r.Name)
+			}
+			if w.CABundle != nil && w.CABundle.SecretKeyRef != nil {
+				names = append(names, w.CABundle.SecretKeyRef.Name)
+			}
+			return names
+		}},
+		{&ragopsv1alpha1.Index{}, indexByConfigMap, func(o client.Object) []string {
+			if ca := o.(*ragopsv1alpha1.Index).Spec.Weaviate.CABundle; ca != nil && ca.ConfigMapKeyRef != nil {
+				return []string{ca.ConfigMapKeyRef.Name}
 			}
 			return nil
 		}},

@@ -99,6 +99,7 @@ func startManager() error {
 		ProgressInterval: time.Second,
 		DriftInterval:    2 * time.Second,
 		FinalizerTimeout: 10 * time.Minute,
+		PodStartTimeout:  3 * time.Second,
 		NewStore:         controllers.InstrumentStores(testStore), // as the manager wraps its stores
 	}
 	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {

@@ -150,6 +150,10 @@ type EvaluationStatus struct {
 	// Revision of the Index that was evaluated.
 	// +optional
 	Revision string `json:"revision,omitempty"`
+	// LastHandledRetry is the value of the ragops.dev/retry annotation whose Job the
+	// Evaluation last started: a new value runs the Evaluation again (a failed one included).
+	// +optional
+	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
 	// Queries evaluated.
 	// +optional
 	Queries int32 `json:"queries,omitempty"`

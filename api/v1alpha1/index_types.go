@@ -432,6 +432,15 @@ type RevisionStatus struct {
 	// GateRecall is the gating Evaluation's recall@10 of this revision, rounded to 4 decimals.
 	// +optional
 	GateRecall *float64 `json:"gateRecall,omitempty"`
+	// GateHash is the hash of spec.rollout.gate that GateRecall was measured (and, for a
+	// Rejected revision, the decision was made) under. A changed gate measures and decides
+	// again: lowering minRecall or fixing the gate's dataset re-runs a Rejected revision's gate.
+	// +optional
+	GateHash string `json:"gateHash,omitempty"`
+	// ServedTime is when the revision last took the alias. A revision that served before
+	// takes the alias back without a gate (a revert); one that never served is gated.
+	// +optional
+	ServedTime *metav1.Time `json:"servedTime,omitempty"`
 	// Message explains a Failed or Rejected phase.
 	// +optional
 	Message string `json:"message,omitempty"`

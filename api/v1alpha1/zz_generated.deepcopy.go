@@ -1112,6 +1112,10 @@ func (in *RevisionStatus) DeepCopyInto(out *RevisionStatus) {
 		*out = new(float64)
 		**out = **in
 	}
+	if in.ServedTime != nil {
+		in, out := &in.ServedTime, &out.ServedTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Model != nil {
 		in, out := &in.Model, &out.Model
 		*out = new(ModelSpec)
