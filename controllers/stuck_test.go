@@ -41,7 +41,7 @@ func TestBuildWhosePodsCannotStartSaysWhy(t *testing.T) {
 		ns := newNamespace(t)
 		fixture(t, ns, nil)
 		job := waitJob(t, ns, buildJobOf(t, ns))
-		if job.Spec.ActiveDeadlineSeconds == nil || *job.Spec.ActiveDeadlineSeconds != int64((7 * 24 * time.Hour).Seconds()) {
+		if job.Spec.ActiveDeadlineSeconds == nil || *job.Spec.ActiveDeadlineSeconds != int64((7*24*time.Hour).Seconds()) {
 			t.Errorf("activeDeadlineSeconds %v, want the 7-day default", job.Spec.ActiveDeadlineSeconds)
 		}
 		pendingPod(t, job, corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
