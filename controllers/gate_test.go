@@ -127,7 +127,7 @@ func TestGateDeadEndsStallAndRecover(t *testing.T) {
 		t.Errorf("Stalled message %q does not give the cause and the retry", c.Message)
 	}
 	// A retry runs the gating Evaluation again; it now fails minRecall and the candidate is Rejected.
-	annotate(t, ns, "besluiten", controllers.AnnotationRetry, "1")
+	patchAnnotation(t, getIndex(t, ns, "besluiten"), controllers.AnnotationRetry, "1")
 	finishGate(t, gateJob(t, ns, r2), 0.40)
 	eventually(t, 30*time.Second, "candidate rejected", stalledWith(t, ns, controllers.ReasonGateFailed, "below minRecall 0.5000"))
 
@@ -143,20 +143,5 @@ func TestGateDeadEndsStallAndRecover(t *testing.T) {
 	waitActive(t, ns, "besluiten", r2)
 	if got := aliasTarget(t, ns, "besluiten"); got != c2 {
 		t.Fatalf("alias %q, want the re-gated candidate %q", got, c2)
-	}
-}
-
-// annotate sets an annotation on the Index.
-func annotate(t *testing.T, ns, name, key, value string) {
-	t.Helper()
-	ctx := context.Background()
-	var idx ragopsv1alpha1.Index
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &idx); err != nil {
-		t.Fatal(err)
-	}
-	base := idx.DeepCopy()
-	metav1.SetMetaDataAnnotation(&idx.ObjectMeta, key, value)
-	if err := env.Client.Patch(ctx, &idx, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
 	}
 }

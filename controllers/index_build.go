@@ -55,6 +55,9 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 			return stop, err
 		}
 	}
+	if rev != nil && rev.Strategy == nil {
+		rev.Strategy = st.strategy.Spec.DeepCopy() // recorded before the field existed
+	}
 	if rev != nil && rev.Phase != ragopsv1alpha1.RevisionBuilding {
 		return proceed, nil
 	}
@@ -69,7 +72,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		idx.Status.Revisions = append([]ragopsv1alpha1.RevisionStatus{{
 			Name: st.revision, Collection: collection, Phase: ragopsv1alpha1.RevisionBuilding,
 			CorpusRevision: st.corpus.Status.Revision, CreationTime: ptr.To(metav1.Now()),
-			Model: ptr.To(idx.Spec.Model), Precision: precisionOf(idx.Spec.Embedder),
+			Model: ptr.To(idx.Spec.Model), Precision: precisionOf(idx.Spec.Embedder), Strategy: st.strategy.Spec.DeepCopy(),
 		}}, idx.Status.Revisions...)
 		rev = &idx.Status.Revisions[0]
 	}
@@ -246,9 +249,15 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 	idx := st.idx
 	name, kind := buildJobName(idx, rev), jobKindBuild
 	if incremental {
-		name, kind = syncJobName(idx, rev.Name, st.corpus.Status.Revision), jobKindSync
+		name, kind = syncJobName(idx, rev, st.corpus.Status.Revision), jobKindSync
 	}
-	e := idx.Spec.Embedder
+	// The revision's own strategy, model and precision: a sync into the active revision runs
+	// also while the spec names another revision.
+	strategy := st.strategy.Spec
+	if rev.Strategy != nil {
+		strategy = *rev.Strategy
+	}
+	model, e := queryModel(idx, rev)
 	w := &workload{owner: idx, name: name, component: "embed", deadline: r.Options.JobDeadline, kind: kind, revision: rev.Name, args: []string{"embed"},
 		template: e.Template, image: r.Options.WorkerImage, shards: max(e.Shards, 1), gpu: e.Device == ragopsv1alpha1.DeviceCUDA}
 	var src plan.Source
@@ -259,14 +268,17 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 		pinned.Ref = st.corpus.Status.Commit
 		src.Git = &pinned
 	}
-	modelDir := modelMounts(w, "model", plan.ModelDir, idx.Spec.Model, w.image)
+	if incremental {
+		w.annotations = map[string]string{annotationCorpusRevision: st.corpus.Status.Revision}
+	}
+	modelDir := modelMounts(w, "model", plan.ModelDir, model, w.image)
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
 		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))
 	}
 	weaviateCAMounts(w, idx.Spec.Weaviate)
 	w.plan = plan.Build{
 		Version: plan.Version, Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
-		Incremental: incremental || rev.ServedTime != nil, Shards: int(w.shards), Source: src, Strategy: st.strategy.Spec,
+		Incremental: incremental || rev.ServedTime != nil, Shards: int(w.shards), Source: src, Strategy: strategy,
 		ModelDir: modelDir, Embedder: e, VectorIndex: idx.Spec.VectorIndex,
 		Replication: idx.Spec.Replication, Sharding: idx.Spec.Sharding, Compression: idx.Spec.Compression,
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,

@@ -75,8 +75,8 @@ type indexState struct {
 	revision string
 }
 
-// Reconcile drives one Index: the steps (resolve inputs, build, rollout, sync, prune; or
-// delete) each return a stepResult that names the condition its outcome calls for, and
+// Reconcile drives one Index: the steps (resolve inputs, replica health, sync of the
+// active revision, build, rollout, prune; or delete) each return a stepResult that names the condition its outcome calls for, and
 // summarize sets Ready, Reconciling and Stalled from them once, before the status is patched
 // once. A step's error ends the reconcile (the work queue backs off) after its result is
 // summarized like any other.
@@ -118,9 +118,9 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	for _, step := range []func(context.Context, *indexState) (stepResult, error){
 		r.resolveInputs,
 		r.reconcileReplicaHealth,
+		r.reconcileCorpusSync,
 		r.reconcileBuild,
 		r.reconcileRollout,
-		r.reconcileCorpusSync,
 		r.pruneRevisions,
 	} {
 		res, err := step(ctx, st)
@@ -196,6 +196,12 @@ func proceedFor(d time.Duration) stepResult { return stepResult{RequeueAfter: d}
 // with returns res with the outcome o, explained by reason and msg.
 func (res stepResult) with(o outcome, reason, msg string) stepResult {
 	res.Outcome, res.Reason, res.Message = o, reason, msg
+	return res
+}
+
+// requeue returns res looking again after d.
+func (res stepResult) requeue(d time.Duration) stepResult {
+	res.RequeueAfter = d
 	return res
 }
 

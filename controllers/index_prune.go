@@ -39,8 +39,14 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (s
 		kept[rev.Name] = true
 	}
 	var keep []ragopsv1alpha1.RevisionStatus
-	for _, rev := range revs {
+	for i, rev := range revs {
 		if kept[rev.Name] {
+			if rev.Name != idx.Status.ActiveRevision && rev.Name != st.revision {
+				// A kept revision that no longer syncs needs none of its finished sync Jobs.
+				if err := r.deleteFinishedSyncJobs(ctx, st, &revs[i]); err != nil {
+					return stop, err
+				}
+			}
 			keep = append(keep, rev)
 			continue
 		}
@@ -55,6 +61,11 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (s
 			continue
 		}
 		_ = deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, &rev))
+		if jobs, err := r.revisionJobs(ctx, idx, rev.Name); err == nil {
+			for _, j := range jobs {
+				_ = deleteJob(ctx, r.Client, j.Namespace, j.Name) // its syncs and their plan ConfigMaps
+			}
+		}
 		_ = client.IgnoreNotFound(r.Delete(ctx, &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: gateEvaluationName(idx, rev.Name)}}))
 		metrics.ForgetRevision(idx.Namespace, idx.Name, rev.Name)
 		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionPruned", "Prune", "revision %s and collection %s deleted (revisionHistoryLimit %d)", rev.Name, rev.Collection, limit)

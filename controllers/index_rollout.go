@@ -85,6 +85,16 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 			return stalled(ReasonGateFailed, v.message), nil
 		}
 	}
+	// The candidate catches up with the Corpus before it takes the alias: it must not serve
+	// documents deleted since its build began.
+	if done, res, err := r.syncRevision(ctx, st, rev); err != nil || !done {
+		if res.Outcome == outcomeProgressingKeepReady {
+			res.Outcome = outcomeProgressing
+			res.Message = fmt.Sprintf("revision %s catches up with the Corpus before it takes the alias: %s", rev.Name, res.Message)
+		}
+		res.Stop = true
+		return res, err
+	}
 	if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
 		return r.collectionError(ctx, st, rev, fmt.Sprintf("point alias %s at %s", st.alias, rev.Collection), err)
 	}
@@ -115,7 +125,8 @@ func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, r
 	}
 	if lost, why := confirmLost(ctx, st.store, rev.Collection, lossConfirmations, r.Options.lossConfirmWait()); !lost {
 		// One 404 (a node restarting, a schema read served by a lagging node) is not a loss.
-		return stopFor(r.Options.ProgressInterval).with(outcomeRetrying, ReasonWeaviateError, fmt.Sprintf("%s: %v; not confirmed (%s): not rebuilding", op, err, why)), nil
+		// Ready is left as it is: what serves still serves.
+		return stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonWeaviateError, fmt.Sprintf("%s: %v; not confirmed (%s): not rebuilding", op, err, why)), nil
 	}
 	if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("collection %s is missing from Weaviate", rev.Collection)); err != nil {
 		return stop, err

@@ -1,14 +1,17 @@
 package controllers
 
-// Sync: corpus changes are embedded into the active revision by an incremental Job.
+// Sync: corpus changes are embedded by an incremental Job into the active revision (also
+// while another revision is desired) and into a candidate before it takes the alias.
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
@@ -16,70 +19,119 @@ import (
 	"github.com/ragops/ragops/internal/plan"
 )
 
+// annotationCorpusRevision on a sync Job records the corpus revision it syncs, which the
+// revision records once the Job has finished.
+const annotationCorpusRevision = "ragops.dev/corpus-revision"
+
+// maxSyncRetries bounds the automatic retries of a failed corpus sync; then it stalls until a
+// new ragops.dev/retry value.
+const maxSyncRetries = 5
+
 // syncJobName names the sync Job of a corpus revision into a revision; after a retry
-// (ragops.dev/retry) the name carries the handled retry, so a failed sync runs anew.
-func syncJobName(idx *ragopsv1alpha1.Index, rev, corpusRev string) string {
-	name := fmt.Sprintf("%s-%s-sync-%s", objectName(idx.Name, 32), rev, truncate(corpusRev, 8))
+// (ragops.dev/retry) the name carries the handled retry, after a re-run of an incomplete sync
+// its count, and after a stopped or automatically retried sync its attempt, so each runs
+// anew. At most 63 characters.
+func syncJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus, corpusRev string) string {
+	name := fmt.Sprintf("%s-%s-sync-%s", objectName(idx.Name, 32), rev.Name, truncate(corpusRev, 8))
 	if r := idx.Status.LastHandledRetry; r != "" {
 		sum := sha256.Sum256([]byte(r))
 		name += "-" + hex.EncodeToString(sum[:])[:6]
 	}
-	if r := findRevision(idx, rev); r != nil && r.IncompleteRuns > 0 {
-		name += fmt.Sprintf("-r%d", r.IncompleteRuns) // a re-run after verifySync found counts off
+	if rev.IncompleteRuns > 0 {
+		name += fmt.Sprintf("-r%d", rev.IncompleteRuns) // a re-run after verifySync found counts off
+	}
+	if rev.SyncAttempt > 0 {
+		name += fmt.Sprintf("-a%d", rev.SyncAttempt)
 	}
 	return objectName(name, maxNameLength)
 }
 
-// reconcileCorpusSync re-embeds changed documents and deletes removed ones in the active
-// revision when the Corpus content revision moved on.
+// reconcileCorpusSync keeps the active revision in step with the Corpus: when the content
+// revision moved on, changed documents are re-embedded and removed ones deleted, also while
+// another revision builds or gates (the revision behind the alias never serves a frozen
+// corpus). It runs before the build step and stops the reconcile only when the active
+// revision is the desired one; otherwise the build and rollout steps go on beside it.
 func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexState) (stepResult, error) {
 	idx := st.idx
-	rev := findRevision(idx, st.revision)
+	rev := findRevision(idx, idx.Status.ActiveRevision)
 	if rev == nil || rev.Phase != ragopsv1alpha1.RevisionActive {
 		return proceed, nil
 	}
-	if rev.CorpusRevision == st.corpus.Status.Revision || st.corpus.Status.Revision == "" {
+	desired := rev.Name == st.revision
+	if rev.Strategy == nil && desired {
+		rev.Strategy = st.strategy.Spec.DeepCopy() // recorded before the field existed
+	}
+	done, res, err := r.syncRevision(ctx, st, rev)
+	if err != nil {
+		return stop, err
+	}
+	if !desired {
+		res.Stop, res.Outcome = false, outcomeNone // the build or gate of the desired revision decides
+		return res, nil
+	}
+	if done {
+		return res.with(outcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
+	}
+	return res, nil
+}
+
+// syncRevision brings a built revision's collection to the Corpus's current content
+// revision with an incremental Job. done reports that it holds it; otherwise res says what
+// runs or what stopped it. A running sync of another corpus revision (or an older attempt)
+// is stopped first, and the next starts only once it is gone; a stopped sync may have
+// written part of its corpus revision, so the revision syncs again even to the corpus
+// revision it recorded. A failed sync is retried automatically with back-off.
+func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) (done bool, res stepResult, err error) {
+	idx := st.idx
+	corpusRev := st.corpus.Status.Revision
+	if corpusRev == "" {
+		return true, proceed, nil
+	}
+	if rev.Strategy == nil && rev.Name != st.revision {
+		// Recorded before revisions kept their strategy: it cannot be cut again.
+		return true, proceed, nil
+	}
+	stopping, err := r.stopSupersededSyncs(ctx, st, rev, syncJobName(idx, rev, corpusRev))
+	if err != nil {
+		return false, stop, err
+	}
+	if len(stopping) > 0 {
+		return false, stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus,
+			fmt.Sprintf("stopping superseded sync Job(s) %s before syncing corpus revision %s into revision %s", strings.Join(stopping, ","), corpusRev, rev.Name)), nil
+	}
+	if rev.CorpusRevision == corpusRev {
 		if err := r.deleteFinishedSyncJobs(ctx, st, rev); err != nil {
-			return stop, err
+			return false, stop, err
 		}
-		return proceed.with(outcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
+		return true, proceed, nil
 	}
 	w := r.embedWorkload(st, rev, true)
 	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
 	if err != nil {
-		return ensureFailed(err)
+		res, err := ensureFailed(err)
+		return false, res, err
 	}
 	state, failure := stateOf(job)
 	switch state {
 	case jobRunning:
 		if res, stuck, err := r.podsNotStarting(ctx, job, "corpus sync into revision "+rev.Name); stuck || err != nil {
-			return res, err
+			return false, res, err
 		}
-		r.refreshProgress(ctx, st, rev, job)
-		return stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", st.corpus.Status.Revision, rev.Name)), nil
+		if rev.Name == st.revision {
+			r.refreshProgress(ctx, st, rev, job)
+		}
+		return false, stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", corpusRev, rev.Name)), nil
 	case jobFailed:
-		msg, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
-		if err != nil {
-			return stop, err
-		}
-		if retry := idx.Annotations[AnnotationRetry]; retry != "" && retry != idx.Status.LastHandledRetry {
-			// The next reconcile starts a sync Job under a new name (it carries the retry).
-			idx.Status.LastHandledRetry = retry
-			if err := deleteJob(ctx, r.Client, idx.Namespace, job.Name); err != nil {
-				return stop, err
-			}
-			return stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("retry requested (%s=%s): syncing corpus revision %s into revision %s again", AnnotationRetry, retry, st.corpus.Status.Revision, rev.Name)), nil
-		}
-		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		return stalled(ReasonBuildFailed, fmt.Sprintf("corpus sync Job %s failed: %s; revision %s keeps serving corpus revision %s%s", job.Name, truncate(msg, 1024), rev.Name, rev.CorpusRevision, retryHint(idx))), nil
+		res, err := r.syncFailed(ctx, st, rev, job, failure)
+		return false, res, err
 	}
 	results, lost, err := r.shardResults(ctx, job)
 	if err != nil {
-		return stop, err
+		return false, stop, err
 	}
 	if len(lost) == 0 {
 		if ok, res, err := r.verifySync(ctx, st, rev, job.Name, results); !ok {
-			return res, err
+			return false, res, err
 		}
 	}
 	var changed, deleted, kept, chunks, tokens int64
@@ -97,8 +149,12 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	if n, err := st.store.CountDocuments(ctx, rev.Collection); err == nil {
 		rev.Documents = int64(n)
 	}
-	rev.CorpusRevision = st.corpus.Status.Revision
-	rev.Skipped, rev.Message = nil, ""
+	// What the Job wrote, not what the Corpus says now (it may have moved on meanwhile).
+	rev.CorpusRevision = corpusRev
+	if wrote := job.Annotations[annotationCorpusRevision]; wrote != "" {
+		rev.CorpusRevision = wrote
+	}
+	rev.Skipped, rev.Message, rev.SyncFailures = nil, "", 0
 	rev.OCR = plan.SumOCR(results)
 	for _, br := range results {
 		for k, v := range br.Skipped {
@@ -111,12 +167,96 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	if kept > 0 {
 		rev.Message = fmt.Sprintf("%d document(s) of corpus revision %s failed to read and kept their previous chunks (skipped by reason in status.revisions[].skipped)", kept, rev.CorpusRevision)
 	}
-	idx.Status.Chunks = rev.Chunks
-	idx.Status.Build, idx.Status.Progress = nil, ""
+	if rev.Name == idx.Status.ActiveRevision {
+		idx.Status.Chunks = rev.Chunks
+	}
+	if rev.Name == st.revision {
+		idx.Status.Build, idx.Status.Progress = nil, ""
+	}
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted, %d unreadable kept their chunks", rev.Name, changed, deleted, kept)
 	// The sync Job goes in a later reconcile, once this status (its result) is persisted: a
 	// failed status patch then reads the result again instead of re-embedding the diff.
-	return proceedFor(time.Second).with(outcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
+	return rev.CorpusRevision == corpusRev, proceedFor(time.Second), nil
+}
+
+// syncFailed handles a failed sync Job: a new ragops.dev/retry value runs it again at once;
+// otherwise it is retried automatically after 30 s, doubling per failure, at most
+// maxSyncRetries times, and then stalls. The revision keeps serving what it held.
+func (r *IndexReconciler) syncFailed(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, job *batchv1.Job, failure string) (stepResult, error) {
+	idx := st.idx
+	corpusRev := st.corpus.Status.Revision
+	msg, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
+	if err != nil {
+		return stop, err
+	}
+	if retry := idx.Annotations[AnnotationRetry]; retry != "" && retry != idx.Status.LastHandledRetry {
+		// The next reconcile starts a sync Job under a new name (it carries the retry).
+		idx.Status.LastHandledRetry, rev.SyncFailures = retry, 0
+		if err := deleteJob(ctx, r.Client, idx.Namespace, job.Name); err != nil {
+			return stop, err
+		}
+		return stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("retry requested (%s=%s): syncing corpus revision %s into revision %s again", AnnotationRetry, retry, corpusRev, rev.Name)), nil
+	}
+	failed := fmt.Sprintf("corpus sync Job %s failed: %s; revision %s keeps serving corpus revision %s", job.Name, truncate(msg, 1024), rev.Name, rev.CorpusRevision)
+	if rev.SyncFailures >= maxSyncRetries {
+		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
+		return stalled(ReasonBuildFailed, fmt.Sprintf("%s; gave up after %d automatic retries%s", failed, rev.SyncFailures, retryHint(idx))), nil
+	}
+	at := time.Now()
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed {
+			at = c.LastTransitionTime.Time
+		}
+	}
+	wait := time.Until(at.Add(syncBackoff(rev.SyncFailures)))
+	if wait > 0 {
+		if rev.SyncFailures == 0 {
+			metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
+		}
+		return stalled(ReasonBuildFailed, fmt.Sprintf("%s; retrying automatically in %s (retry %d of %d)%s", failed, wait.Round(time.Second), rev.SyncFailures+1, maxSyncRetries, retryHint(idx))).requeue(wait), nil
+	}
+	if err := deleteJob(ctx, r.Client, idx.Namespace, job.Name); err != nil {
+		return stop, err
+	}
+	rev.SyncFailures++
+	rev.SyncAttempt++
+	return stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("%s; retrying (retry %d of %d)", failed, rev.SyncFailures, maxSyncRetries)), nil
+}
+
+// syncBackoff is the wait before the automatic retry after n earlier retries: 30 s
+// doubling, at most an hour.
+func syncBackoff(n int32) time.Duration {
+	return min(30*time.Second<<min(n, 7), time.Hour)
+}
+
+// stopSupersededSyncs stops the running sync Jobs of rev other than current (another corpus
+// revision, or an older attempt) and returns those not gone yet. Stopping one bumps
+// rev.SyncAttempt, and when rev records the current corpus revision it is cleared: the stopped
+// Job may have written part of its own corpus revision, so a fresh sync must run.
+func (r *IndexReconciler) stopSupersededSyncs(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, current string) ([]string, error) {
+	jobs, err := r.revisionJobs(ctx, st.idx, rev.Name)
+	if err != nil {
+		return nil, err
+	}
+	var stopping []string
+	for _, j := range jobs {
+		if j.Labels[labelJobKind] != jobKindSync || j.Name == current {
+			continue
+		}
+		if s, _ := stateOf(&j); s != jobRunning {
+			continue // finished: its pods have terminated and write nothing
+		}
+		if j.DeletionTimestamp.IsZero() {
+			if err := deleteJob(ctx, r.Client, j.Namespace, j.Name); err != nil {
+				return nil, err
+			}
+			rev.SyncAttempt++
+			rev.CorpusRevision = ""
+			r.Events.Eventf(st.idx, nil, corev1.EventTypeNormal, "SyncSuperseded", "Sync", "revision %s: sync Job %s stopped: the Corpus moved to revision %s", rev.Name, j.Name, st.corpus.Status.Revision)
+		}
+		stopping = append(stopping, j.Name)
+	}
+	return stopping, nil
 }
 
 // servingMessage is the Ready message of an Index whose revision serves, with the revision's
@@ -129,8 +269,8 @@ func servingMessage(rev *ragopsv1alpha1.RevisionStatus, alias string) string {
 	return msg + truncationNote(rev)
 }
 
-// deleteFinishedSyncJobs deletes the finished sync Jobs of the active revision once its
-// status records the corpus revision it serves (the last sync's result, or a failed sync
+// deleteFinishedSyncJobs deletes the finished sync Jobs of a revision once its status
+// records the corpus revision it holds (the last sync's result, or a failed sync
 // that a newer corpus revision replaced).
 func (r *IndexReconciler) deleteFinishedSyncJobs(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) error {
 	jobs, err := r.revisionJobs(ctx, st.idx, rev.Name)

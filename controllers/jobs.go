@@ -17,10 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
@@ -41,6 +43,10 @@ const (
 	jobKindSync  = "sync"
 
 	jobOwnerKey = ".metadata.controller"
+
+	// labelPlanHash on a plan ConfigMap holds the first 16 hex digits of its plan's SHA-256
+	// (the Job's pods carry the whole sum in RAGOPS_PLAN_SHA256).
+	labelPlanHash = "ragops.dev/plan-hash"
 
 	// defaultBackoffLimit is the retries of a worker Job whose template sets none (the CRD's
 	// default when a template is given), rather than Kubernetes's 6 with minutes of back-off.
@@ -75,6 +81,8 @@ type workload struct {
 	init      []corev1.Container
 	// deadline is the Job's activeDeadlineSeconds when the template sets none.
 	deadline time.Duration
+	// annotations go on the Job.
+	annotations map[string]string
 }
 
 func (w *workload) labels() map[string]string {
@@ -124,6 +132,11 @@ func conflictOf(kind string, o metav1.Object) error {
 func (w *workload) ensure(ctx context.Context, c client.Client, live client.Reader) (*batchv1.Job, error) {
 	var job batchv1.Job
 	err := c.Get(ctx, client.ObjectKey{Namespace: w.owner.GetNamespace(), Name: w.name}, &job)
+	if apierrors.IsNotFound(err) {
+		// The cache can lag behind our own create: ask the API server before the plan
+		// ConfigMap of a Job that may exist is rewritten.
+		err = live.Get(ctx, client.ObjectKey{Namespace: w.owner.GetNamespace(), Name: w.name}, &job)
+	}
 	if err == nil {
 		if !metav1.IsControlledBy(&job, w.owner) {
 			return nil, conflictOf("Job", &job)
@@ -137,14 +150,19 @@ func (w *workload) ensure(ctx context.Context, c client.Client, live client.Read
 	if err != nil {
 		return nil, err
 	}
+	sum := plan.SHA256(raw)
+	labels := w.labels()
+	labels[labelPlanHash] = sum[:16]
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.owner.GetNamespace(), Name: w.name, Labels: w.labels()},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.owner.GetNamespace(), Name: w.name, Labels: labels},
 		Data:       map[string]string{plan.File: string(raw)},
 	}
 	if err := controllerutil.SetControllerReference(w.owner, cm, c.Scheme()); err != nil {
 		return nil, err
 	}
 	if err := c.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+		// Left by a Job that went another way than deleteJob (kubectl delete, a TTL, a failed
+		// create): its plan and results are not this Job's, so it is rewritten whole.
 		var old corev1.ConfigMap
 		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &old); err != nil {
 			return nil, err
@@ -152,10 +170,17 @@ func (w *workload) ensure(ctx context.Context, c client.Client, live client.Read
 		if !metav1.IsControlledBy(&old, w.owner) {
 			return nil, conflictOf("ConfigMap", &old)
 		}
+		old.Labels, old.Data, old.BinaryData = labels, cm.Data, nil
+		old.OwnerReferences = cm.OwnerReferences
+		if err := c.Update(ctx, &old); err != nil {
+			return nil, fmt.Errorf("rewrite plan ConfigMap %s: %w", w.name, err)
+		}
 	} else if err != nil {
 		return nil, fmt.Errorf("create plan ConfigMap %s: %w", w.name, err)
 	}
 	j := w.job()
+	ctr := &j.Spec.Template.Spec.Containers[0]
+	ctr.Env = append(ctr.Env, corev1.EnvVar{Name: plan.EnvPlanSHA256, Value: sum})
 	if err := controllerutil.SetControllerReference(w.owner, j, c.Scheme()); err != nil {
 		return nil, err
 	}
@@ -171,6 +196,14 @@ func (w *workload) ensure(ctx context.Context, c client.Client, live client.Read
 		return &job, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("create Job %s: %w", w.name, err)
+	}
+	// The plan belongs to its Job too: the garbage collector removes it with the Job, however
+	// the Job goes.
+	if err := controllerutil.SetOwnerReference(j, cm, c.Scheme()); err == nil {
+		owners, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": cm.OwnerReferences}})
+		if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, owners)); err != nil {
+			log.FromContext(ctx).Info("plan ConfigMap not owned by its Job yet", "configMap", cm.Name, "error", err.Error())
+		}
 	}
 	return j, nil
 }
@@ -228,7 +261,7 @@ func (w *workload) job() *batchv1.Job {
 		backoff = ptr.To(defaultBackoffLimit)
 	}
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.owner.GetNamespace(), Name: w.name, Labels: w.labels()},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.owner.GetNamespace(), Name: w.name, Labels: w.labels(), Annotations: w.annotations},
 		Spec: batchv1.JobSpec{
 			Completions:           ptr.To(shards),
 			Parallelism:           ptr.To(shards),

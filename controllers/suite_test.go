@@ -36,7 +36,26 @@ var (
 	wv  *weaviatetest.Server
 	// weaviateDown makes every store the controllers open point at a closed port.
 	weaviateDown atomic.Bool
+	// falseMissing makes the next n CollectionExists calls of the controllers' stores answer
+	// "missing" whatever Weaviate holds (a 404 from a lagging or restarting node).
+	falseMissing atomic.Int32
 )
+
+// flakyStore is a real store whose CollectionExists answers "missing" while falseMissing
+// counts down.
+type flakyStore struct{ *vectorstore.Store }
+
+func (s flakyStore) CollectionExists(ctx context.Context, collection string) (bool, error) {
+	for {
+		n := falseMissing.Load()
+		if n <= 0 {
+			return s.Store.CollectionExists(ctx, collection)
+		}
+		if falseMissing.CompareAndSwap(n, n-1) {
+			return false, nil
+		}
+	}
+}
 
 const dims = 8
 
@@ -141,7 +160,11 @@ func testStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte)
 	if weaviateDown.Load() {
 		cfg.HTTPHost, cfg.GRPCHost = "127.0.0.1:1", "127.0.0.1:1"
 	}
-	return vectorstore.New(cfg)
+	s, err := vectorstore.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return flakyStore{s}, nil
 }
 
 func directStore(t *testing.T) *vectorstore.Store {

@@ -455,6 +455,24 @@ type RevisionStatus struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Model *ModelSpec `json:"model,omitempty"`
+	// Strategy is the ChunkingStrategy spec the revision was built with, recorded at its
+	// first build: corpus syncs into the revision cut with it also while the Index's strategy
+	// names another revision (the active revision keeps syncing during a rollout). Schemaless
+	// like model, for the same reason.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Strategy *ChunkingStrategySpec `json:"strategy,omitempty"`
+	// SyncAttempt numbers fresh runs of a corpus sync into the revision (after a superseded
+	// sync was stopped, or an automatic retry of a failed one); sync Jobs after the first are
+	// named ...-a<attempt>.
+	// +optional
+	SyncAttempt int32 `json:"syncAttempt,omitempty"`
+	// SyncFailures counts the consecutive failed syncs of the current corpus revision; they
+	// are retried automatically with exponential back-off (30 s doubling, at most 5 times).
+	// +optional
+	SyncFailures int32 `json:"syncFailures,omitempty"`
 	// Precision the revision's vectors were embedded in (spec.embedder.precision at its first
 	// build); Evaluations of the revision embed their queries in it.
 	// +optional

@@ -1121,6 +1121,11 @@ func (in *RevisionStatus) DeepCopyInto(out *RevisionStatus) {
 		*out = new(ModelSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Strategy != nil {
+		in, out := &in.Strategy, &out.Strategy
+		*out = new(ChunkingStrategySpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.CreationTime != nil {
 		in, out := &in.CreationTime, &out.CreationTime
 		*out = (*in).DeepCopy()

@@ -5,6 +5,8 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -58,6 +60,9 @@ const (
 	EnvS3WebIdentityTokenFile = "RAGOPS_S3_WEB_IDENTITY_TOKEN_FILE"
 	// EnvShard is set by Kubernetes on Indexed Job pods.
 	EnvShard = "JOB_COMPLETION_INDEX"
+	// EnvPlanSHA256 holds the hex SHA-256 of the plan the Job was created for; a worker whose
+	// plan file hashes otherwise refuses to run (see [Read]).
+	EnvPlanSHA256 = "RAGOPS_PLAN_SHA256"
 )
 
 // Source is where a worker reads documents or a dataset. Exactly one of Dir, HTTP, S3 and
@@ -223,9 +228,10 @@ type EvaluateResult struct {
 // Read decodes the plan at Dir/File (or at path when not empty) into v (a *Scan, *Build
 // or *Evaluate).
 //
-// Errors: the file is unreadable; its "version" is not [Version] (the manager and the
-// worker image disagree on the format); it has a field v does not know (a newer manager);
-// it is not valid JSON.
+// Errors: the file is unreadable; its SHA-256 is not the one in [EnvPlanSHA256] when that
+// is set (the plan ConfigMap was rewritten, or reused from another run, after the Job was
+// made); its "version" is not [Version] (the manager and the worker image disagree on the
+// format); it has a field v does not know (a newer manager); it is not valid JSON.
 func Read(path string, v any) error {
 	if path == "" {
 		path = filepath.Join(Dir, File)
@@ -234,10 +240,21 @@ func Read(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("read plan: %w", err)
 	}
+	if want := os.Getenv(EnvPlanSHA256); want != "" {
+		if got := SHA256(raw); got != want {
+			return fmt.Errorf("plan %s has SHA-256 %s, but its Job was made for %s: the plan ConfigMap is not this Job's", path, got, want)
+		}
+	}
 	if err := Decode(raw, v); err != nil {
 		return fmt.Errorf("plan %s: %w", path, err)
 	}
 	return nil
+}
+
+// SHA256 returns the hex SHA-256 of a plan's bytes.
+func SHA256(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 // Decode decodes a plan strictly, as [Read] does.

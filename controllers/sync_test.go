@@ -1,0 +1,232 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// editDoc rewrites one document of fixture's ConfigMap corpus and returns the Corpus's new
+// content revision once it is recorded.
+func editDoc(t *testing.T, ns, key, text string) string {
+	t.Helper()
+	ctx := context.Background()
+	var corpus ragopsv1alpha1.Corpus
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &corpus); err != nil {
+		t.Fatal(err)
+	}
+	before := corpus.Status.Revision
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "docs"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[key] = text
+	if err := env.Client.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "new corpus revision", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &corpus)
+		return err == nil && corpus.Status.Revision != before && corpus.Status.Revision != "", err
+	})
+	return corpus.Status.Revision
+}
+
+// syncJobsOf returns the sync Jobs of a revision, by name.
+func syncJobsOf(t *testing.T, ns, rev string) map[string]batchv1.Job {
+	t.Helper()
+	out := map[string]batchv1.Job{}
+	for _, j := range ownedJobs(t, ns, getIndex(t, ns, "besluiten")) {
+		if strings.Contains(j.Name, "-"+rev+"-sync-") {
+			out[j.Name] = j
+		}
+	}
+	return out
+}
+
+// playGC removes a deleted Job's finalizers, as the garbage collector does once its pods are
+// gone (envtest has none).
+func playGC(t *testing.T, job batchv1.Job) {
+	t.Helper()
+	ctx := context.Background()
+	var j batchv1.Job
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&job), &j); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return
+		}
+		t.Fatal(err)
+	}
+	j.Finalizers = nil
+	if err := env.Client.Update(ctx, &j); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+}
+
+func revisionOf(t *testing.T, ns, name string) ragopsv1alpha1.RevisionStatus {
+	t.Helper()
+	for _, r := range getIndex(t, ns, "besluiten").Status.Revisions {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no revision %s", name)
+	return ragopsv1alpha1.RevisionStatus{}
+}
+
+var syncResult, _ = json.Marshal(plan.BuildResult{Documents: 1, Unchanged: 2, Chunks: 2})
+
+// Defect 2: a sync of an older corpus revision kept writing beside the next one, and X→Y→X
+// reported Ready on X while sync-Y still wrote.
+func TestSupersededSyncIsStoppedBeforeTheNextStarts(t *testing.T) {
+	ns := newNamespace(t)
+	r1, syncY, _ := syncFixture(t, ns)
+	idx := getIndex(t, ns, "besluiten")
+
+	// Y -> Z while sync-Y runs: sync-Y is stopped, and sync-Z waits until it is gone.
+	z := editDoc(t, ns, "c.md", "# Stemverhouding\n20 voor, 9 tegen.")
+	eventually(t, 30*time.Second, "sync-Y stopped", func() (bool, error) {
+		j, ok := syncJobsOf(t, ns, r1)[syncY.Name]
+		return !ok || !j.DeletionTimestamp.IsZero(), nil
+	})
+	time.Sleep(2 * time.Second)
+	for name, j := range syncJobsOf(t, ns, r1) {
+		if name != syncY.Name && j.DeletionTimestamp.IsZero() {
+			t.Fatalf("sync Job %s started while the superseded %s was still going", name, syncY.Name)
+		}
+	}
+	playGC(t, *syncY)
+	syncZ := waitSyncJob(t, ns, idx, syncY.Name)
+	if syncZ.Annotations["ragops.dev/corpus-revision"] != z {
+		t.Fatalf("sync Job %s annotations %v, want corpus revision %s", syncZ.Name, syncZ.Annotations, z)
+	}
+	finishJob(t, syncZ, 0, string(syncResult))
+	eventually(t, 30*time.Second, "corpus revision Z recorded", func() (bool, error) {
+		return revisionOf(t, ns, r1).CorpusRevision == z, nil
+	})
+
+	// Z -> W -> Z while sync-W runs: not Ready on Z until a fresh sync of Z has run (sync-W
+	// may have written part of W).
+	editDoc(t, ns, "a.md", "# Beslispunt\nDe raad wijst het voorstel af.")
+	syncW := waitSyncJob(t, ns, idx, syncZ.Name)
+	back := editDoc(t, ns, "a.md", "# Beslispunt\nDe raad besluit het voorstel aan te nemen.")
+	eventually(t, 30*time.Second, "sync-W stopped", func() (bool, error) {
+		j, ok := syncJobsOf(t, ns, r1)[syncW.Name]
+		return !ok || !j.DeletionTimestamp.IsZero(), nil
+	})
+	if got := revisionOf(t, ns, r1).CorpusRevision; got == back {
+		t.Fatalf("revision %s records corpus revision %s while the stopped sync-W may have written", r1, got)
+	}
+	playGC(t, *syncW)
+	fresh := waitSyncJob(t, ns, idx, syncW.Name)
+	if fresh.Name == syncZ.Name || fresh.Annotations["ragops.dev/corpus-revision"] != back {
+		t.Fatalf("fresh sync %s (annotations %v), want a new Job for corpus revision %s", fresh.Name, fresh.Annotations, back)
+	}
+	finishJob(t, fresh, 0, string(syncResult))
+	eventually(t, 30*time.Second, "corpus revision recorded after the fresh sync", func() (bool, error) {
+		return revisionOf(t, ns, r1).CorpusRevision == back, nil
+	})
+}
+
+// Defect 3: while a new revision built, the revision behind the alias served a frozen
+// corpus, and at cut-over the new revision served documents deleted since its build began.
+func TestActiveRevisionSyncsDuringARolloutAndTheCandidateCatchesUp(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	r1, c1 := buildRevision(t, ns, "besluiten")
+	idx := waitActive(t, ns, "besluiten", r1)
+	setStrategySize(t, ns, 96)
+	var r2 string
+	eventually(t, 30*time.Second, "a second revision building", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		r2 = idx.Status.Revision
+		return r2 != r1 && len(idx.Status.Revisions) == 2, nil
+	})
+	build2 := waitJob(t, ns, "besluiten-"+r2+"-build")
+
+	// The corpus changes while r2 builds: r1, which serves, syncs with its own strategy.
+	y := editDoc(t, ns, "b.md", "# Motivering\nHet voorstel is ingetrokken.")
+	sync1 := waitSyncJob(t, ns, idx, "")
+	if !strings.Contains(sync1.Name, "-"+r1+"-sync-") {
+		t.Fatalf("sync Job %s is not into the active revision %s", sync1.Name, r1)
+	}
+	var p plan.Build
+	if err := json.Unmarshal([]byte(planOf(t, ns, sync1.Name)), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Revision != r1 || p.Strategy.Size != 64 || !p.Incremental {
+		t.Fatalf("sync plan revision %s strategy size %d incremental %v, want %s, 64 (r1's own) and true", p.Revision, p.Strategy.Size, p.Incremental, r1)
+	}
+	finishJob(t, sync1, 0, string(syncResult))
+	eventually(t, 30*time.Second, "r1 synced", func() (bool, error) { return revisionOf(t, ns, r1).CorpusRevision == y, nil })
+
+	// r2 finishes on the older corpus revision: it catches up before it takes the alias.
+	c2, err := collectionOf(ns, r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeChunks(t, c2, r2)
+	res, _ := json.Marshal(plan.BuildResult{Documents: 3, Chunks: 6, Tokens: 600, Seconds: 2})
+	finishJob(t, build2, 0, string(res))
+	sync2 := waitSyncJob(t, ns, idx, sync1.Name)
+	if !strings.Contains(sync2.Name, "-"+r2+"-sync-") {
+		t.Fatalf("sync Job %s is not the candidate's (%s)", sync2.Name, r2)
+	}
+	time.Sleep(time.Second)
+	if got := aliasTarget(t, ns, "besluiten"); got != c1 {
+		t.Fatalf("the candidate took the alias (%s) before it caught up with the Corpus", got)
+	}
+	finishJob(t, sync2, 0, string(syncResult))
+	waitActive(t, ns, "besluiten", r2)
+	if got := revisionOf(t, ns, r2).CorpusRevision; got != y {
+		t.Fatalf("r2 serves corpus revision %s, want %s", got, y)
+	}
+	// Defect 13: the finished sync Jobs of the revision that no longer serves go.
+	eventually(t, 30*time.Second, "r1's sync Jobs deleted", func() (bool, error) {
+		for _, j := range syncJobsOf(t, ns, r1) {
+			if j.DeletionTimestamp.IsZero() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// Defect 13: a failed sync stayed stalled until someone set ragops.dev/retry.
+func TestFailedSyncIsRetriedAutomaticallyWithBackoff(t *testing.T) {
+	ns := newNamespace(t)
+	r1, sync, corpusRev := syncFixture(t, ns)
+	idx := getIndex(t, ns, "besluiten")
+	// It failed 40 s ago: the first back-off (30 s) has passed.
+	finishJobAt(t, sync, metav1.NewTime(time.Now().Add(-40*time.Second)), 1, `{"error":"weaviate: connection refused"}`)
+	again := waitSyncJob(t, ns, idx, sync.Name)
+	if !strings.HasSuffix(again.Name, "-a1") {
+		t.Errorf("automatic retry Job %s, want the -a1 attempt", again.Name)
+	}
+	if rev := revisionOf(t, ns, r1); rev.SyncFailures != 1 {
+		t.Errorf("syncFailures %d, want 1", rev.SyncFailures)
+	}
+	// The retry fails now: it waits out the next back-off (60 s), saying so.
+	finishJob(t, again, 1, `{"error":"weaviate: connection refused"}`)
+	eventually(t, 30*time.Second, "Stalled naming the next automatic retry", stalledWith(t, ns, "BuildFailed", "retrying automatically in"))
+	if c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionStalled); !strings.Contains(c.Message, "retry 2 of 5") {
+		t.Errorf("Stalled message %q, want retry 2 of 5", c.Message)
+	}
+	if r := revisionOf(t, ns, r1); r.CorpusRevision == corpusRev {
+		t.Fatalf("a failed sync recorded corpus revision %s", corpusRev)
+	}
+}
+
+// collectionOf returns fixture's collection name of revision rev in ns.
+func collectionOf(ns, rev string) (string, error) {
+	return vectorstore.CollectionName(ns, "besluiten", rev)
+}
