@@ -5,9 +5,9 @@
 package plan
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
