@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -84,3 +85,18 @@ func (e *Env) Stop() error { return e.env.Stop() }
 
 // GVK returns the GroupVersionKind of a ragops kind.
 func GVK(kind string) schema.GroupVersionKind { return ragopsv1alpha1.GroupVersion.WithKind(kind) }
+
+// Need returns the environment variable env that a test needs (a prepared part: a model folder,
+// a library, a binary), skipping the test without it, or failing it under RAGOPS_REQUIRE_ALL=1;
+// how says how to provide it.
+func Need(t testing.TB, env, how string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+			t.Fatalf("%s is not set: %s", env, how)
+		}
+		t.Skipf("%s is not set: %s", env, how)
+	}
+	return v
+}

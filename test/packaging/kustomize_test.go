@@ -80,7 +80,7 @@ func TestDefaultOverlayRendersAndDryRuns(t *testing.T) {
 			t.Errorf("%s %s lacks the app.kubernetes.io/name=ragops label", o.GetKind(), o.GetName())
 		}
 	}
-	want := map[string]int{"Namespace": 1, "CustomResourceDefinition": 4, "ServiceAccount": 1, "ClusterRole": 3,
+	want := map[string]int{"Namespace": 1, "CustomResourceDefinition": 5, "ServiceAccount": 1, "ClusterRole": 3,
 		"ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 1}
 	for k, n := range want {
 		if kinds[k] != n {
