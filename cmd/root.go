@@ -22,5 +22,6 @@ The same binary runs the operator (manager) and its Job workers (embed, evaluate
 	root.AddCommand(newFetchCommand())
 	root.AddCommand(newReportCommand())
 	root.AddCommand(newChunkCommand())
+	root.AddCommand(newServeCommand())
 	return root
 }
