@@ -23,5 +23,6 @@ The same binary runs the operator (manager) and its Job workers (embed, evaluate
 	root.AddCommand(newReportCommand())
 	root.AddCommand(newChunkCommand())
 	root.AddCommand(newServeCommand())
+	root.AddCommand(newQueryCommand())
 	return root
 }
