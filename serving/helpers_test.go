@@ -1,4 +1,4 @@
-package serving
+package serving_test
 
 import (
 	"bytes"
@@ -6,9 +6,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -16,38 +13,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ragops/ragops/embedder"
-	"github.com/ragops/ragops/embedder/ort"
 	"github.com/ragops/ragops/evaluator/beir"
+	"github.com/ragops/ragops/serving"
+	"github.com/ragops/ragops/serving/servingtest"
 )
 
-const (
-	prepModel = "run hack/prepare.d/embedder.sh (RAGOPS_ONNXRUNTIME_LIB, RAGOPS_MODEL_DIR)"
-	prepE5    = "run hack/prepare.d/models.sh and set RAGOPS_E5_SMALL_DIR to the e5-small-v2 folder it prints"
-)
-
-// need returns $env, skipping the test when it is unset (failing under RAGOPS_REQUIRE_ALL=1).
-func need(t testing.TB, env, how string) string {
-	t.Helper()
-	v := os.Getenv(env)
-	if v == "" {
-		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
-			t.Fatalf("%s is not set: %s", env, how)
-		}
-		t.Skipf("%s is not set: %s", env, how)
-	}
-	return v
-}
-
-// miniLM returns the all-MiniLM-L6-v2 folder; e5 the e5-small-v2 folder.
-func miniLM(t testing.TB) string {
-	need(t, ort.EnvLibrary, prepModel)
-	return need(t, "RAGOPS_MODEL_DIR", prepModel)
-}
-
-func e5(t testing.TB) string {
-	need(t, ort.EnvLibrary, prepModel)
-	return need(t, "RAGOPS_E5_SMALL_DIR", prepE5)
-}
+func miniLM(t testing.TB) string { return servingtest.ModelDir(t, servingtest.EnvMiniLM) }
+func e5(t testing.TB) string     { return servingtest.ModelDir(t, servingtest.EnvE5) }
 
 // loadModel loads dir with one ONNX Runtime thread (the machine's cores are shared).
 func loadModel(t testing.TB, dir string) *embedder.Model {
@@ -60,34 +32,23 @@ func loadModel(t testing.TB, dir string) *embedder.Model {
 	return m
 }
 
-// testServer is a warmed-up Server behind an httptest server on loopback.
-type testServer struct {
-	*Server
-	URL   string
-	model *embedder.Model
+func startServer(t testing.TB, dir string, opts serving.Options) *servingtest.Server {
+	t.Helper()
+	return servingtest.Start(t, dir, opts)
 }
 
-// startServer loads dir and serves it with opts until the test ends.
-func startServer(t testing.TB, dir string, opts Options) *testServer {
+var scifactOnce struct {
+	sync.Once
+	ds *beir.Dataset
+}
+
+func scifact(t testing.TB) *beir.Dataset {
 	t.Helper()
-	m := loadModel(t, dir)
-	if opts.ModelHash == "" {
-		h, err := embedder.FolderHash(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.ModelHash = h
+	scifactOnce.Do(func() { scifactOnce.ds = servingtest.SciFact(t) })
+	if scifactOnce.ds == nil {
+		t.Fatal("SciFact did not load")
 	}
-	s, err := New(m, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Warmup(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { hs.Close(); s.Close() })
-	return &testServer{Server: s, URL: hs.URL, model: m}
+	return scifactOnce.ds
 }
 
 // post sends body as JSON to url and returns the status and the response body.
@@ -131,7 +92,7 @@ func vectors(t testing.TB, url, text, task string) []float32 {
 	if code != http.StatusOK {
 		t.Fatalf("POST /vectors %q: %d %s", text, code, body)
 	}
-	var r VectorsResponse
+	var r serving.VectorsResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -152,29 +113,6 @@ func cosine(a, b []float32) float64 {
 		bb += float64(b[i]) * float64(b[i])
 	}
 	return ab / math.Sqrt(aa*bb)
-}
-
-// scifact returns the SciFact test split from $RAGOPS_DATASETS (else ../../shared/datasets).
-var scifactOnce struct {
-	sync.Once
-	ds  *beir.Dataset
-	err error
-}
-
-func scifact(t testing.TB) *beir.Dataset {
-	t.Helper()
-	scifactOnce.Do(func() {
-		base := os.Getenv("RAGOPS_DATASETS")
-		if base == "" {
-			wd, _ := os.Getwd()
-			base = filepath.Join(wd, "..", "..", "shared", "datasets")
-		}
-		scifactOnce.ds, scifactOnce.err = beir.Load(os.DirFS(filepath.Join(base, "scifact")), beir.Options{Split: "test", SkipSpans: true})
-	})
-	if scifactOnce.err != nil {
-		t.Fatalf("%v (set RAGOPS_DATASETS to the datasets folder)", scifactOnce.err)
-	}
-	return scifactOnce.ds
 }
 
 // metric returns the metric family name of reg's current values.

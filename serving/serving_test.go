@@ -1,4 +1,4 @@
-package serving
+package serving_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	readerbeir "github.com/ragops/ragops/reader/beir"
+	"github.com/ragops/ragops/serving"
 )
 
 // The /vectors vector of a text equals the embedder's own vector for it (the Evaluation Job's
@@ -30,7 +31,7 @@ func TestVectorsEqualTheEmbedder(t *testing.T) {
 	}{{"all-MiniLM-L6-v2", miniLM, false}, {"e5-small-v2", e5, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tc.dir(t)
-			srv := startServer(t, dir, Options{})
+			srv := startServer(t, dir, serving.Options{})
 			ref := loadModel(t, dir) // a second instance, as a Job would load it
 			ds := scifact(t)
 			var queries, docs []string
@@ -81,7 +82,7 @@ func TestVectorsEqualTheEmbedder(t *testing.T) {
 func TestMetaAndReadiness(t *testing.T) {
 	dir := miniLM(t)
 	m := loadModel(t, dir)
-	s, err := New(m, Options{ModelHash: "sha256:test"})
+	s, err := serving.New(m, serving.Options{ModelHash: "sha256:test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestMetaAndReadiness(t *testing.T) {
 		t.Errorf("ready after warm-up: %d, want 204", code)
 	}
 	code, body := get("/meta")
-	var meta Meta
+	var meta serving.Meta
 	if err := json.Unmarshal([]byte(body), &meta); code != http.StatusOK || err != nil {
 		t.Fatalf("meta: %d %s %v", code, body, err)
 	}
@@ -124,12 +125,12 @@ func TestMetaAndReadiness(t *testing.T) {
 // another model name is 404.
 func TestOpenAIEmbeddings(t *testing.T) {
 	dir := e5(t)
-	srv := startServer(t, dir, Options{})
+	srv := startServer(t, dir, serving.Options{})
 	ref := loadModel(t, dir)
 	texts := []string{"what causes scurvy", "Vitamin C deficiency leads to scurvy."}
 	wantQ, _ := ref.EmbedQueries(t.Context(), texts)
 	wantD, _ := ref.EmbedTexts(t.Context(), texts)
-	name := srv.model.Config().Name
+	name := srv.Model.Config().Name
 	tok := ref.Tokenizer()
 	wantTokens := 0
 	for _, tx := range texts {
@@ -157,7 +158,7 @@ func TestOpenAIEmbeddings(t *testing.T) {
 				Index     int             `json:"index"`
 				Embedding json.RawMessage `json:"embedding"`
 			} `json:"data"`
-			Usage Usage `json:"usage"`
+			Usage serving.Usage `json:"usage"`
 		}
 		if err := json.Unmarshal(body, &r); err != nil {
 			t.Fatal(err)
@@ -197,7 +198,7 @@ func TestOpenAIEmbeddings(t *testing.T) {
 // Oversize bodies get 413 naming the limit; malformed JSON, empty texts, unknown tasks and a
 // collection configured for another pooling or width get 400, in Weaviate's error shape.
 func TestBadInput(t *testing.T) {
-	srv := startServer(t, miniLM(t), Options{MaxRequestBytes: 4096, QueueSize: 8, MaxInputs: 4})
+	srv := startServer(t, miniLM(t), serving.Options{MaxRequestBytes: 4096, QueueSize: 8, MaxInputs: 4})
 	big := weaviateBody(strings.Repeat("word ", 2000), "query")
 	for _, tc := range []struct {
 		path, body string
@@ -209,7 +210,7 @@ func TestBadInput(t *testing.T) {
 		{"/vectors", `[1, 2]`, http.StatusBadRequest, "malformed JSON"},
 		{"/vectors", weaviateBody("", "query"), http.StatusBadRequest, "text is empty"},
 		{"/vectors", weaviateBody("  \n", "passage"), http.StatusBadRequest, "text is empty"},
-		{"/vectors", weaviateBody("ok", "summary"), http.StatusBadRequest, `task type "summary"`},
+		{"/vectors", weaviateBody("ok", "summary"), http.StatusBadRequest, "want query, passage or document"},
 		{"/vectors", `{"text": "ok", "config": {"pooling_strategy": "cls", "task_type": "query"}}`, http.StatusBadRequest, "poolingStrategy to masked_mean"},
 		{"/vectors", `{"text": "ok", "config": {"task_type": "query", "dimensions": 256}}`, http.StatusBadRequest, "384 dimensions"},
 		{"/v1/embeddings", `{"input": ["a", "b", "c", "d", "e"]}`, http.StatusRequestEntityTooLarge, "limit of 4"},
@@ -242,7 +243,7 @@ func TestBadInput(t *testing.T) {
 // and every client gets its own text's vector.
 func TestConcurrentRequestsAreBatched(t *testing.T) {
 	dir := miniLM(t)
-	srv := startServer(t, dir, Options{BatchWindow: 20 * time.Millisecond})
+	srv := startServer(t, dir, serving.Options{BatchWindow: 20 * time.Millisecond})
 	ref := loadModel(t, dir)
 	ds := scifact(t)
 	const n = 32
@@ -276,7 +277,7 @@ func TestConcurrentRequestsAreBatched(t *testing.T) {
 // the server keeps serving with bounded memory.
 func TestQueueBoundRejectsAndSurvives(t *testing.T) {
 	dir := miniLM(t)
-	srv := startServer(t, dir, Options{QueueSize: 4, MaxBatchTexts: 2, BatchWindow: time.Millisecond})
+	srv := startServer(t, dir, serving.Options{QueueSize: 4, MaxBatchTexts: 2, BatchWindow: time.Millisecond})
 	ref := loadModel(t, dir)
 	ds := scifact(t)
 	rss := func() float64 {
@@ -304,7 +305,7 @@ func TestQueueBoundRejectsAndSurvives(t *testing.T) {
 			defer resp.Body.Close()
 			codes[i], retry[i] = resp.StatusCode, resp.Header.Get("Retry-After")
 			if resp.StatusCode == http.StatusOK {
-				var r VectorsResponse
+				var r serving.VectorsResponse
 				if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || cosine(r.Vector, want[i]) < 1-1e-6 {
 					t.Errorf("client %d: accepted but wrong vector (%v)", i, err)
 				}
@@ -344,9 +345,9 @@ func TestQueueBoundRejectsAndSurvives(t *testing.T) {
 	vectors(t, srv.URL, "the server survived", "query")
 }
 
-// Run drains on cancellation (SIGTERM in ragops serve): readiness turns 503 at once while
+// serving.Run drains on cancellation (SIGTERM in ragops serve): readiness turns 503 at once while
 // requests are still served for the drain delay, every in-flight request completes with its
-// vector, then the listener closes and Run returns nil.
+// vector, then the listener closes and serving.Run returns nil.
 func TestRunDrainsOnShutdown(t *testing.T) {
 	dir := miniLM(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -358,8 +359,8 @@ func TestRunDrainsOnShutdown(t *testing.T) {
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() {
-		ran <- Run(ctx, ln, Config{ModelDir: dir, DrainDelay: 500 * time.Millisecond,
-			Options: Options{MaxBatchTexts: 1, BatchWindow: time.Millisecond}}, slog.New(slog.DiscardHandler))
+		ran <- serving.Run(ctx, ln, serving.Config{ModelDir: dir, DrainDelay: 500 * time.Millisecond,
+			Options: serving.Options{MaxBatchTexts: 1, BatchWindow: time.Millisecond}}, slog.New(slog.DiscardHandler))
 	}()
 	waitStatus(t, url+"/.well-known/ready", http.StatusNoContent, 2*time.Minute)
 
@@ -397,7 +398,7 @@ func TestRunDrainsOnShutdown(t *testing.T) {
 		t.Fatal("Run did not return after the drain")
 	}
 	if _, err := http.Get(url + "/.well-known/live"); err == nil {
-		t.Error("the listener still accepts connections after Run returned")
+		t.Error("the listener still accepts connections after serving.Run returned")
 	}
 	t.Logf("in-flight statuses %v", codes)
 }
