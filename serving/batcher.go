@@ -56,6 +56,9 @@ type batcher struct {
 
 	queue  chan *job
 	queued atomic.Int64 // texts reserved in the queue (admitted, not yet taken into a batch)
+	// lastBatch is the size in texts of the batch a worker formed last: above one, the next
+	// batch waits for BatchWindow.
+	lastBatch atomic.Int64
 
 	mu     sync.RWMutex // guards closed against concurrent sends
 	closed bool
@@ -134,9 +137,12 @@ func (b *batcher) close() {
 	b.wg.Wait()
 }
 
-// work is one worker: it takes the first waiting job, gathers the jobs that arrive within
-// BatchWindow of that job's arrival (up to MaxBatchTexts texts and MaxBatchTokens tokens) and
-// runs them as one batch. A job that would overflow the batch opens the next one.
+// work is one worker: it takes the first waiting job, adds every job already queued and,
+// when the previous batch held more than one text (clients are sending concurrently), waits
+// for more until BatchWindow after the first job's arrival, up to MaxBatchTexts texts and
+// MaxBatchTokens tokens; then it runs them as one batch. A job that would overflow the batch
+// opens the next one. After a batch of one (a single client) it does not wait, so a lone
+// client pays no window.
 func (b *batcher) work() {
 	var carry *job
 	for {
@@ -150,26 +156,44 @@ func (b *batcher) work() {
 		}
 		batch := []*job{first}
 		texts, tokens := len(first.texts), first.tokens
+		wait := b.lastBatch.Load() > 1
 		timer := time.NewTimer(time.Until(first.enqueued.Add(b.opts.BatchWindow)))
+		// add takes j into the batch, or carries it over when it does not fit; it reports
+		// whether the batch can take more.
+		add := func(j *job) bool {
+			if texts+len(j.texts) > b.opts.MaxBatchTexts || tokens+j.tokens > b.opts.MaxBatchTokens {
+				carry = j
+				return false
+			}
+			batch = append(batch, j)
+			texts += len(j.texts)
+			tokens += j.tokens
+			return texts < b.opts.MaxBatchTexts && tokens < b.opts.MaxBatchTokens
+		}
 	gather:
 		for texts < b.opts.MaxBatchTexts && tokens < b.opts.MaxBatchTokens {
+			select { // what is queued already joins without waiting
+			case j, ok := <-b.queue:
+				if !ok || !add(j) {
+					break gather
+				}
+				continue
+			default:
+			}
+			if !wait {
+				break
+			}
 			select {
 			case j, ok := <-b.queue:
-				if !ok {
+				if !ok || !add(j) {
 					break gather
 				}
-				if texts+len(j.texts) > b.opts.MaxBatchTexts || tokens+j.tokens > b.opts.MaxBatchTokens {
-					carry = j
-					break gather
-				}
-				batch = append(batch, j)
-				texts += len(j.texts)
-				tokens += j.tokens
 			case <-timer.C:
 				break gather
 			}
 		}
 		timer.Stop()
+		b.lastBatch.Store(int64(texts))
 		b.run(batch)
 	}
 }

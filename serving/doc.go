@@ -38,9 +38,11 @@
 // since documents are embedded by the build. model must be empty or the folder's model name
 // (or its hash); another name is 404, so an app configured for another model fails loudly.
 //
-// Requests are queued and micro-batched: the first queued text opens a window
-// (Options.BatchWindow) in which further requests join its batch until the batch holds
-// Options.MaxBatchTexts texts or Options.MaxBatchTokens tokens. The queue holds at most
+// Requests are queued and micro-batched: whatever is queued when a worker is free joins one
+// batch, and while clients send concurrently (the previous batch held more than one text) the
+// first queued text opens a window (Options.BatchWindow) in which further requests join, until
+// the batch holds Options.MaxBatchTexts texts or Options.MaxBatchTokens tokens; a lone client
+// waits for no window. The queue holds at most
 // Options.QueueSize texts; a request that does not fit is answered 429 with Retry-After at
 // once. Bodies over Options.MaxRequestBytes are answered 413 naming the limit; malformed JSON,
 // an empty text and unknown task types 400.

@@ -16,8 +16,9 @@ import (
 // Options tunes batching, admission and limits. Zero fields take the defaults named.
 type Options struct {
 	// BatchWindow is how long a batch waits for more requests after its first text was
-	// queued; default 3 ms. A text that waited longer (the workers were busy) does not wait
-	// again: the batch takes what is queued and runs.
+	// queued, when the previous batch held more than one text (concurrent clients); default
+	// 3 ms. A text that waited longer (the workers were busy) does not wait again: the batch
+	// takes what is queued and runs. After a batch of one text nothing waits.
 	BatchWindow time.Duration
 	// MaxBatchTexts caps the texts of one batch; default 64.
 	MaxBatchTexts int
