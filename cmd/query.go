@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
@@ -34,6 +33,10 @@ model server, or bm25. It prints rank, score, document ID, byte span, pages, hea
 first words of each chunk, or JSON with -o json.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := query.ParseMode(mode)
+			if err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
@@ -81,7 +84,7 @@ first words of each chunk, or JSON with -o json.`,
 			if err != nil {
 				return err
 			}
-			hits, err := query.Run(ctx, store, target.Alias, query.Request{Text: args[0], Mode: vectorstore.Mode(mode), K: k, Alpha: alpha})
+			hits, err := query.Run(ctx, store, target.Alias, query.Request{Text: args[0], Mode: m, K: k, Alpha: alpha})
 			if err != nil {
 				return err
 			}
@@ -93,7 +96,7 @@ first words of each chunk, or JSON with -o json.`,
 	f.StringVar(&kubeContext, "context", "", "kubeconfig context (default the current one)")
 	f.StringVarP(&namespace, "namespace", "n", "", "namespace of the Index (default the context's)")
 	f.StringVar(&index, "index", "", "name of the Index")
-	f.StringVar(&mode, "mode", string(vectorstore.ModeNearVector), fmt.Sprintf("%s, %s or %s", vectorstore.ModeNearVector, vectorstore.ModeBM25, vectorstore.ModeHybrid))
+	f.StringVar(&mode, "mode", "dense", "dense (nearText, embedded by the revision's model server), bm25 or hybrid")
 	f.IntVarP(&k, "k", "k", 10, "number of chunks")
 	f.Float32Var(&alpha, "alpha", 0.5, "hybrid weight: 1 is pure dense, 0 pure BM25")
 	f.StringVarP(&output, "output", "o", query.FormatTable, "table or json")

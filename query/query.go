@@ -95,6 +95,19 @@ func secretKey(ctx context.Context, c client.Reader, ns string, ref *ragopsv1alp
 	return v, nil
 }
 
+// ParseMode reads a --mode value: dense, bm25 or hybrid in any case (the API's Dense, BM25,
+// Hybrid).
+//
+// Errors: any other value, naming the three.
+func ParseMode(s string) (vectorstore.Mode, error) {
+	for _, m := range []vectorstore.Mode{vectorstore.ModeNearVector, vectorstore.ModeBM25, vectorstore.ModeHybrid} {
+		if strings.EqualFold(s, string(m)) {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("query: mode %q: want dense, bm25 or hybrid", s)
+}
+
 // Request is one query.
 type Request struct {
 	// Text is the query.

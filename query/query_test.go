@@ -159,6 +159,14 @@ func TestRunAndPrint(t *testing.T) {
 			t.Errorf("%s json (%v):\n%s", mode, err, js.String())
 		}
 	}
+	for in, want := range map[string]vectorstore.Mode{"dense": vectorstore.ModeNearVector, "BM25": vectorstore.ModeBM25, "hybrid": vectorstore.ModeHybrid} {
+		if got, err := query.ParseMode(in); err != nil || got != want {
+			t.Errorf("ParseMode(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := query.ParseMode("sparse"); err == nil {
+		t.Error("mode sparse accepted")
+	}
 	if err := query.Print(&bytes.Buffer{}, want, "yaml"); err == nil {
 		t.Error("output yaml accepted")
 	}
