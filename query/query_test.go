@@ -3,8 +3,6 @@ package query_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,10 +15,8 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/testenv"
 	"github.com/ragops/ragops/query"
-	"github.com/ragops/ragops/serving"
 	"github.com/ragops/ragops/serving/servingtest"
 	"github.com/ragops/ragops/vectorstore"
-	"github.com/ragops/ragops/vectorstore/weaviatetest"
 )
 
 func index(ns, name string, w ragopsv1alpha1.WeaviateSpec) *ragopsv1alpha1.Index {
@@ -38,14 +34,7 @@ func index(ns, name string, w ragopsv1alpha1.WeaviateSpec) *ragopsv1alpha1.Index
 // Resolve reads the Index's spec.weaviate through the API server: URL, gRPC address, the API
 // key from its Secret, the CA bundle from its ConfigMap, the alias and the active revision.
 func TestResolve(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		if errors.Is(err, testenv.ErrNoAssets) && os.Getenv("RAGOPS_REQUIRE_ALL") != "1" {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer env.Stop()
+	env := testenv.StartTest(t)
 	ctx, c := t.Context(), env.Client
 	ns := "shop"
 	for _, o := range []client.Object{
@@ -101,13 +90,8 @@ func TestResolve(t *testing.T) {
 // collection without a model server is refused for dense with a message naming bm25.
 func TestRunAndPrint(t *testing.T) {
 	dir := servingtest.ModelDir(t, servingtest.EnvMiniLM)
-	wv := weaviatetest.StartWith(t, weaviatetest.Options{Modules: []string{weaviatetest.ModuleTransformers}})
-	store, err := vectorstore.New(vectorstore.Config{HTTPHost: wv.HTTPAddr, GRPCHost: wv.GRPCAddr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := servingtest.Start(t, dir, serving.Options{})
-	idx := servingtest.SciFactIndex(t, store, srv, "shop", "docs", "r1", 60)
+	st := servingtest.StartStack(t, dir, "shop", "docs", 60)
+	store, srv, idx := st.Store, st.Server, st.Index
 	ctx := t.Context()
 	q := idx.Queries[0].Text
 	qv, err := srv.Model.EmbedQueries(ctx, []string{q})

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -84,3 +85,18 @@ func (e *Env) Stop() error { return e.env.Stop() }
 
 // GVK returns the GroupVersionKind of a ragops kind.
 func GVK(kind string) schema.GroupVersionKind { return ragopsv1alpha1.GroupVersion.WithKind(kind) }
+
+// StartTest starts an Env for one test and stops it when the test ends. Missing binaries
+// skip the test, or fail it under RAGOPS_REQUIRE_ALL=1; other failures fail it.
+func StartTest(t testing.TB) *Env {
+	t.Helper()
+	env, err := Start()
+	if err != nil {
+		if errors.Is(err, ErrNoAssets) && os.Getenv("RAGOPS_REQUIRE_ALL") != "1" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return env
+}

@@ -200,3 +200,26 @@ func SciFactIndex(t testing.TB, store *vectorstore.Store, srv *Server, ns, index
 	}
 	return Index{Alias: alias, Collection: name, Queries: queries, Docs: docs, Qrels: ds.Qrels}
 }
+
+// Stack is a Weaviate with text2vec-transformers, a store on it, a model server and a SciFact
+// revision collection wired to that server behind its alias.
+type Stack struct {
+	Weaviate *weaviatetest.Server
+	Store    *vectorstore.Store
+	Server   *Server
+	Index    Index
+}
+
+// StartStack starts a Stack for one test: Weaviate with the module (weaviatetest.StartWith),
+// the model folder dir served by Start, and SciFactIndex of about n documents for Index
+// ns/index at revision r1.
+func StartStack(t testing.TB, dir, ns, index string, n int) *Stack {
+	t.Helper()
+	wv := weaviatetest.StartWith(t, weaviatetest.Options{Modules: []string{weaviatetest.ModuleTransformers}})
+	store, err := vectorstore.New(vectorstore.Config{HTTPHost: wv.HTTPAddr, GRPCHost: wv.GRPCAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Start(t, dir, serving.Options{})
+	return &Stack{Weaviate: wv, Store: store, Server: srv, Index: SciFactIndex(t, store, srv, ns, index, "r1", n)}
+}
