@@ -22,5 +22,7 @@ The same binary runs the operator (manager) and its Job workers (embed, evaluate
 	root.AddCommand(newFetchCommand())
 	root.AddCommand(newReportCommand())
 	root.AddCommand(newChunkCommand())
+	root.AddCommand(newServeCommand())
+	root.AddCommand(newQueryCommand())
 	return root
 }

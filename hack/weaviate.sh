@@ -19,6 +19,11 @@
 # RAGOPS_WEAVIATE_BIN overrides the binary (default bin/weaviate-server).
 # RAGOPS_WEAVIATE_PORT_BASE=B uses the fixed ports from B on instead of a free block; the demo
 # uses 18075 with one node, so HTTP is 18080 and gRPC 18079.
+# RAGOPS_WEAVIATE_MODULES=text2vec-transformers (comma-separated) enables modules; with
+# text2vec-transformers the server also gets TRANSFORMERS_INFERENCE_API (Weaviate 1.37.6 will
+# not start the module without it, even when every collection names its own model server URLs;
+# RAGOPS_TRANSFORMERS_URL, default an unused loopback port) and TRANSFORMERS_WAIT_FOR_STARTUP=false
+# (see vectorstore/weaviatetest.TransformersEnv). Default: no modules.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -83,6 +88,12 @@ launch() {
 	for ((j = 1; j <= n; j++)); do join+="${join:+,}node$j:$((base + 6 * (j - 1) + 2))"; done
 	local extra=()
 	((i > 1)) && extra+=("CLUSTER_JOIN=127.0.0.1:$base")
+	if [[ -n "${RAGOPS_WEAVIATE_MODULES:-}" ]]; then
+		extra+=("ENABLE_MODULES=$RAGOPS_WEAVIATE_MODULES")
+		if [[ ",$RAGOPS_WEAVIATE_MODULES," == *,text2vec-transformers,* ]]; then
+			extra+=("TRANSFORMERS_INFERENCE_API=${RAGOPS_TRANSFORMERS_URL:-http://127.0.0.1:9}" TRANSFORMERS_WAIT_FOR_STARTUP=false)
+		fi
+	fi
 	mkdir -p "$state/data/node$i"
 	# Environment as in ../shared/FACTS.md (and vectorstore/weaviatetest.Env, ClusterEnv).
 	# USE_INVERTED_SEARCHABLE=false: new collections use exact WAND BM25, not BlockMax WAND, which

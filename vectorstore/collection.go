@@ -118,6 +118,55 @@ type CollectionSpec struct {
 	Replication Replication
 	// Shards is the desired number of shards; 0 leaves Weaviate's default (one per node).
 	Shards int
+	// Vectorizer wires the collection to a model server (ragops serve) through Weaviate's
+	// text2vec-transformers module, so that nearText and hybrid queries with text only are
+	// embedded by the revision's own model; zero means vectorizer none.
+	Vectorizer Transformers
+}
+
+// ModuleTransformers is the Weaviate module that calls a model server's /vectors endpoint;
+// the server must list it in ENABLE_MODULES (and set TRANSFORMERS_INFERENCE_API, or both
+// TRANSFORMERS_PASSAGE_INFERENCE_API and TRANSFORMERS_QUERY_INFERENCE_API: Weaviate v1.37.6
+// refuses to start the module without them even when every collection names its own URLs).
+const ModuleTransformers = "text2vec-transformers"
+
+// Transformers is a collection's text2vec-transformers setting (Weaviate v1.37.6
+// modules/text2vec-transformers/vectorizer/class_settings.go): the model server URLs that
+// embed objects without a vector (passageInferenceUrl) and query text (queryInferenceUrl),
+// and the poolingStrategy sent with every request. Objects imported with a vector are not
+// re-vectorised.
+type Transformers struct {
+	// PassageURL and QueryURL are base URLs (Weaviate appends /vectors); both or neither.
+	PassageURL string `json:"passageUrl,omitempty"`
+	QueryURL   string `json:"queryUrl,omitempty"`
+	// Pooling is "masked_mean" (default) or "cls"; ragops serve refuses one that differs from
+	// its model's pooling.
+	Pooling string `json:"pooling,omitempty"`
+}
+
+// TransformersPooling maps a model folder's pooling ("mean", "cls") to the module's
+// poolingStrategy ("masked_mean", "cls").
+func TransformersPooling(pooling string) string {
+	if pooling == "cls" {
+		return "cls"
+	}
+	return "masked_mean"
+}
+
+func (t *Transformers) validate() error {
+	if *t == (Transformers{}) {
+		return nil
+	}
+	if t.PassageURL == "" || t.QueryURL == "" {
+		return fmt.Errorf("vectorizer %s needs both a passage and a query URL, have %q and %q", ModuleTransformers, t.PassageURL, t.QueryURL)
+	}
+	if t.Pooling == "" {
+		t.Pooling = TransformersPooling("")
+	}
+	if t.Pooling != "masked_mean" && t.Pooling != "cls" {
+		return fmt.Errorf("vectorizer %s: pooling %q: want masked_mean or cls", ModuleTransformers, t.Pooling)
+	}
+	return nil
 }
 
 // CollectionInfo is what a revision collection records about itself (in its description).
@@ -128,6 +177,8 @@ type CollectionInfo struct {
 	Index       VectorIndex `json:"index"`
 	Replication Replication `json:"replication,omitzero"`
 	Shards      int         `json:"shards,omitempty"`
+	// Vectorizer is the text2vec-transformers wiring, zero for vectorizer none.
+	Vectorizer Transformers `json:"vectorizer,omitzero"`
 }
 
 const descriptionPrefix = "ragops revision collection "
@@ -174,6 +225,9 @@ func (spec *CollectionSpec) validate() error {
 	}
 	if spec.Replication.Factor == 1 {
 		spec.Replication.Factor = 0 // recorded like the default
+	}
+	if err := spec.Vectorizer.validate(); err != nil {
+		return fmt.Errorf("collection %s: %w", spec.Name, err)
 	}
 	return nil
 }
@@ -232,7 +286,7 @@ func (c *Compression) config() (key string, value map[string]any, ok bool) {
 // info is what the collection records about itself.
 func (spec *CollectionSpec) info() CollectionInfo {
 	return CollectionInfo{Revision: spec.Revision, Dimensions: spec.Dimensions, Index: spec.Index,
-		Replication: spec.Replication, Shards: spec.Shards}
+		Replication: spec.Replication, Shards: spec.Shards, Vectorizer: spec.Vectorizer}
 }
 
 func boolp(b bool) *bool { return &b }
@@ -274,7 +328,7 @@ func (spec *CollectionSpec) class() *models.Class {
 	if spec.Shards > 0 {
 		sharding = map[string]any{"desiredCount": spec.Shards}
 	}
-	return &models.Class{
+	class := &models.Class{
 		Class:             spec.Name,
 		ReplicationConfig: repl,
 		ShardingConfig:    sharding,
@@ -295,6 +349,21 @@ func (spec *CollectionSpec) class() *models.Class {
 			field(PropDocHash, "text", false, false),
 		},
 	}
+	if v := spec.Vectorizer; v != (Transformers{}) {
+		class.Vectorizer = ModuleTransformers
+		class.ModuleConfig = map[string]any{ModuleTransformers: map[string]any{
+			"passageInferenceUrl": v.PassageURL, "queryInferenceUrl": v.QueryURL,
+			"poolingStrategy": v.Pooling, "vectorizeClassName": false,
+		}}
+		// An object imported without a vector is embedded from its chunk text alone, as the
+		// build embeds it.
+		for _, p := range class.Properties {
+			p.ModuleConfig = map[string]any{ModuleTransformers: map[string]any{
+				"skip": p.Name != PropText, "vectorizePropertyName": false,
+			}}
+		}
+	}
+	return class
 }
 
 // EnsureCollection creates the revision collection described by spec, or does nothing when a

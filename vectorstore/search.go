@@ -52,6 +52,11 @@ type Query struct {
 	Limit int
 	// WithText also returns each hit's chunk text.
 	WithText bool
+	// EmbedText lets Weaviate embed Text with the collection's vectorizer (the model server
+	// of a [Transformers] collection) instead of sending Vector: ModeNearVector runs as
+	// nearText, ModeHybrid as hybrid without a vector. Vector must be empty. Through an alias
+	// the query is embedded by the model of the collection the alias points at.
+	EmbedText bool
 }
 
 // Hit is one retrieved chunk, best first.
@@ -80,9 +85,19 @@ func (q *Query) validate(target string) error {
 	if q.Limit <= 0 {
 		return fmt.Errorf("vectorstore: search %s: Limit %d: want > 0", target, q.Limit)
 	}
+	if q.EmbedText {
+		switch {
+		case q.Mode != ModeNearVector && q.Mode != ModeHybrid:
+			return fmt.Errorf("vectorstore: search %s: EmbedText applies to %s and %s, not %s", target, ModeNearVector, ModeHybrid, q.Mode)
+		case len(q.Vector) != 0:
+			return fmt.Errorf("vectorstore: search %s: EmbedText with a Query.Vector: send one or the other", target)
+		case q.Text == "":
+			return fmt.Errorf("vectorstore: search %s: EmbedText needs Query.Text", target)
+		}
+	}
 	switch q.Mode {
 	case ModeNearVector:
-		if len(q.Vector) == 0 {
+		if len(q.Vector) == 0 && !q.EmbedText {
 			return fmt.Errorf("vectorstore: search %s: nearVector needs Query.Vector", target)
 		}
 	case ModeBM25:
@@ -90,7 +105,7 @@ func (q *Query) validate(target string) error {
 			return fmt.Errorf("vectorstore: search %s: bm25 needs Query.Text", target)
 		}
 	case ModeHybrid:
-		if q.Text == "" || len(q.Vector) == 0 {
+		if q.Text == "" || (len(q.Vector) == 0 && !q.EmbedText) {
 			return fmt.Errorf("vectorstore: search %s: hybrid needs Query.Text and Query.Vector", target)
 		}
 		if q.Alpha < 0 || q.Alpha > 1 {
@@ -128,12 +143,18 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 	}
 	switch q.Mode {
 	case ModeNearVector:
-		req = req.WithNearVector((&graphql.NearVectorArgumentBuilder{}).WithVector(q.Vector))
+		if q.EmbedText {
+			req = req.WithNearText((&graphql.NearTextArgumentBuilder{}).WithConcepts([]string{q.Text}))
+		} else {
+			req = req.WithNearVector((&graphql.NearVectorArgumentBuilder{}).WithVector(q.Vector))
+		}
 	case ModeBM25:
 		req = req.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(q.Text).WithProperties(PropText))
 	case ModeHybrid:
-		h := (&graphql.HybridArgumentBuilder{}).WithQuery(q.Text).WithVector(q.Vector).
-			WithAlpha(q.Alpha).WithProperties([]string{PropText})
+		h := (&graphql.HybridArgumentBuilder{}).WithQuery(q.Text).WithAlpha(q.Alpha).WithProperties([]string{PropText})
+		if !q.EmbedText {
+			h = h.WithVector(q.Vector)
+		}
 		if q.Fusion == FusionRanked {
 			h = h.WithFusionType(graphql.Ranked)
 		} else {

@@ -100,3 +100,18 @@ func Need(t testing.TB, env, how string) string {
 	}
 	return v
 }
+
+// StartTest starts an Env for one test and stops it when the test ends. Missing binaries
+// skip the test, or fail it under RAGOPS_REQUIRE_ALL=1; other failures fail it.
+func StartTest(t testing.TB) *Env {
+	t.Helper()
+	env, err := Start()
+	if err != nil {
+		if errors.Is(err, ErrNoAssets) && os.Getenv("RAGOPS_REQUIRE_ALL") != "1" {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return env
+}

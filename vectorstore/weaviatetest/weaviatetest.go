@@ -57,6 +57,46 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// ExtraEnv adds or overrides server environment variables ("KEY=value").
 	ExtraEnv []string
+	// Modules lists modules to enable (ENABLE_MODULES); none by default. With
+	// [ModuleTransformers] the server also gets [TransformersEnv] of TransformersURL.
+	Modules []string
+	// TransformersURL is the module-wide inference URL of text2vec-transformers, used for
+	// collections that name none; empty means an address nothing listens on (collections
+	// then must name their own passage and query URLs).
+	TransformersURL string
+}
+
+// ModuleTransformers is Weaviate's text2vec-transformers module (see [Options.Modules]).
+const ModuleTransformers = "text2vec-transformers"
+
+// unusedURL is a loopback URL where nothing listens (port 9, discard, is not served here).
+const unusedURL = "http://127.0.0.1:9"
+
+// TransformersEnv returns the environment text2vec-transformers needs in Weaviate v1.37.6
+// (modules/text2vec-transformers/module.go initVectorizer): TRANSFORMERS_INFERENCE_API must
+// be set, or the module fails its Init and the server exits ("modules didn't initialize"),
+// even when every collection names its own passageInferenceUrl and queryInferenceUrl; and
+// TRANSFORMERS_WAIT_FOR_STARTUP=false, else startup blocks until url answers
+// /.well-known/ready. An empty url means one nothing listens on.
+func TransformersEnv(url string) []string {
+	if url == "" {
+		url = unusedURL
+	}
+	return []string{"TRANSFORMERS_INFERENCE_API=" + url, "TRANSFORMERS_WAIT_FOR_STARTUP=false"}
+}
+
+// moduleEnv returns the environment for opts.Modules (nil for none).
+func (o *Options) moduleEnv() []string {
+	if len(o.Modules) == 0 {
+		return nil
+	}
+	env := []string{"ENABLE_MODULES=" + strings.Join(o.Modules, ",")}
+	for _, m := range o.Modules {
+		if m == ModuleTransformers {
+			env = append(env, TransformersEnv(o.TransformersURL)...)
+		}
+	}
+	return env
 }
 
 // Server is one running Weaviate process. Its methods are safe for concurrent use.
@@ -128,10 +168,19 @@ func BinaryPath() (string, error) {
 // when the test fails (the last 64 KiB).
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is [Start] with options (e.g. Modules); an empty opts.Binary means [Require]'s.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
 	bin := Require(t)
+	if opts.Binary == "" {
+		opts.Binary = bin
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := Launch(ctx, Options{Binary: bin})
+	s, err := Launch(ctx, opts)
 	if err != nil {
 		t.Fatalf("start weaviate: %v", err)
 	}
@@ -205,6 +254,7 @@ func launchNode(ctx context.Context, bin string, opts Options, ports []int, env 
 	s.bin = bin
 	s.args = []string{"--host", "127.0.0.1", "--port", strconv.Itoa(httpPort), "--scheme", "http"}
 	s.env = append(os.Environ(), env...)
+	s.env = append(s.env, opts.moduleEnv()...)
 	s.env = append(s.env, opts.ExtraEnv...)
 	s.env = append(s.env, "PERSISTENCE_DATA_PATH="+data)
 	s.out = s.tail

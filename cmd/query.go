@@ -1,0 +1,108 @@
+package cmd
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/query"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+func newQueryCommand() *cobra.Command {
+	var (
+		kubeconfig, kubeContext, namespace, index string
+		mode, output, weaviateURL, grpcAddress    string
+		k                                         int
+		alpha                                     float32
+		timeout                                   time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "query [flags] TEXT",
+		Short: "Query an Index through its alias and print the top chunks",
+		Long: `query finds the Index's Weaviate (spec.weaviate, through the kubeconfig) and sends TEXT through the
+Index's alias: dense as nearText and hybrid with text only, embedded by the active revision's own
+model server, or bm25. It prints rank, score, document ID, byte span, pages, heading path and the
+first words of each chunk, or JSON with -o json.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := query.ParseMode(mode)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+				&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig, Precedence: clientcmd.NewDefaultClientConfigLoadingRules().Precedence},
+				&clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+			if namespace == "" {
+				ns, _, err := cc.Namespace()
+				if err != nil && weaviateURL == "" {
+					return err
+				}
+				namespace = ns
+			}
+			var target query.Target
+			if weaviateURL != "" {
+				cfg, err := vectorstore.EndpointConfig(weaviateURL, grpcAddress, os.Getenv(vectorstore.EnvAPIKey))
+				if err != nil {
+					return err
+				}
+				alias, err := vectorstore.AliasName(namespace, index)
+				if err != nil {
+					return err
+				}
+				target = query.Target{Alias: alias, Store: cfg}
+			} else {
+				rc, err := cc.ClientConfig()
+				if err != nil {
+					return err
+				}
+				scheme := runtime.NewScheme()
+				if err := clientgoscheme.AddToScheme(scheme); err != nil {
+					return err
+				}
+				if err := ragopsv1alpha1.AddToScheme(scheme); err != nil {
+					return err
+				}
+				kc, err := client.New(rc, client.Options{Scheme: scheme})
+				if err != nil {
+					return err
+				}
+				if target, err = query.Resolve(ctx, kc, namespace, index); err != nil {
+					return err
+				}
+			}
+			store, err := vectorstore.New(target.Store)
+			if err != nil {
+				return err
+			}
+			hits, err := query.Run(ctx, store, target.Alias, query.Request{Text: args[0], Mode: m, K: k, Alpha: alpha})
+			if err != nil {
+				return err
+			}
+			return query.Print(cmd.OutOrStdout(), hits, output)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else ~/.kube/config)")
+	f.StringVar(&kubeContext, "context", "", "kubeconfig context (default the current one)")
+	f.StringVarP(&namespace, "namespace", "n", "", "namespace of the Index (default the context's)")
+	f.StringVar(&index, "index", "", "name of the Index")
+	f.StringVar(&mode, "mode", "dense", "dense (nearText, embedded by the revision's model server), bm25 or hybrid")
+	f.IntVarP(&k, "k", "k", 10, "number of chunks")
+	f.Float32Var(&alpha, "alpha", 0.5, "hybrid weight: 1 is pure dense, 0 pure BM25")
+	f.StringVarP(&output, "output", "o", query.FormatTable, "table or json")
+	f.StringVar(&weaviateURL, "weaviate-url", "", "Weaviate HTTP URL instead of the Index's spec.weaviate.url (no Kubernetes lookup; API key from $"+vectorstore.EnvAPIKey+")")
+	f.StringVar(&grpcAddress, "weaviate-grpc-address", "", "Weaviate gRPC host:port with --weaviate-url (default the URL's host, port 50051)")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "time limit of the lookup and the query")
+	_ = c.MarkFlagRequired("index")
+	return c
+}
