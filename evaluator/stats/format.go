@@ -1,0 +1,37 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// HalfWidth is half the width of the interval, the "± h" of PlusMinus.
+func (iv Interval) HalfWidth() float64 { return (iv.Hi - iv.Lo) / 2 }
+
+// PlusMinus formats the mean with half the interval's width at 3 decimals, e.g.
+// "0.812 ± 0.031". A percentile interval need not be symmetric around the mean; Lo and Hi
+// give its exact bounds.
+func (iv Interval) PlusMinus() string {
+	return fmt.Sprintf("%.3f ± %.3f", iv.Mean, iv.HalfWidth())
+}
+
+// FormatDiff formats a difference with its interval, signed, at 3 decimals and with the
+// minus sign U+2212: "−0.004 [−0.019, +0.011]". Zero is printed unsigned.
+func FormatDiff(iv Interval) string {
+	return fmt.Sprintf("%s [%s, %s]", signed(iv.Mean, 3), signed(iv.Lo, 3), signed(iv.Hi, 3))
+}
+
+// signed formats v at prec decimals with an explicit sign ("+" or U+2212); a value that
+// rounds to zero has none.
+func signed(v float64, prec int) string {
+	s := strconv.FormatFloat(math.Abs(v), 'f', prec, 64)
+	if strings.Trim(s, "0.") == "" {
+		return s
+	}
+	if v < 0 {
+		return "\u2212" + s
+	}
+	return "+" + s
+}
