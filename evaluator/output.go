@@ -117,6 +117,12 @@ type Summary struct {
 	Dropped    beir.Dropped `json:"droppedJudgements"`
 	// Errors holds up to 3 failed queries' errors, each cut to 200 bytes.
 	Errors []string `json:"errors,omitempty"`
+	// ResultsBytes and ResultsSHA256 describe the per-query results file (ResultsFile) when
+	// it was written; ResultsError says why it was not (over results.MaxBytes, naming the
+	// query count). Only Run with an OutDir sets them.
+	ResultsBytes  int    `json:"resultsBytes,omitempty"`
+	ResultsSHA256 string `json:"resultsSha256,omitempty"`
+	ResultsError  string `json:"resultsError,omitempty"`
 	// Truncated is set when metrics at cut-offs other than 10, or examples, were left out
 	// to stay within MaxSummaryBytes; the per-query file has them all.
 	Truncated bool `json:"truncated,omitempty"`
