@@ -30,6 +30,7 @@ import (
 	"github.com/ragops/ragops/evaluator/beir"
 	"github.com/ragops/ragops/evaluator/metrics"
 	"github.com/ragops/ragops/evaluator/results"
+	"github.com/ragops/ragops/evaluator/stats"
 )
 
 // DatasetSource says where the BEIR data set lives; set exactly one of Dir, FS, ConfigMap
@@ -301,6 +302,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			sum.Metrics["spanHit@"+fmt.Sprint(k)] = Round4(float64(spanHits[k]) / float64(sum.SpanQueries))
 		}
 	}
+	if sum.Intervals, err = metricIntervals(res, records, cfg.Origin.UID); err != nil {
+		return Summary{}, err
+	}
 
 	if cfg.OutDir != "" {
 		ordered := make([]QueryRecord, 0, len(records))
@@ -327,6 +331,27 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fmt.Errorf("%w: %d of %d (first: %s)", ErrQueriesFailed, sum.FailedQueries, len(queries), sum.Errors[0])
 	}
 	return sum, nil
+}
+
+// metricIntervals bootstraps the mean of every metric over the evaluated queries (spanHit
+// over the queries with spans), seeded from uid and the metric's name.
+func metricIntervals(res metrics.Result, records map[string]*QueryRecord, uid string) (map[string]MetricInterval, error) {
+	values := map[string][]float64{}
+	for _, qv := range res.PerQuery { // ordered by query ID: the same values give the same draw
+		for name, v := range records[qv.QueryID].Values {
+			values[name] = append(values[name], v)
+		}
+	}
+	out := make(map[string]MetricInterval, len(values))
+	for name, v := range values {
+		iv, err := stats.OfMetric(v, uid, name)
+		if err != nil {
+			return nil, fmt.Errorf("evaluator: interval of %s: %w", name, err)
+		}
+		iv = iv.Rounded()
+		out[name] = MetricInterval{StdErr: iv.StdErr, Lo: iv.Lo, Hi: iv.Hi}
+	}
+	return out, nil
 }
 
 func truncate(s string, n int) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/ragops/ragops/evaluator/internal/datasets"
 	"github.com/ragops/ragops/evaluator/metrics"
 	"github.com/ragops/ragops/evaluator/results"
+	"github.com/ragops/ragops/evaluator/stats"
 )
 
 var updateResults = flag.Bool("update-results", false, "rewrite evaluator/results/testdata from two real SciFact BM25 runs")
@@ -33,7 +34,7 @@ func TestPerQueryResultsOfTwoRealRuns(t *testing.T) {
 		out := t.TempDir()
 		cfg := Config{
 			Dataset: DatasetSource{Name: "scifact", Dir: dir}, Mode: BM25, Retriever: ix, OutDir: out,
-			Origin: results.Origin{Namespace: "default", Evaluation: fmt.Sprintf("scifact-bm25-w%d", words), Revision: fmt.Sprintf("w%d", words)},
+			Origin: results.Origin{Namespace: "default", Evaluation: fmt.Sprintf("scifact-bm25-w%d", words), UID: fmt.Sprintf("uid-w%d", words), Revision: fmt.Sprintf("w%d", words)},
 		}
 		sum, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -54,11 +55,20 @@ func TestPerQueryResultsOfTwoRealRuns(t *testing.T) {
 		if len(set.Queries) != sum.Queries || set.Dataset != "scifact" || set.Split != "test" || set.Evaluation != cfg.Origin.Evaluation || len(set.Fingerprint) != 64 {
 			t.Fatalf("set: %d queries (summary %d), %q/%q, %q, fingerprint %q", len(set.Queries), sum.Queries, set.Dataset, set.Split, set.Evaluation, set.Fingerprint)
 		}
-		// Each column's mean is the summary's metric.
+		// Each column's mean is the summary's metric, and its interval is the bootstrap of
+		// the column seeded from the UID.
 		for _, name := range set.Metrics {
 			_, v, err := set.Column(name)
 			if err != nil {
 				t.Fatal(err)
+			}
+			iv, err := stats.OfMetric(v, cfg.Origin.UID, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			iv = iv.Rounded()
+			if got := sum.Intervals[name]; got != (MetricInterval{StdErr: iv.StdErr, Lo: iv.Lo, Hi: iv.Hi}) || got.StdErr <= 0 || got.Lo >= got.Hi {
+				t.Fatalf("%s: summary interval %+v, bootstrap of the column %+v", name, got, iv)
 			}
 			mean := 0.0
 			for _, x := range v {

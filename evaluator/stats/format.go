@@ -35,3 +35,19 @@ func signed(v float64, prec int) string {
 	}
 	return "+" + s
 }
+
+// OfMetric is the interval a status metric carries: the percentile bootstrap of the mean of
+// a metric's per-query values with the defaults (10,000 resamples, 95%), seeded from the
+// Evaluation's UID and the metric's name (Seed(uid, metric)), so that a re-run of the same
+// Evaluation on the same values gives the same interval. Errors: as Bootstrap.
+func OfMetric(values []float64, uid, metric string) (Interval, error) {
+	return Bootstrap(values, Options{Seed: Seed(uid, metric)})
+}
+
+// Rounded returns iv with Mean, StdErr, Lo and Hi rounded to 4 decimals, as status shows
+// metrics.
+func (iv Interval) Rounded() Interval {
+	r := func(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+	iv.Mean, iv.StdErr, iv.Lo, iv.Hi = r(iv.Mean), r(iv.StdErr), r(iv.Lo), r(iv.Hi)
+	return iv
+}
