@@ -20,12 +20,12 @@ func (iv Interval) PlusMinus() string {
 // FormatDiff formats a difference with its interval, signed, at 3 decimals and with the
 // minus sign U+2212: "−0.004 [−0.019, +0.011]". Zero is printed unsigned.
 func FormatDiff(iv Interval) string {
-	return fmt.Sprintf("%s [%s, %s]", signed(iv.Mean, 3), signed(iv.Lo, 3), signed(iv.Hi, 3))
+	return fmt.Sprintf("%s [%s, %s]", Signed(iv.Mean, 3), Signed(iv.Lo, 3), Signed(iv.Hi, 3))
 }
 
-// signed formats v at prec decimals with an explicit sign ("+" or U+2212); a value that
+// Signed formats v at prec decimals with an explicit sign ("+" or U+2212); a value that
 // rounds to zero has none.
-func signed(v float64, prec int) string {
+func Signed(v float64, prec int) string {
 	s := strconv.FormatFloat(math.Abs(v), 'f', prec, 64)
 	if strings.Trim(s, "0.") == "" {
 		return s

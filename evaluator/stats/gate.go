@@ -91,7 +91,7 @@ func QueriesForMargin(sd, slack, confidence float64) int {
 // "recall@10 −0.004 [−0.019, +0.011] is within the allowed −0.010".
 func (r NonInferiority) Message(metric string) string {
 	head := fmt.Sprintf("%s %s", metric, FormatDiff(r.Diff))
-	allowed := signed(-r.Margin, 3)
+	allowed := Signed(-r.Margin, 3)
 	switch r.Verdict {
 	case NonInferior:
 		return fmt.Sprintf("%s is within the allowed %s", head, allowed)
