@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -26,12 +27,12 @@ func newEvaluateCommand() *cobra.Command {
 				if err := plan.Read(w.planPath, &p); err != nil {
 					return plan.EvaluateResult{}, err
 				}
-				return evaluate.Run(ctx, log, p, evaluate.Options{LibraryPath: lib, OutDir: outDir})
+				return evaluate.Run(ctx, log, p, evaluate.Options{LibraryPath: lib, OutDir: outDir, Frames: os.Stdout})
 			}, func(r *plan.EvaluateResult, e string) { r.Error = e })
 		},
 	}
 	w.bind(c)
 	c.Flags().StringVar(&lib, "onnxruntime-lib", "", "ONNX Runtime shared library (default $RAGOPS_ONNXRUNTIME_LIB)")
-	c.Flags().StringVar(&outDir, "out", "/tmp/evaluation", "folder for the TREC run file, per-query metrics and the summary")
+	c.Flags().StringVar(&outDir, "out", "/tmp/evaluation", "folder for the TREC run file, per-query metrics and results, and the summary")
 	return c
 }

@@ -21,6 +21,7 @@ The same binary runs the operator (manager) and its Job workers (embed, evaluate
 	root.AddCommand(newEvaluateCommand())
 	root.AddCommand(newFetchCommand())
 	root.AddCommand(newReportCommand())
+	root.AddCommand(newCompareCommand())
 	root.AddCommand(newChunkCommand())
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newQueryCommand())

@@ -16,6 +16,8 @@ package evaluator
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,6 +29,8 @@ import (
 
 	"github.com/ragops/ragops/evaluator/beir"
 	"github.com/ragops/ragops/evaluator/metrics"
+	"github.com/ragops/ragops/evaluator/results"
+	"github.com/ragops/ragops/evaluator/stats"
 )
 
 // DatasetSource says where the BEIR data set lives; set exactly one of Dir, FS, ConfigMap
@@ -75,9 +79,12 @@ type Config struct {
 	// Concurrency is the number of queries in flight; default 4.
 	Concurrency int
 
-	// OutDir, when set, receives run.trec (TREC run), queries.jsonl (per-query metrics) and
-	// summary.json (the Summary); it is created if missing.
+	// OutDir, when set, receives run.trec (TREC run), queries.jsonl (per-query metrics),
+	// results.json.gz (the per-query results, package results) and summary.json (the
+	// Summary); it is created if missing.
 	OutDir string
+	// Origin labels the per-query results with the Evaluation they belong to.
+	Origin results.Origin
 	// RunTag is the TREC run tag; default "ragops-<mode>".
 	RunTag string
 }
@@ -86,6 +93,7 @@ type Config struct {
 const (
 	RunFile     = "run.trec"
 	QueriesFile = "queries.jsonl"
+	ResultsFile = "results.json.gz"
 	SummaryFile = "summary.json"
 )
 
@@ -294,6 +302,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			sum.Metrics["spanHit@"+fmt.Sprint(k)] = Round4(float64(spanHits[k]) / float64(sum.SpanQueries))
 		}
 	}
+	if sum.Intervals, err = metricIntervals(res, records, cfg.Origin.UID); err != nil {
+		return Summary{}, err
+	}
 
 	if cfg.OutDir != "" {
 		ordered := make([]QueryRecord, 0, len(records))
@@ -301,7 +312,18 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			ordered = append(ordered, *rec)
 		}
 		sort.Slice(ordered, func(i, j int) bool { return ordered[i].QueryID < ordered[j].QueryID })
-		if err := writeOutputs(cfg.OutDir, cfg.RunTag, runs, ordered, sum); err != nil {
+		set := perQueryResults(&cfg, ds, queries, runs, ordered, cutoffs)
+		blob, err := set.Encode()
+		switch {
+		case errors.Is(err, results.ErrTooLarge):
+			// The metrics stand; the set is refused whole, never cut (the error names the count).
+			sum.ResultsError = err.Error()
+		case err != nil:
+			return Summary{}, err
+		default:
+			sum.ResultsBytes, sum.ResultsSHA256 = len(blob), sha256Hex(blob)
+		}
+		if err := writeOutputs(cfg.OutDir, cfg.RunTag, runs, ordered, blob, sum); err != nil {
 			return Summary{}, err
 		}
 	}
@@ -309,6 +331,27 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fmt.Errorf("%w: %d of %d (first: %s)", ErrQueriesFailed, sum.FailedQueries, len(queries), sum.Errors[0])
 	}
 	return sum, nil
+}
+
+// metricIntervals bootstraps the mean of every metric over the evaluated queries (spanHit
+// over the queries with spans), seeded from uid and the metric's name.
+func metricIntervals(res metrics.Result, records map[string]*QueryRecord, uid string) (map[string]MetricInterval, error) {
+	values := map[string][]float64{}
+	for _, qv := range res.PerQuery { // ordered by query ID: the same values give the same draw
+		for name, v := range records[qv.QueryID].Values {
+			values[name] = append(values[name], v)
+		}
+	}
+	out := make(map[string]MetricInterval, len(values))
+	for name, v := range values {
+		iv, err := stats.OfMetric(v, uid, name)
+		if err != nil {
+			return nil, fmt.Errorf("evaluator: interval of %s: %w", name, err)
+		}
+		iv = iv.Rounded()
+		out[name] = MetricInterval{StdErr: iv.StdErr, Lo: iv.Lo, Hi: iv.Hi}
+	}
+	return out, nil
 }
 
 func truncate(s string, n int) string {
@@ -372,7 +415,62 @@ func runQuery(ctx context.Context, cfg *Config, ds *beir.Dataset, bq beir.Query,
 	return out
 }
 
-func writeOutputs(dir, tag string, runs []QueryRun, records []QueryRecord, sum Summary) error {
+// perQueryResults builds the per-query results of the evaluated queries (records, sorted by
+// ID): their metric values, first relevant rank, span hits and top DocsKept documents.
+func perQueryResults(cfg *Config, ds *beir.Dataset, queries []beir.Query, runs []QueryRun, records []QueryRecord, cutoffs []int) *results.Set {
+	set := &results.Set{
+		Version: results.Version, Origin: cfg.Origin, Dataset: cfg.Dataset.Name, Split: cfg.Split,
+		Mode: string(cfg.Mode), Cutoffs: cutoffs,
+	}
+	for _, k := range cutoffs {
+		for _, m := range metrics.Measures {
+			set.Metrics = append(set.Metrics, metrics.Name(m, k))
+		}
+	}
+	text := make(map[string]string, len(queries))
+	for _, q := range queries {
+		text[q.ID] = q.Text
+	}
+	byID := make(map[string]*QueryRun, len(runs))
+	for i := range runs {
+		byID[runs[i].QueryID] = &runs[i]
+	}
+	fp := make([]results.FingerprintQuery, 0, len(records))
+	for _, rec := range records {
+		qrels := ds.Qrels[rec.QueryID]
+		fp = append(fp, results.FingerprintQuery{ID: rec.QueryID, Text: text[rec.QueryID], Judgements: qrels})
+		q := results.Query{ID: rec.QueryID, Text: text[rec.QueryID], Values: make([]float64, len(set.Metrics)), Error: rec.Error}
+		for j, name := range set.Metrics {
+			q.Values[j] = rec.Values[name]
+		}
+		if _, ok := rec.Values["spanHit@"+fmt.Sprint(cutoffs[0])]; ok {
+			q.SpanHit = make([]int, len(cutoffs))
+			for j, k := range cutoffs {
+				q.SpanHit[j] = int(rec.Values["spanHit@"+fmt.Sprint(k)])
+			}
+		}
+		if r := byID[rec.QueryID]; r != nil {
+			for i, d := range r.Docs {
+				if q.FirstRelevant == 0 && qrels[d.DocID] >= 1 {
+					q.FirstRelevant = i + 1
+				}
+				if i < results.DocsKept {
+					q.Docs = append(q.Docs, d.DocID)
+				}
+			}
+		}
+		set.Queries = append(set.Queries, q)
+	}
+	set.Fingerprint = results.Fingerprint(fp)
+	return set
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func writeOutputs(dir, tag string, runs []QueryRun, records []QueryRecord, resultsBlob []byte, sum Summary) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("evaluator: output folder: %w", err)
 	}
@@ -392,6 +490,11 @@ func writeOutputs(dir, tag string, runs []QueryRun, records []QueryRecord, sum S
 	}
 	if err := write(QueriesFile, func(f *os.File) error { return WriteQueryRecords(f, records) }); err != nil {
 		return err
+	}
+	if resultsBlob != nil {
+		if err := write(ResultsFile, func(f *os.File) error { _, err := f.Write(resultsBlob); return err }); err != nil {
+			return err
+		}
 	}
 	b, err := sum.Marshal()
 	if err != nil {

@@ -105,6 +105,10 @@ type Summary struct {
 	// Metrics maps "ndcg@10"-style names to means over Queries, rounded to 4 decimals;
 	// "spanHit@k" is the share of SpanQueries whose top k chunks overlap a relevant span.
 	Metrics map[string]float64 `json:"metrics"`
+	// Intervals maps the names in Metrics to the 95% percentile bootstrap interval and
+	// standard error of their mean over queries (stats.OfMetric: 10,000 resamples seeded from
+	// Config.Origin.UID and the name), rounded to 4 decimals.
+	Intervals map[string]MetricInterval `json:"intervals,omitempty"`
 	// SpanQueries counts queries with annotated spans (0 when the data set has none).
 	SpanQueries int `json:"spanQueries,omitempty"`
 	// FailedQueries failed to retrieve and score 0; ShortQueries got fewer documents than
@@ -117,17 +121,31 @@ type Summary struct {
 	Dropped    beir.Dropped `json:"droppedJudgements"`
 	// Errors holds up to 3 failed queries' errors, each cut to 200 bytes.
 	Errors []string `json:"errors,omitempty"`
+	// ResultsBytes and ResultsSHA256 describe the per-query results file (ResultsFile) when
+	// it was written; ResultsError says why it was not (over results.MaxBytes, naming the
+	// query count). Only Run with an OutDir sets them.
+	ResultsBytes  int    `json:"resultsBytes,omitempty"`
+	ResultsSHA256 string `json:"resultsSha256,omitempty"`
+	ResultsError  string `json:"resultsError,omitempty"`
 	// Truncated is set when metrics at cut-offs other than 10, or examples, were left out
 	// to stay within MaxSummaryBytes; the per-query file has them all.
 	Truncated bool `json:"truncated,omitempty"`
+}
+
+// MetricInterval is the uncertainty of a mean metric: its bootstrap standard error and the
+// bounds of its 95% percentile interval.
+type MetricInterval struct {
+	StdErr float64 `json:"se"`
+	Lo     float64 `json:"lo"`
+	Hi     float64 `json:"hi"`
 }
 
 // Round4 rounds v to 4 decimals for display.
 func Round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
 // Marshal returns s as compact JSON of at most MaxSummaryBytes. When it is larger, it
-// leaves out, in turn: error and dropped-judgement examples, then metrics at the largest
-// cut-offs other than 10, setting Truncated; the @10 metrics always stay. An error means
+// leaves out, in turn: error and dropped-judgement examples, then metrics (with their
+// intervals) at the largest cut-offs other than 10, setting Truncated; the @10 metrics always stay. An error means
 // even that is too large.
 func (s Summary) Marshal() ([]byte, error) {
 	b, err := json.Marshal(s)
@@ -142,6 +160,11 @@ func (s Summary) Marshal() ([]byte, error) {
 		m[k] = v
 	}
 	s.Metrics = m
+	iv := make(map[string]MetricInterval, len(s.Intervals))
+	for k, v := range s.Intervals {
+		iv[k] = v
+	}
+	s.Intervals = iv
 	ks := append([]int(nil), s.Cutoffs...)
 	sort.Sort(sort.Reverse(sort.IntSlice(ks)))
 	for _, k := range append([]int{-1}, ks...) {
@@ -152,6 +175,7 @@ func (s Summary) Marshal() ([]byte, error) {
 			for name := range s.Metrics {
 				if strings.HasSuffix(name, "@"+strconv.Itoa(k)) {
 					delete(s.Metrics, name)
+					delete(s.Intervals, name)
 				}
 			}
 		}

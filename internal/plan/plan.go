@@ -180,9 +180,12 @@ type BuildResult struct {
 // Evaluate asks `ragops evaluate` to run a dataset's queries against a collection or alias.
 type Evaluate struct {
 	// Version is [Version].
-	Version    string                       `json:"version"`
-	Namespace  string                       `json:"namespace"`
-	Evaluation string                       `json:"evaluation"`
+	Version    string `json:"version"`
+	Namespace  string `json:"namespace"`
+	Evaluation string `json:"evaluation"`
+	// UID is the Evaluation's UID: it seeds the bootstrap of the metric intervals, so that
+	// a re-run gives the same intervals, and labels the per-query results.
+	UID        string                       `json:"uid,omitempty"`
 	Revision   string                       `json:"revision"`
 	Collection string                       `json:"collection"`
 	Dataset    Source                       `json:"dataset"`
@@ -214,6 +217,30 @@ type MetricsAtK struct {
 	MAP     float64 `json:"map"`
 	// SpanHit is spanHit@k, for datasets with annotated spans.
 	SpanHit *float64 `json:"spanHit,omitempty"`
+	// Intervals holds the uncertainty of each measure at k, keyed "recall", "ndcg", "mrr",
+	// "success", "map" and "spanHit" (evaluator/stats: 95% percentile bootstrap over queries,
+	// seeded from the Evaluation's UID); absent when the message would not fit.
+	Intervals map[string]MetricInterval `json:"intervals,omitempty"`
+}
+
+// MetricInterval is a mean metric's bootstrap standard error and 95% interval, rounded to 4
+// decimals.
+type MetricInterval struct {
+	StdErr float64 `json:"se"`
+	Lo     float64 `json:"lo"`
+	Hi     float64 `json:"hi"`
+}
+
+// ResultsRef describes the per-query results of an evaluation pod (evaluator/results): when
+// Error is empty, the pod's log holds them as a frame (results.WriteFrame) of Bytes bytes
+// with this SHA256, for the controller to collect (results.ReadFrame) into the Evaluation's
+// results ConfigMap.
+type ResultsRef struct {
+	Queries int    `json:"queries"`
+	Bytes   int    `json:"bytes,omitempty"`
+	SHA256  string `json:"sha256,omitempty"`
+	// Error says why there are none, e.g. over the size bound, naming the query count.
+	Error string `json:"error,omitempty"`
 }
 
 // EvaluateResult is the termination message of an evaluation pod.
@@ -222,7 +249,9 @@ type EvaluateResult struct {
 	Metrics      []MetricsAtK `json:"metrics"`
 	SpanHitRate  *float64     `json:"spanHitRate,omitempty"`
 	UnknownQrels int          `json:"unknownQrels,omitempty"`
-	Error        string       `json:"error,omitempty"`
+	// Results describes the per-query results written to the pod's log.
+	Results *ResultsRef `json:"results,omitempty"`
+	Error   string      `json:"error,omitempty"`
 }
 
 // Read decodes the plan at Dir/File (or at path when not empty) into v (a *Scan, *Build

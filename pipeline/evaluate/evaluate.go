@@ -5,14 +5,23 @@ package evaluate
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/url"
 	"os"
+	"path"
+	"path/filepath"
+	"strings"
 
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/evaluator"
 	"github.com/ragops/ragops/evaluator/metrics"
+	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -21,8 +30,11 @@ import (
 type Options struct {
 	// LibraryPath is the ONNX Runtime shared library (empty: $RAGOPS_ONNXRUNTIME_LIB).
 	LibraryPath string
-	// OutDir receives the TREC run file, per-query metrics and the summary.
+	// OutDir receives the TREC run file, per-query metrics, per-query results and the summary.
 	OutDir string
+	// Frames, when set, receives the per-query results as a log frame (results.WriteFrame):
+	// the worker's stdout, which the controller reads back from the pod's log.
+	Frames io.Writer
 }
 
 // queryEncoder adapts the embedding model to evaluator.QueryEncoder (with its query prefix).
@@ -43,15 +55,16 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (pla
 	var res plan.EvaluateResult
 	cfg := evaluator.Config{
 		Split: p.Split, Cutoffs: p.K, MaxQueries: p.MaxQueries, OutDir: o.OutDir,
-		Alpha: p.Alpha,
+		Alpha:  p.Alpha,
+		Origin: results.Origin{Namespace: p.Namespace, Evaluation: p.Evaluation, UID: p.UID, Revision: p.Revision, Collection: p.Collection},
 	}
 	// The plan's mode and fusion are the evaluator's (one type); the evaluator validates them.
 	cfg.Mode, cfg.Fusion = p.Mode, p.Fusion
 	switch {
 	case p.Dataset.Dir != "":
-		cfg.Dataset = evaluator.DatasetSource{Dir: p.Dataset.Dir}
+		cfg.Dataset = evaluator.DatasetSource{Name: DatasetName(p.Dataset.Dir), Dir: p.Dataset.Dir}
 	case p.Dataset.HTTP != nil:
-		cfg.Dataset = evaluator.DatasetSource{URL: p.Dataset.HTTP.URL, SHA256: p.Dataset.HTTP.SHA256}
+		cfg.Dataset = evaluator.DatasetSource{Name: DatasetName(p.Dataset.HTTP.URL), URL: p.Dataset.HTTP.URL, SHA256: p.Dataset.HTTP.SHA256}
 	default:
 		return res, errors.New("plan dataset: neither a folder nor an HTTP archive")
 	}
@@ -96,8 +109,49 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (pla
 		return res, err
 	}
 	res = ResultFromSummary(sum)
+	if o.Frames != nil && res.Results != nil && res.Results.Error == "" {
+		res.Results = EmitResults(o.Frames, o.OutDir, res.Results)
+	}
 	log.Info("evaluated", "queries", res.Queries, "metrics", sum.Metrics, "failedQueries", sum.FailedQueries)
 	return res, err
+}
+
+// EmitResults writes the per-query results file of outDir to w as a log frame and returns
+// ref, or a ref with the error when the file is unreadable, is not the one ref describes
+// (length and SHA-256) or cannot be written.
+func EmitResults(w io.Writer, outDir string, ref *plan.ResultsRef) *plan.ResultsRef {
+	fail := func(err error) *plan.ResultsRef {
+		return &plan.ResultsRef{Queries: ref.Queries, Error: "per-query results: " + err.Error()}
+	}
+	blob, err := os.ReadFile(filepath.Join(outDir, evaluator.ResultsFile))
+	if err != nil {
+		return fail(err)
+	}
+	sum := sha256.Sum256(blob)
+	if len(blob) != ref.Bytes || hex.EncodeToString(sum[:]) != ref.SHA256 {
+		return fail(fmt.Errorf("%s is %d bytes with SHA-256 %x, not the %d bytes %s the evaluation wrote", evaluator.ResultsFile, len(blob), sum, ref.Bytes, ref.SHA256))
+	}
+	if err := results.WriteFrame(w, blob); err != nil {
+		return fail(err)
+	}
+	return ref
+}
+
+// DatasetName labels a data set by the last element of its folder or URL path without the
+// archive extension ("https://host/beir/scifact.tar.gz" -> "scifact"); the fingerprint of the
+// per-query results identifies it exactly.
+func DatasetName(location string) string {
+	if u, err := url.Parse(location); err == nil && u.Scheme != "" {
+		location = u.Path
+	}
+	name := path.Base(strings.TrimRight(location, "/"))
+	for _, ext := range []string{".tar.gz", ".tgz", ".zip"} {
+		name = strings.TrimSuffix(name, ext)
+	}
+	if name == "." || name == "/" {
+		return ""
+	}
+	return name
 }
 
 // ResultFromSummary converts the evaluator's Summary to the termination-message result.
@@ -126,7 +180,42 @@ func ResultFromSummary(sum evaluator.Summary) plan.EvaluateResult {
 	if len(sum.Errors) > 0 {
 		res.Error = fmt.Sprintf("%d queries failed, e.g. %s", sum.FailedQueries, sum.Errors[0])
 	}
+	switch {
+	case sum.ResultsError != "":
+		res.Results = &plan.ResultsRef{Queries: sum.Queries, Error: sum.ResultsError}
+	case sum.ResultsSHA256 != "":
+		res.Results = &plan.ResultsRef{Queries: sum.Queries, Bytes: sum.ResultsBytes, SHA256: sum.ResultsSHA256}
+	}
+	// Intervals at every k while the message fits, else at k=10 only, else none.
+	for i := range res.Metrics {
+		res.Metrics[i].Intervals = intervalsAt(sum, res.Metrics[i].K)
+	}
+	for _, keep := range []func(k int) bool{func(k int) bool { return k == metrics.DefaultK }, func(int) bool { return false }} {
+		if raw, err := json.Marshal(res); err == nil && len(raw) <= plan.MaxTerminationMessage {
+			break
+		}
+		for i := range res.Metrics {
+			if !keep(res.Metrics[i].K) {
+				res.Metrics[i].Intervals = nil
+			}
+		}
+	}
 	return res
+}
+
+// intervalsAt collects the summary's intervals at cut-off k, keyed by measure.
+func intervalsAt(sum evaluator.Summary, k int) map[string]plan.MetricInterval {
+	out := map[string]plan.MetricInterval{}
+	suffix := fmt.Sprintf("@%d", k)
+	for name, iv := range sum.Intervals {
+		if m, ok := strings.CutSuffix(name, suffix); ok && !strings.Contains(m, "@") {
+			out[m] = plan.MetricInterval{StdErr: iv.StdErr, Lo: iv.Lo, Hi: iv.Hi}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // loadModel loads the query embedding model.

@@ -1,0 +1,290 @@
+package stats
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func bernoulli(r *rand.Rand, n int, p float64) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		if r.Float64() < p {
+			v[i] = 1
+		}
+	}
+	return v
+}
+
+func TestBootstrapIsSeededAndDeterministic(t *testing.T) {
+	v := bernoulli(rand.New(rand.NewPCG(1, 2)), 300, 0.7)
+	a, err := Bootstrap(v, Options{Seed: Seed("uid-1", "recall@10")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Bootstrap(v, Options{Seed: Seed("uid-1", "recall@10")})
+	c, _ := Bootstrap(v, Options{Seed: Seed("uid-2", "recall@10")})
+	if a != b {
+		t.Fatalf("same seed, different intervals: %+v %+v", a, b)
+	}
+	if a == c {
+		t.Fatalf("different seeds gave the identical interval %+v", a)
+	}
+	if a.Resamples != DefaultResamples || a.Confidence != DefaultConfidence || a.N != 300 {
+		t.Fatalf("defaults not applied: %+v", a)
+	}
+	if !(a.Lo < a.Mean && a.Mean < a.Hi) {
+		t.Fatalf("mean %v outside [%v, %v]", a.Mean, a.Lo, a.Hi)
+	}
+}
+
+func TestSeedSeparatesParts(t *testing.T) {
+	if Seed("ab", "c") == Seed("a", "bc") || Seed("a") == Seed("b") {
+		t.Fatal("seeds of different parts collide")
+	}
+}
+
+// The bootstrap standard error of a mean tends to the plug-in estimate s·√((n−1)/n)/√n
+// (Efron and Tibshirani 1993, sec. 6.2); with 10,000 resamples its relative Monte-Carlo
+// error is about 1/√(2·10000) = 0.7%, so 4% is over 5 standard errors.
+func TestBootstrapStandardErrorMatchesThePlugInEstimate(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{35, 300, 2000} {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = math.Round(r.Float64()*r.Float64()*10) / 10 // skewed, tied, like nDCG
+		}
+		iv, err := Bootstrap(v, Options{Seed: uint64(n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := StdDev(v) * math.Sqrt(float64(n-1)/float64(n)) / math.Sqrt(float64(n))
+		if rel := math.Abs(iv.StdErr-want) / want; rel > 0.04 {
+			t.Errorf("n=%d: bootstrap stderr %.5f, plug-in %.5f (%.1f%% apart)", n, iv.StdErr, want, 100*rel)
+		}
+		// The 95% percentile interval of a near-normal mean is about ±1.96 stderr.
+		if hw := iv.HalfWidth() / iv.StdErr; hw < 1.8 || hw > 2.1 {
+			t.Errorf("n=%d: half-width %.2f stderr, want about 1.96", n, hw)
+		}
+	}
+}
+
+// Coverage: 95% intervals over samples of a known distribution contain its mean in about
+// 95% of samples. 400 samples: the share's standard error is 1.1 points; the percentile
+// interval under-covers slightly at n = 50, so 90-99% is asserted.
+func TestBootstrapIntervalCoversTheTrueMean(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const p, samples = 0.6, 400
+	covered := 0
+	for s := range samples {
+		iv, err := Bootstrap(bernoulli(r, 50, p), Options{Resamples: 2000, Seed: uint64(s)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if iv.Lo <= p && p <= iv.Hi {
+			covered++
+		}
+	}
+	if share := float64(covered) / samples; share < 0.90 || share > 0.99 {
+		t.Fatalf("coverage %.3f, want about 0.95", share)
+	}
+}
+
+func TestBootstrapEdgeCases(t *testing.T) {
+	iv, err := Bootstrap([]float64{0.5}, Options{})
+	if err != nil || iv.Lo != 0.5 || iv.Hi != 0.5 || iv.StdErr != 0 {
+		t.Fatalf("one query: %+v %v", iv, err)
+	}
+	if _, err := Bootstrap(nil, Options{}); err != ErrNoValues {
+		t.Fatalf("no values: %v", err)
+	}
+	if _, err := Bootstrap([]float64{1, math.NaN()}, Options{}); err == nil || !strings.Contains(err.Error(), "value 1") {
+		t.Fatalf("NaN: %v", err)
+	}
+	if _, err := Bootstrap([]float64{1}, Options{Confidence: 1}); err == nil {
+		t.Fatal("confidence 1 accepted")
+	}
+}
+
+func TestRandomizationTestExactEnumeration(t *testing.T) {
+	// Five equal positive differences: only all-plus and all-minus reach |sum| = 5.
+	p, flips, exact, err := RandomizationTest([]float64{0.1, 0.1, 0.1, 0.1, 0.1}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exact || flips != 32 || math.Abs(p-2.0/32) > 1e-15 {
+		t.Fatalf("p=%v flips=%d exact=%v, want 2/32 exact over 32", p, flips, exact)
+	}
+	// {3, 1, 1}: |±3±1±1| ≥ 5 only for the two all-same signs, ≥ 3 for six of eight.
+	if p, _, _, _ := RandomizationTest([]float64{3, 1, -1}, Options{}); math.Abs(p-6.0/8) > 1e-15 {
+		t.Fatalf("{3,1,-1}: p=%v, want 6/8", p)
+	}
+	if p, _, _, _ := RandomizationTest([]float64{0, 0, 0}, Options{}); p != 1 {
+		t.Fatalf("zero differences: p=%v, want 1", p)
+	}
+}
+
+// Sampled flips estimate the exact p-value: 12 differences have 4096 assignments; 20,000
+// sampled ones estimate p with a standard error √(p(1−p)/20000) ≤ 0.0036.
+func TestRandomizationTestSampledAgreesWithExact(t *testing.T) {
+	d := []float64{0.2, -0.1, 0.3, 0.05, 0, 0.4, -0.2, 0.1, 0.15, -0.05, 0.25, 0.1}
+	exactP, _, exact, err := RandomizationTest(d, Options{Flips: 4096})
+	if err != nil || !exact {
+		t.Fatalf("exact run: %v exact=%v", err, exact)
+	}
+	p, flips, exact, err := RandomizationTest(d, Options{Flips: 20000, Seed: 7})
+	if err != nil || !exact {
+		// 2^12 = 4096 <= 20000: enumerated, same answer
+		t.Fatalf("%v exact=%v", err, exact)
+	}
+	if p != exactP {
+		t.Fatalf("enumeration differs: %v vs %v", p, exactP)
+	}
+	p, flips, exact, err = RandomizationTest(d, Options{Flips: 4000, Seed: 7}) // < 4096: sampled
+	if err != nil || exact || flips != 4000 {
+		t.Fatalf("sampled run: %v exact=%v flips=%d", err, exact, flips)
+	}
+	se := math.Sqrt(exactP * (1 - exactP) / 4000)
+	if math.Abs(p-exactP) > 4*se+1.0/4001 {
+		t.Fatalf("sampled p %.4f, exact %.4f (se %.4f)", p, exactP, se)
+	}
+}
+
+func TestCompareCountsAndSignificance(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	base := bernoulli(r, 300, 0.6)
+	better := append([]float64(nil), base...)
+	flipped := 0
+	for i := range better {
+		if better[i] == 0 && flipped < 40 {
+			better[i], flipped = 1, flipped+1
+		}
+	}
+	c, err := Compare(better, base, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Better != 40 || c.Worse != 0 || c.Tied != 260 {
+		t.Fatalf("counts %d/%d/%d, want 40/0/260", c.Better, c.Worse, c.Tied)
+	}
+	if math.Abs(c.Diff.Mean-40.0/300) > 1e-12 || c.Diff.Lo <= 0 || c.P > 1e-3 {
+		t.Fatalf("a 40-query gain: %+v p=%v", c.Diff, c.P)
+	}
+	same, _ := Compare(base, base, Options{Seed: 1})
+	if same.P != 1 || same.Diff.Lo != 0 || same.Diff.Hi != 0 || same.Tied != 300 {
+		t.Fatalf("identical systems: %+v", same)
+	}
+	if _, err := Compare(base[:10], base, Options{}); err == nil || !strings.Contains(err.Error(), "same queries") {
+		t.Fatalf("length mismatch: %v", err)
+	}
+}
+
+func TestNonInferiorityVerdicts(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 11))
+	active := bernoulli(r, 300, 0.8)
+	// A few of 300 queries change, in both directions: passes at a margin of 0.02.
+	mixed := append([]float64(nil), active...)
+	up, down := 0, 0
+	for i, v := range mixed {
+		switch {
+		case v == 0 && up < 4:
+			mixed[i], up = 1, up+1
+		case v == 1 && down < 3:
+			mixed[i], down = 0, down+1
+		}
+	}
+	res, err := NonInferiorityTest(mixed, active, 0.02, Options{Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Passed() || res.Verdict != NonInferior || !strings.Contains(res.Message("recall@10"), "is within the allowed \u22120.020") {
+		t.Fatalf("mixed: %+v %q", res, res.Message("recall@10"))
+	}
+	// Systematically worse by 0.03 (9 of 300 queries lost): refused as worse.
+	worse := append([]float64(nil), active...)
+	lost := 0
+	for i, v := range worse {
+		if v == 1 && lost < 9 {
+			worse[i], lost = 0, lost+1
+		}
+	}
+	res, _ = NonInferiorityTest(worse, active, 0.01, Options{Seed: 2})
+	if res.Passed() || res.Verdict != Inferior || res.QueriesNeeded != 0 || !strings.Contains(res.Message("recall@10"), "worse than the allowed") {
+		t.Fatalf("worse: %+v %q", res, res.Message("recall@10"))
+	}
+	// 35 queries, one of them lost: mean −1/35 = −0.029 within a margin of 0.05, the
+	// interval far wider: inconclusive, with the queries the margin needs.
+	a35 := append([]float64(nil), active[:35]...)
+	c35 := append([]float64(nil), a35...)
+	for i, v := range c35 {
+		if v == 1 {
+			c35[i] = 0
+			break
+		}
+	}
+	res, _ = NonInferiorityTest(c35, a35, 0.05, Options{Seed: 2})
+	d, _ := Differences(c35, a35)
+	want := QueriesForMargin(StdDev(d), Mean(d)+0.05, 0.95)
+	if res.Verdict != Inconclusive || res.QueriesNeeded != want || want <= 35 {
+		t.Fatalf("35 queries: %+v, want Inconclusive needing %d", res, want)
+	}
+	if msg := res.Message("recall@10"); !strings.Contains(msg, "35 queries are too few") {
+		t.Fatalf("message %q", msg)
+	}
+	if _, err := NonInferiorityTest(c35, a35, -0.01, Options{}); err == nil {
+		t.Fatal("negative margin accepted")
+	}
+}
+
+func TestQueriesForMargin(t *testing.T) {
+	// z(0.975) = 1.95996; (1.95996·0.1/0.01)^2 = 384.15 -> 385.
+	if n := QueriesForMargin(0.1, 0.01, 0.95); n != 385 {
+		t.Fatalf("got %d, want 385", n)
+	}
+	if n := QueriesForMargin(0.1, 0, 0.95); n != 0 {
+		t.Fatalf("no slack: %d", n)
+	}
+	if n := QueriesForMargin(0, 0.01, 0.95); n != 1 {
+		t.Fatalf("no variance: %d", n)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	iv := Interval{Mean: 0.8123, Lo: 0.7811, Hi: 0.8431}
+	if got := iv.PlusMinus(); got != "0.812 ± 0.031" {
+		t.Fatalf("PlusMinus %q", got)
+	}
+	d := Interval{Mean: -0.004, Lo: -0.0191, Hi: 0.0114}
+	if got := FormatDiff(d); got != "\u22120.004 [\u22120.019, +0.011]" {
+		t.Fatalf("FormatDiff %q", got)
+	}
+	if got := FormatDiff(Interval{Mean: -0.0001}); got != "0.000 [0.000, 0.000]" {
+		t.Fatalf("zero %q", got)
+	}
+}
+
+func benchValues(n int) []float64 {
+	return bernoulli(rand.New(rand.NewPCG(1, 1)), n, 0.7)
+}
+
+func BenchmarkBootstrap300(b *testing.B) {
+	v := benchValues(300)
+	for b.Loop() {
+		_, _ = Bootstrap(v, Options{})
+	}
+}
+
+func BenchmarkBootstrap10000(b *testing.B) {
+	v := benchValues(10000)
+	for b.Loop() {
+		_, _ = Bootstrap(v, Options{})
+	}
+}
+
+func BenchmarkRandomizationTest300(b *testing.B) {
+	v := benchValues(300)
+	for b.Loop() {
+		_, _, _, _ = RandomizationTest(v, Options{})
+	}
+}
