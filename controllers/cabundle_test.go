@@ -7,9 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/testpki"
 )
 
@@ -27,6 +29,14 @@ func TestCABundleCreatedLaterResumesTheIndex(t *testing.T) {
 			CABundle: &ragopsv1alpha1.CABundleSource{ConfigMapKeyRef: &ragopsv1alpha1.SecretKeySelector{Name: "weaviate-ca", Key: "ca.crt"}}}
 	})
 	eventually(t, 30*time.Second, "Stalled CABundleNotFound", stalledWith(t, ns, controllers.ReasonCABundleNotFound, `ConfigMap "weaviate-ca" not found`))
+	// Let every other event that reconciles the Index (its Corpus syncing) pass first.
+	eventually(t, 30*time.Second, "Corpus Ready", func() (bool, error) {
+		var c ragopsv1alpha1.Corpus
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c)
+		return err == nil && conditions.IsReady(&c), err
+	})
+	time.Sleep(2 * time.Second)
+	eventually(t, 5*time.Second, "still Stalled CABundleNotFound", stalledWith(t, ns, controllers.ReasonCABundleNotFound, `ConfigMap "weaviate-ca" not found`))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "weaviate-ca"}, Data: map[string]string{"ca.crt": string(ca.PEM)}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
