@@ -41,6 +41,10 @@ const (
 	annotationScanRequested = "ragops.dev/scan-requested"
 )
 
+// ScanRetryBase is the wait before the first automatic retry of a failed scan; each further
+// consecutive failure of the same generation doubles it, up to the Corpus's interval.
+const ScanRetryBase = 30 * time.Second
+
 // CorpusReconciler checks a Corpus's source and records its documents, bytes and content
 // revision. ConfigMap sources are read directly; PVC, HTTP, S3 and Git sources are listed by
 // a `ragops scan` Job (the only place that mounts or fetches them), so the manager needs no
@@ -208,13 +212,7 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 	if err := r.List(ctx, &jobs, client.InNamespace(c.Namespace), client.MatchingFields{jobOwnerKey: "Corpus/" + c.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
-	sort.Slice(jobs.Items, func(i, j int) bool { // newest first
-		a, b := jobs.Items[i].CreationTimestamp, jobs.Items[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return b.Before(&a)
-		}
-		return jobs.Items[i].Name > jobs.Items[j].Name
-	})
+	sortScanJobs(jobs.Items)
 	var current *batchv1.Job
 	for i := range jobs.Items {
 		if jobs.Items[i].Labels[LabelRevision] == strconv.FormatInt(c.Generation, 10) {
@@ -230,6 +228,7 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 	requested := request != "" && request != c.Status.LastHandledScanRequest
 	trigger := r.scanTrigger(c, current, request, requested, interval)
 	due := trigger != ""
+	cause := "" // why a scan starts after a failed one, for the condition message
 	if current != nil {
 		state, failure := stateOf(current)
 		switch state {
@@ -241,10 +240,17 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			conditions.MarkNotReady(c, ReasonSourceUnreadable, fmt.Sprintf("scan Job %s failed: %s", current.Name, msg))
-			if !due || current.CreationTimestamp.Add(interval).After(r.now()) {
-				return ctrl.Result{RequeueAfter: interval}, nil
+			next, wait, note, err := r.afterFailedScan(ctx, c, current, jobs.Items, request, requested, interval)
+			if err != nil {
+				return ctrl.Result{}, err
 			}
+			failed := fmt.Sprintf("scan Job %s failed: %s", current.Name, msg)
+			if next == "" {
+				conditions.MarkNotReady(c, ReasonSourceUnreadable, failed+"; "+note)
+				r.pruneScanJobs(ctx, c, jobs.Items, interval)
+				return ctrl.Result{RequeueAfter: max(wait, time.Second)}, nil
+			}
+			trigger, due, cause = next, true, " ("+note+" after "+failed+")"
 		case jobSucceeded:
 			done, last := current.Status.CompletionTime, c.Status.LastSyncTime
 			switch {
@@ -266,7 +272,7 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 		}
 	}
 	if !due {
-		r.pruneScanJobs(ctx, c, jobs.Items)
+		r.pruneScanJobs(ctx, c, jobs.Items, interval)
 		next := interval
 		if c.Status.LastSyncTime != nil {
 			next = time.Until(c.Status.LastSyncTime.Add(interval))
@@ -290,7 +296,7 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 	if requested {
 		c.Status.LastHandledScanRequest = request
 	}
-	conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s started", w.name))
+	conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s started%s", w.name, cause))
 	return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
 }
 
@@ -335,18 +341,206 @@ func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Cor
 	return true, nil
 }
 
-// pruneScanJobs keeps the newest finished scan Jobs.
-func (r *CorpusReconciler) pruneScanJobs(ctx context.Context, c *ragopsv1alpha1.Corpus, jobs []batchv1.Job) {
+// pruneScanJobs keeps the newest finished scan Jobs: scanJobsKept of them, or as many as the
+// backoff of a run of failed scans counts (see failedStreak), at most the number after which
+// the wait reaches interval.
+func (r *CorpusReconciler) pruneScanJobs(ctx context.Context, c *ragopsv1alpha1.Corpus, jobs []batchv1.Job, interval time.Duration) {
+	keep := max(scanJobsKept, min(failedStreak(c, jobs), backoffSteps(interval)))
 	kept := 0
 	for _, j := range jobs {
 		if s, _ := stateOf(&j); s == jobRunning {
 			continue
 		}
 		kept++
-		if kept > scanJobsKept {
+		if kept > keep {
 			_ = deleteJob(ctx, r.Client, c.Namespace, j.Name)
 		}
 	}
+}
+
+// sortScanJobs orders scan Jobs newest first: by creation time (whole seconds), then, in the
+// same second, a Job still running before a finished one (a scan starts only once the one
+// before it finished), a later finish first, and, finished in the same second too, a
+// succeeded one first (its result is recorded rather than lost), then by name.
+func sortScanJobs(jobs []batchv1.Job) {
+	sort.SliceStable(jobs, func(i, j int) bool {
+		a, b := &jobs[i], &jobs[j]
+		if ca, cb := a.CreationTimestamp, b.CreationTimestamp; !ca.Equal(&cb) {
+			return cb.Before(&ca)
+		}
+		fa, fb := finishedAt(a), finishedAt(b)
+		switch {
+		case fa.IsZero() != fb.IsZero():
+			return fa.IsZero()
+		case !fa.Equal(fb):
+			return fa.After(fb)
+		}
+		if sa, sb := scanSucceeded(a), scanSucceeded(b); sa != sb {
+			return sa
+		}
+		return a.Name > b.Name
+	})
+}
+
+// finishedAt is when a Job completed or failed (its Complete or Failed condition); zero while
+// it runs.
+func finishedAt(job *batchv1.Job) time.Time {
+	for _, cond := range job.Status.Conditions {
+		if cond.Status == corev1.ConditionTrue && (cond.Type == batchv1.JobComplete || cond.Type == batchv1.JobFailed) {
+			if cond.LastTransitionTime.IsZero() && job.Status.CompletionTime != nil {
+				return job.Status.CompletionTime.Time
+			}
+			return cond.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+func scanSucceeded(job *batchv1.Job) bool {
+	s, _ := stateOf(job)
+	return s == jobSucceeded
+}
+
+// failedStreak counts the scan Jobs of c's generation that failed in a row, newest first
+// (jobs sorted by sortScanJobs), up to the newest one that succeeded or still runs.
+func failedStreak(c *ragopsv1alpha1.Corpus, jobs []batchv1.Job) int {
+	gen := strconv.FormatInt(c.Generation, 10)
+	n := 0
+	for i := range jobs {
+		if jobs[i].Labels[LabelRevision] != gen {
+			continue
+		}
+		if s, _ := stateOf(&jobs[i]); s != jobFailed {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// scanRetryDelay is the wait after the failure that ends a run of failures consecutive
+// failed scans (failures >= 1): ScanRetryBase doubled failures-1 times, at most interval.
+func scanRetryDelay(failures int, interval time.Duration) time.Duration {
+	d := ScanRetryBase
+	for i := 1; i < failures && d < interval; i++ {
+		d *= 2
+	}
+	return min(d, interval)
+}
+
+// backoffSteps is the number of consecutive failures after which scanRetryDelay reaches
+// interval (at least 1).
+func backoffSteps(interval time.Duration) int {
+	n := 1
+	for scanRetryDelay(n, interval) < interval {
+		n++
+	}
+	return n
+}
+
+// afterFailedScan decides what follows the failed scan Job current (the newest of c's
+// generation): a new scan at once for a new ragops.dev/scan-requested value, or when a Secret
+// or PVC the source names was created or changed since current was created (a fix); else an
+// automatic retry once the backoff after the run of failures has passed (see
+// scanRetryDelay). It returns the trigger of the scan to start (see scanTrigger), or "" and
+// how long to wait; note says what happens next, for the condition message.
+func (r *CorpusReconciler) afterFailedScan(ctx context.Context, c *ragopsv1alpha1.Corpus, current *batchv1.Job, jobs []batchv1.Job,
+	request string, requested bool, interval time.Duration) (trigger string, wait time.Duration, note string, err error) {
+	if requested {
+		return "request/" + request, 0, "requested by " + annotationScanRequested + "=" + request, nil
+	}
+	changed, err := r.referenceChangedSince(ctx, c, current.CreationTimestamp.Time)
+	if err != nil {
+		return "", 0, "", err
+	}
+	if changed != "" {
+		return "references/" + current.Name, 0, changed + " changed", nil
+	}
+	failures := failedStreak(c, jobs)
+	delay := scanRetryDelay(failures, interval)
+	failedAt := finishedAt(current)
+	if failedAt.IsZero() {
+		failedAt = current.CreationTimestamp.Time
+	}
+	if wait = failedAt.Add(delay).Sub(r.now()); wait <= 0 {
+		return "retry/" + current.Name, 0, fmt.Sprintf("retry %d", failures), nil
+	}
+	return "", wait, fmt.Sprintf("retry %d in %s (%d failed in a row; the wait starts at %s and doubles up to the interval, %s), "+
+		"at once on a new %s value or a change of the Secret or PVC the source names",
+		failures, wait.Round(time.Second), failures, ScanRetryBase, interval, annotationScanRequested), nil
+}
+
+// referenceChangedSince names the first Secret or PVC the source of c names that was created
+// or changed (per its managed fields' times) after since, both in whole seconds; "" when none
+// was. A change in the second of since itself is not seen (the backoff retries anyway). A
+// missing one is left to checkReferences.
+func (r *CorpusReconciler) referenceChangedSince(ctx context.Context, c *ragopsv1alpha1.Corpus, since time.Time) (string, error) {
+	type ref struct {
+		what string
+		obj  client.Object
+	}
+	var refs []ref
+	s := c.Spec
+	for _, sr := range []struct {
+		field string
+		sel   *ragopsv1alpha1.LocalObjectReference
+	}{
+		{"spec.s3.secretRef", s3SecretRef(s.S3)}, {"spec.git.secretRef", gitSecretRef(s.Git)}, {"spec.http.headersSecretRef", httpSecretRef(s.HTTP)},
+	} {
+		if sr.sel != nil {
+			refs = append(refs, ref{fmt.Sprintf("%s Secret %q", sr.field, sr.sel.Name), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sr.sel.Name}}})
+		}
+	}
+	if s.PVC != nil {
+		refs = append(refs, ref{fmt.Sprintf("spec.pvc.claimName PersistentVolumeClaim %q", s.PVC.ClaimName),
+			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: s.PVC.ClaimName}}})
+	}
+	live := r.Options.reader(r.Client)
+	for _, rf := range refs {
+		err := live.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rf.obj.GetName()}, rf.obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return "", err
+		}
+		if lastChange(rf.obj).After(since) {
+			return rf.what, nil
+		}
+	}
+	return "", nil
+}
+
+// lastChange is when an object was created or last written by any field manager (whole
+// seconds).
+func lastChange(o client.Object) time.Time {
+	t := o.GetCreationTimestamp().Time
+	for _, mf := range o.GetManagedFields() {
+		if mf.Time != nil && mf.Time.After(t) {
+			t = mf.Time.Time
+		}
+	}
+	return t
+}
+
+func s3SecretRef(s *ragopsv1alpha1.S3Source) *ragopsv1alpha1.LocalObjectReference {
+	if s == nil {
+		return nil
+	}
+	return s.SecretRef
+}
+
+func gitSecretRef(g *ragopsv1alpha1.GitSource) *ragopsv1alpha1.LocalObjectReference {
+	if g == nil {
+		return nil
+	}
+	return g.SecretRef
+}
+
+func httpSecretRef(h *ragopsv1alpha1.HTTPSource) *ragopsv1alpha1.LocalObjectReference {
+	if h == nil {
+		return nil
+	}
+	return h.HeadersSecretRef
 }
 
 // scanTrigger names what makes a scan of c due, or returns "" when none is. current is the
@@ -356,6 +550,10 @@ func (r *CorpusReconciler) pruneScanJobs(ctx context.Context, c *ragopsv1alpha1.
 //   - "request/<value>": the ragops.dev/scan-requested annotation has a value not yet handled;
 //   - "schedule/<n>": interval passed since the last sync; n is the interval-long slot of the
 //     clock (Unix time divided by interval) the scan starts in.
+//
+// After a failed scan Job F, afterFailedScan replaces the schedule with "references/<F>" (a
+// Secret or PVC of the source changed since F was created) and "retry/<F>" (F's backoff
+// passed): one scan per failed Job and cause.
 //
 // Views of c and of its Jobs that lag behind each other agree on the trigger, except across a
 // slot boundary, so they name the same scan Job.

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
@@ -42,12 +43,23 @@ type Document struct {
 }
 
 // Skipped is a document left out, with its reason (reader.SkipReason values, or TooLarge,
-// Unreadable).
+// Unreadable, ChangedWhileRead).
 type Skipped struct {
 	ID     string
 	Reason string
 	Err    error
+	// Container is set when ID is a file that holds many documents (a BEIR corpus.jsonl)
+	// and the walk could not read all of them: it could not be opened, or it changed
+	// between the listing and the end of its read (see ReasonChangedWhileRead). Which of
+	// its documents were not visited is unknown, so none of them may count as removed.
+	Container bool
 }
+
+// ReasonChangedWhileRead is the skip reason of a container file (a BEIR corpus.jsonl) whose
+// size, modification time or identity when read differs from the listing, or whose read
+// ended before the listed size (it was rewritten or truncated meanwhile): the documents read
+// from it may be a partial view.
+const ReasonChangedWhileRead = "ChangedWhileRead"
 
 // DocumentReader turns raw bytes into a Document (a reader.Mux, or formats.Readers).
 type DocumentReader interface {
@@ -62,6 +74,7 @@ type Source struct {
 	files  []string // selected, sorted, relative to root
 	read   DocumentReader
 	sizes  map[string]int64
+	infos  map[string]fs.FileInfo // as listed, to tell a file changed since the listing
 }
 
 // Open materialises src under workDir (used only for fetched sources) and lists its
@@ -73,7 +86,7 @@ type Source struct {
 // Errors: no source set, an unreadable folder, a failed download or clone, a checksum
 // mismatch, a bad glob, an S3 key or Git path escaping its folder, an unknown Git ref.
 func Open(ctx context.Context, src plan.Source, workDir string, read DocumentReader) (*Source, error) {
-	s := &Source{spec: src, read: read, sizes: map[string]int64{}}
+	s := &Source{spec: src, read: read, sizes: map[string]int64{}, infos: map[string]fs.FileInfo{}}
 	switch {
 	case src.Dir != "":
 		s.root = src.Dir
@@ -126,6 +139,7 @@ func Open(ctx context.Context, src plan.Source, workDir string, read DocumentRea
 		}
 		s.files = append(s.files, rel)
 		s.sizes[rel] = info.Size()
+		s.infos[rel] = info
 		return nil
 	})
 	if err != nil {
@@ -161,6 +175,13 @@ func Shard(id string, index, n int) bool {
 // skip for every document left out. With list set it does not extract text (Doc is unset)
 // and visits every document whatever its format. keep filters documents by ID before they
 // are read; nil keeps all.
+//
+// A BEIR file that cannot be opened, or that changed since Open listed it (size,
+// modification time or file identity) or while it was read (the read ended before the
+// listed size), is reported with skip as a Container under its path, after the records read
+// from it were visited: a caller must not take its records that were not visited as
+// removed. A read error inside a BEIR file (an I/O error, a line over beir.MaxLineBytes)
+// ends the walk with an error.
 func (s *Source) Walk(ctx context.Context, list bool, keep func(id string) bool, visit func(Document) error, skip func(Skipped)) error {
 	for _, rel := range s.files {
 		if err := ctx.Err(); err != nil {
@@ -211,11 +232,17 @@ func (s *Source) Walk(ctx context.Context, list bool, keep func(id string) bool,
 func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep func(string) bool, visit func(Document) error, skip func(Skipped)) error {
 	f, err := os.Open(full)
 	if err != nil {
-		skip(Skipped{ID: rel, Reason: "Unreadable", Err: err})
+		skip(Skipped{ID: rel, Reason: "Unreadable", Err: err, Container: true})
 		return nil
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	listed := s.infos[rel]
+	if err := sameFile(listed, f); err != nil {
+		skip(Skipped{ID: rel, Reason: ReasonChangedWhileRead, Err: fmt.Errorf("changed since it was listed: %w", err), Container: true})
+		return nil
+	}
+	cr := &countingReader{r: f}
+	sc := bufio.NewScanner(cr)
 	sc.Buffer(make([]byte, 1<<20), beir.MaxLineBytes)
 	line := 0
 	for sc.Scan() {
@@ -253,6 +280,34 @@ func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s line %d: %w", rel, line+1, err)
+	}
+	// A file truncated or rewritten in place while it was read ends early, or ends with
+	// another size or modification time than listed.
+	err = sameFile(listed, f)
+	if err == nil && cr.n != listed.Size() {
+		err = fmt.Errorf("read %d of its %d listed bytes", cr.n, listed.Size())
+	}
+	if err != nil {
+		skip(Skipped{ID: rel, Reason: ReasonChangedWhileRead, Err: fmt.Errorf("changed while it was read (after line %d): %w", line, err), Container: true})
+	}
+	return nil
+}
+
+// sameFile returns an error saying what differs when the open file f is not the file listed
+// (another file at that path) or has another size or modification time now.
+func sameFile(listed fs.FileInfo, f *os.File) error {
+	now, err := f.Stat()
+	switch {
+	case err != nil:
+		return err
+	case listed == nil:
+		return errors.New("not in the listing")
+	case !os.SameFile(listed, now):
+		return errors.New("another file is at its path")
+	case now.Size() != listed.Size():
+		return fmt.Errorf("%d bytes, %d when listed", now.Size(), listed.Size())
+	case !now.ModTime().Equal(listed.ModTime()):
+		return fmt.Errorf("modified at %s, %s when listed", now.ModTime().UTC().Format(time.RFC3339Nano), listed.ModTime().UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }

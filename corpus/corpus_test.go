@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -189,5 +190,69 @@ func TestFetchChecksArchiveAndRefusesEscapes(t *testing.T) {
 	}
 	if _, err := Fetch(ctx, srv.URL+"/evil.tar.gz", "", hdr, t.TempDir()); err == nil || !strings.Contains(err.Error(), "escapes") {
 		t.Errorf("path traversal: err %v, want a refusal", err)
+	}
+}
+
+// Defect 4 of issue 32: a corpus.jsonl truncated while it is read (here by the visit of its
+// first record; the file is larger than the scanner's 1 MiB buffer, so the rest is read
+// after the truncation) ends early. The walk reports the file, after the records it read, as
+// a Container skipped ChangedWhileRead: the records it did not reach are not removed ones.
+func TestWalkReportsAContainerTruncatedWhileRead(t *testing.T) {
+	dir := t.TempDir()
+	jsonl := filepath.Join(dir, "corpus.jsonl")
+	const n = 4000
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"_id":"d%04d","text":"%s"}`+"\n", i, strings.Repeat("woord ", 60))
+	}
+	if err := os.WriteFile(jsonl, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() < 1<<20+1<<18 {
+		t.Fatalf("corpus of %d bytes: make it larger than the scanner's buffer", b.Len())
+	}
+	s, err := Open(context.Background(), plan.Source{Dir: dir}, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	visited := 0
+	var skips []Skipped
+	err = s.Walk(context.Background(), false, nil, func(d Document) error {
+		visited++
+		if visited == 1 {
+			return os.Truncate(jsonl, 1000)
+		}
+		return nil
+	}, func(sk Skipped) { skips = append(skips, sk) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if visited == 0 || visited >= n {
+		t.Fatalf("visited %d records of %d: the truncation did not cut the read", visited, n)
+	}
+	var container *Skipped
+	for i := range skips {
+		if skips[i].ID == "corpus.jsonl" {
+			container = &skips[i]
+		}
+	}
+	if container == nil || !container.Container || container.Reason != ReasonChangedWhileRead ||
+		!strings.Contains(container.Err.Error(), "changed while it was read") {
+		t.Fatalf("visited %d of %d records; skips %+v: want corpus.jsonl skipped as a Container, ChangedWhileRead", visited, n, skips)
+	}
+
+	// Read again whole (now 1000 bytes, as listed by a new Open): no skip of the file.
+	s, err = Open(context.Background(), plan.Source{Dir: dir}, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	skips = nil
+	if err := s.Walk(context.Background(), true, nil, func(Document) error { return nil }, func(sk Skipped) { skips = append(skips, sk) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, sk := range skips {
+		if sk.Container {
+			t.Errorf("unchanged file reported %+v", sk)
+		}
 	}
 }

@@ -149,6 +149,7 @@ func placeholder(dst string, size int64) error {
 	return errors.Join(f.Truncate(size), f.Close())
 }
 
+// countingReader counts the bytes read through it.
 type countingReader struct {
 	r io.Reader
 	n int64

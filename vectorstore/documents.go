@@ -95,12 +95,18 @@ func (s *Store) ReplaceDocument(ctx context.Context, collection, docID string, c
 }
 
 // Count returns the number of chunk objects in a collection or behind an alias.
+//
+// Consistency: Weaviate's Aggregate takes no consistency level (v1.37: neither the GraphQL
+// Aggregate nor the gRPC AggregateRequest has one), but it answers this unfiltered meta
+// count by asking every replica of every shard and taking the most common answer (the median
+// when there is none): a replica that lags behind the others does not change it
+// (TestClusterCountThroughALaggingReplicaIsExact).
 func (s *Store) Count(ctx context.Context, name string) (int, error) {
 	return s.count(ctx, name, nil)
 }
 
 // CountDocument returns the number of chunks of document docID in a collection or behind an
-// alias.
+// alias. Like every filtered aggregate it reads one replica per shard (see CountDocuments).
 func (s *Store) CountDocument(ctx context.Context, name, docID string) (int, error) {
 	return s.count(ctx, name, docFilter(docID))
 }

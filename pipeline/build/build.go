@@ -89,7 +89,11 @@ func (l *lazyReaders) Close() {
 //
 // Documents that fail to read, are too large or fail to chunk are counted in Skipped by
 // reason; in an incremental sync, those that had chunks keep them and are also counted in
-// Kept (a document that cannot be read now is not a removed document). Errors: the model,
+// Kept (a document that cannot be read now is not a removed document). A container file (a
+// BEIR corpus.jsonl) that cannot be opened or changed while it was read is one Skipped
+// entry; since the collection does not record which file held which document, the sync then
+// deletes none of the shard's documents it did not see, and counts them in Kept (the
+// deletions wait for a sync that reads every container). Errors: the model,
 // Weaviate or the corpus source fail, or the readers cannot start (*ReadersError).
 func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.BuildResult, error) {
 	start := time.Now()
@@ -179,8 +183,9 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	log.Info("shard", "shard", o.Shard, "shards", p.Shards, "documents", total, "incremental", p.Incremental, "existing", len(states))
 
 	prog := progress.New(log, "embedding", total, o.ProgressEvery)
-	seen := map[string]bool{}  // incremental: documents still in the corpus
-	wrote := map[string]bool{} // full build: documents with chunks, written or resumed
+	seen := map[string]bool{}    // incremental: documents still in the corpus
+	emptied := map[string]bool{} // read, with no text: their chunks go
+	wrote := map[string]bool{}   // full build: documents with chunks, written or resumed
 	var pending []corpus.Document
 	var pendingChunks [][]chunkers.Chunk
 	var done int64
@@ -233,6 +238,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var fatal error
+	var unreadContainers []string // container files not read whole: unseen documents are kept
 	err = src.Walk(wctx, false, mine, func(d corpus.Document) error {
 		seen[d.ID] = true
 		if st, had := states[d.ID]; p.Incremental && had && st.Consistent() && st.Hash == d.Hash {
@@ -254,6 +260,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 		if len(chunks) == 0 {
 			// Its earlier chunks (if any) go, as a clean build would have none.
 			delete(seen, d.ID)
+			emptied[d.ID] = true
 			res.Skipped[string(reader.Empty)]++
 			log.Warn("document skipped", "document", d.ID, "reason", reader.Empty)
 			return nil
@@ -284,6 +291,9 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 			return
 		}
 		res.Skipped[sk.Reason]++
+		if sk.Container {
+			unreadContainers = append(unreadContainers, sk.ID)
+		}
 		if _, had := existing[sk.ID]; had {
 			// Its previous chunks stay: the document is still in the corpus.
 			seen[sk.ID] = true
@@ -303,14 +313,27 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	}
 	// Documents of this shard that are no longer in the corpus (a sync), or that an earlier
 	// run of this revision wrote but this one did not (a rebuild on a newer corpus revision),
-	// are deleted: the collection ends as a clean build of the corpus would leave it.
-	for id := range states {
+	// are deleted: the collection ends as a clean build of the corpus would leave it. In a
+	// sync that could not read a container whole, an unseen document may be one of its
+	// records: all of them stay.
+	var keptUnseen int64
+	for id, st := range states {
+		if p.Incremental && !seen[id] && len(unreadContainers) > 0 && !emptied[id] {
+			res.Kept++
+			keptUnseen++
+			shardChunks += int64(st.Chunks)
+			continue
+		}
 		if (p.Incremental && !seen[id]) || (!p.Incremental && !wrote[id]) {
 			if _, err := store.DeleteDocument(ctx, p.Collection, id); err != nil {
 				return res, err
 			}
 			res.Deleted++
 		}
+	}
+	if len(unreadContainers) > 0 && p.Incremental {
+		log.Warn("container files not read whole: documents not seen in this sync keep their chunks",
+			"files", unreadContainers, "keptDocuments", keptUnseen)
 	}
 	shardChunks += res.Chunks
 	res.ShardChunks = &shardChunks
