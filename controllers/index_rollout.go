@@ -110,7 +110,8 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
 	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
-	return proceedFor(jitter(r.Options.DriftInterval)), nil
+	// It caught up with the Corpus just above: it serves (the sync step ran before the move).
+	return proceedFor(jitter(r.Options.DriftInterval)).with(outcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
 }
 
 // collectionError handles a failed Weaviate call about a built revision's collection. When

@@ -61,12 +61,12 @@ func TestClusterCountThroughALaggingReplicaIsExact(t *testing.T) {
 	if err != nil || got != n {
 		t.Fatalf("Count through node3 (its replica holds %d) = %d, %v; want %d: the count read one replica", n/2, got, err, n)
 	}
-	// What CountDocuments' doc says: node3's own replica answers, with its 15 documents of 30.
-	// Should this fail with 30, Weaviate reads filtered aggregates at a higher consistency now:
-	// update that doc (and the controllers' verify can trust the document count).
+	// CountDocuments (a filtered aggregate) reads one replica: through node3 it has given 15
+	// of 30 and, in a CI run, 0 of 30 (the replica it picked). Only logged: it is not exact
+	// through a lagging replica, which is what its doc says.
 	docs, err := via3.CountDocuments(ctx, coll)
-	if err != nil || docs != n/8 {
-		t.Errorf("CountDocuments through node3 = %d, %v; want node3's own %d of %d", docs, err, n/8, n/4)
+	if err != nil {
+		t.Errorf("CountDocuments through node3: %v", err)
 	}
 	t.Logf("through node3 (its replica holds %d of %d chunks): Count %d, CountDocuments %d of %d", n/2, n, got, docs, n/4)
 }
