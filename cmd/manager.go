@@ -34,7 +34,7 @@ func newManagerCommand() *cobra.Command {
 		leaderElectionNS                    string
 		leaderElect                         bool
 		progress, drift, finalizerTimeout   time.Duration
-		outageWait                          time.Duration
+		outageWait, jobStopTimeout          time.Duration
 		indexConcurrency                    int
 		watchNamespaces                     []string
 		zapOpts                             = zap.Options{}
@@ -73,7 +73,7 @@ func newManagerCommand() *cobra.Command {
 			ctx := ctrl.SetupSignalHandler()
 			if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 				WorkerImage: workerImage, ProgressInterval: progress, DriftInterval: drift, FinalizerTimeout: finalizerTimeout,
-				IndexConcurrency: indexConcurrency, WeaviateOutageWait: outageWait,
+				IndexConcurrency: indexConcurrency, WeaviateOutageWait: outageWait, JobStopTimeout: jobStopTimeout,
 			}); err != nil {
 				return err
 			}
@@ -97,6 +97,7 @@ func newManagerCommand() *cobra.Command {
 	f.IntVar(&indexConcurrency, "index-concurrency", 4, "how many Indexes reconcile at once")
 	f.DurationVar(&outageWait, "worker-weaviate-outage-wait", 0, "how long embedder workers wait out an unavailable Weaviate before their shard fails (0: the worker's default, 5m)")
 	f.StringSliceVar(&watchNamespaces, "watch-namespaces", nil, "namespaces whose Corpora, Indexes and Evaluations (and their Jobs, ConfigMaps, Secrets) the manager watches, comma-separated (default: all)")
+	f.DurationVar(&jobStopTimeout, "job-stop-timeout", 5*time.Minute, "how long an Index's deletion waits for its running Jobs' pods to stop before force-deleting them")
 	f.DurationVar(&finalizerTimeout, "finalizer-timeout", 15*time.Minute, "how long deletion waits for Weaviate before leaving collections behind")
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(gfs)

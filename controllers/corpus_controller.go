@@ -510,11 +510,15 @@ func (r *CorpusReconciler) referenceChangedSince(ctx context.Context, c *ragopsv
 	return "", nil
 }
 
-// lastChange is when an object was created or last written by any field manager (whole
-// seconds).
+// lastChange is when an object was created or its spec or data last written by any field
+// manager (whole seconds). A write to the status subresource (a PVC's phase, a resize) is
+// not a change of what the scan reads.
 func lastChange(o client.Object) time.Time {
 	t := o.GetCreationTimestamp().Time
 	for _, mf := range o.GetManagedFields() {
+		if mf.Subresource != "" {
+			continue
+		}
 		if mf.Time != nil && mf.Time.After(t) {
 			t = mf.Time.Time
 		}

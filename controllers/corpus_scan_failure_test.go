@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -211,4 +212,56 @@ func TestFailedScanIsRetriedWithExponentialBackoff(t *testing.T) {
 	if _, n := reconcile(failed); n != 10 {
 		t.Fatalf("a stale reconcile started another retry: %d scan Jobs, want 10", n)
 	}
+}
+
+// Defect 10 of issue 32: a write to a referenced PVC's status (its phase, a resize) is not a
+// fix of the source and starts no scan; a write to its metadata or spec does, at once.
+func TestFailedScanIgnoresAStatusWriteToItsPVC(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "archief"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
+		Spec: ragopsv1alpha1.CorpusSpec{PVC: &ragopsv1alpha1.PVCSource{ClaimName: "archief"}}}
+	for _, o := range []client.Object{pvc, corpus} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var jobs []batchv1.Job
+	eventually(t, 30*time.Second, "the first scan Job", func() (bool, error) {
+		jobs = ownedJobs(t, ns, corpus)
+		return len(jobs) == 1, nil
+	})
+	finishJob(t, &jobs[0], 1, `{"error":"open /corpus/besluiten: no such file or directory"}`)
+	eventually(t, 30*time.Second, "the failed scan reported", func() (bool, error) {
+		var c ragopsv1alpha1.Corpus
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), &c); err != nil {
+			return false, err
+		}
+		r := condition(&c, ragopsv1alpha1.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == controllers.ReasonSourceUnreadable, nil
+	})
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	pvc.Status.Phase = corev1.ClaimBound
+	if err := env.Client.Status().Update(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	// The first retry is 30 s away: a Job within 8 s was started by the status write.
+	deadline := time.Now().Add(8 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := len(ownedJobs(t, ns, corpus)); n != 1 {
+			t.Fatalf("%d scan Jobs after a write to the PVC's status, want 1", n)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Labels = map[string]string{"archief.example.org/hersteld": "ja"}
+	if err := env.Client.Update(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	waitSecondScan(t, corpus, "after the PVC was relabelled")
 }

@@ -47,7 +47,10 @@ const (
 	ReasonIndexSuspended       = "Suspended"
 	ReasonJobConflict          = "JobConflict"
 	ReasonDeleting             = "Deleting"
-	annotationLastCorpusSync   = "ragops.dev/corpus-revision"
+	// ReasonJobsNotStopping: an Index's deletion force-deleted the pods of its running Jobs
+	// that had not stopped within JobStopTimeout (stuck Terminating, often on a lost node).
+	ReasonJobsNotStopping    = "JobsNotStopping"
+	annotationLastCorpusSync = "ragops.dev/corpus-revision"
 )
 
 // IndexReconciler builds Index revisions with embedder Jobs, rolls them out by moving the
@@ -300,6 +303,9 @@ func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (st
 	}
 	if msg != "" {
 		return stalled(reason, msg), nil
+	}
+	if err := holdCleanupRefs(ctx, r.Client, idx); err != nil {
+		return stop, err
 	}
 	alias, err := vectorstore.AliasName(idx.Namespace, idx.Name)
 	if err != nil {

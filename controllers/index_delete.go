@@ -21,14 +21,21 @@ import (
 	"github.com/ragops/ragops/vectorstore"
 )
 
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+
 // stopRunningJobs deletes the Index's running Jobs (foreground: each goes once its pods are
-// gone) and returns the names of those not gone yet.
-func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alpha1.Index) ([]string, error) {
+// gone) and describes those whose pods have not stopped yet. A Job counts as stopped once the
+// API server lists no pod of it (its own removal may lag behind the garbage collector). Pods
+// still there JobStopTimeout after the Index's deletion (stuck Terminating on a lost node)
+// are force-deleted, with a Warning Event naming them and their nodes: a process on a node
+// that cannot be reached may still run, and a person should look at that node.
+// forced says whether pods were force-deleted.
+func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alpha1.Index) (waiting []string, forced bool, err error) {
 	var jobs batchv1.JobList
 	if err := r.List(ctx, &jobs, client.InNamespace(idx.Namespace), client.MatchingFields{jobOwnerKey: "Index/" + idx.Name}); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var running []string
+	overdue := time.Since(idx.DeletionTimestamp.Time) >= r.Options.JobStopTimeout
 	for _, j := range jobs.Items {
 		if !metav1.IsControlledBy(&j, idx) {
 			continue
@@ -38,12 +45,34 @@ func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alph
 		}
 		if j.DeletionTimestamp.IsZero() {
 			if err := deleteJob(ctx, r.Client, j.Namespace, j.Name); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
-		running = append(running, j.Name)
+		var pods corev1.PodList
+		if err := r.Options.reader(r.Client).List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": j.Name}); err != nil {
+			return nil, false, err
+		}
+		if len(pods.Items) == 0 {
+			continue
+		}
+		var stuck []string
+		for _, p := range pods.Items {
+			stuck = append(stuck, fmt.Sprintf("pod %s on node %q", p.Name, p.Spec.NodeName))
+		}
+		if overdue {
+			for _, p := range pods.Items {
+				if err := r.Delete(ctx, &p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+					return nil, false, err
+				}
+			}
+			forced = true
+			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonJobsNotStopping, "Delete",
+				"Job %s: %s did not stop within %s of the Index's deletion; force-deleted (check the node: a process there may still run)",
+				j.Name, strings.Join(stuck, ", "), r.Options.JobStopTimeout)
+		}
+		waiting = append(waiting, fmt.Sprintf("%s (%s)", j.Name, strings.Join(stuck, ", ")))
 	}
-	return running, nil
+	return waiting, forced, nil
 }
 
 // reconcileDelete stops running Jobs, then removes the alias, then every revision
@@ -59,13 +88,18 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 	if !skip {
 		// A running build or sync pod could write into (or, starting, recreate) a collection
 		// deleted under it: stop the running Jobs and wait until their pods are gone.
-		running, err := r.stopRunningJobs(ctx, idx)
+		running, forced, err := r.stopRunningJobs(ctx, idx)
 		if err != nil {
 			return stop, err
 		}
+		if forced {
+			return stopFor(2*time.Second).with(outcomeDeletionBlocked, ReasonJobsNotStopping,
+				fmt.Sprintf("pods did not stop within %s and were force-deleted; waiting for Job(s) %s to go", r.Options.JobStopTimeout, strings.Join(running, ", "))), nil
+		}
 		if len(running) > 0 {
 			return stopFor(2*time.Second).with(outcomeDeletionBlocked, ReasonDeleting,
-				fmt.Sprintf("waiting for the pods of Job(s) %s to stop before deleting the collections", strings.Join(running, ","))), nil
+				fmt.Sprintf("waiting for the pods of Job(s) %s to stop before deleting the collections (force-deleted %s after the Index's deletion)",
+					strings.Join(running, ", "), r.Options.JobStopTimeout)), nil
 		}
 	}
 	var leftovers []string
@@ -109,11 +143,18 @@ func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alph
 	apiKey := ""
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
 		var sec corev1.Secret
-		if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: ref.Name}, &sec); err == nil {
-			apiKey = string(sec.Data[ref.Key])
+		if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: ref.Name}, &sec); err != nil {
+			return fmt.Errorf("spec.weaviate.apiKeySecretRef: Secret %q cannot be read (restore it, or annotate %s=true): %w", ref.Name, AnnotationSkipCleanup, err)
 		}
+		apiKey = string(sec.Data[ref.Key])
 	}
-	ca, _, _, _ := weaviateCABundle(ctx, r.Client, idx.Namespace, idx.Spec.Weaviate)
+	ca, msg, _, err := weaviateCABundle(ctx, r.Client, idx.Namespace, idx.Spec.Weaviate)
+	if err != nil {
+		return err
+	}
+	if msg != "" {
+		return fmt.Errorf("%s (restore it, or annotate %s=true)", msg, AnnotationSkipCleanup)
+	}
 	store, err := r.Options.NewStore(idx.Spec.Weaviate, apiKey, ca)
 	if err != nil {
 		return err

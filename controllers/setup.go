@@ -50,6 +50,9 @@ type Options struct {
 	// image that cannot be had) before the object says so with PodsNotStarting (default 10
 	// minutes); causes that cannot pass by themselves are reported at once.
 	PodStartTimeout time.Duration
+	// JobStopTimeout bounds how long an Index's deletion waits for the pods of its running
+	// Jobs to stop before it force-deletes them (default 5 minutes).
+	JobStopTimeout time.Duration
 	// JobDeadline is the activeDeadlineSeconds of a worker Job whose template sets none
 	// (default 7 days): a backstop so that no Job runs, or waits, forever.
 	JobDeadline time.Duration
@@ -95,6 +98,9 @@ func (o *Options) defaults() {
 	if o.PodStartTimeout <= 0 {
 		o.PodStartTimeout = 10 * time.Minute
 	}
+	if o.JobStopTimeout <= 0 {
+		o.JobStopTimeout = 5 * time.Minute
+	}
 	if o.JobDeadline <= 0 {
 		o.JobDeadline = 7 * 24 * time.Hour
 	}
@@ -115,7 +121,8 @@ const (
 	corpusBySource   = ".spec.source.name"
 )
 
-// Finalizer is the one finalizer ragops adds (to Index); ragops never removes any other.
+// Finalizer is the finalizer ragops adds to an Index until its alias and collections are gone;
+// CleanupFinalizer holds what that cleanup reads. ragops never removes any other finalizer.
 const Finalizer = "ragops.dev/cleanup"
 
 // AnnotationRetry on an Index, set to a new value (a timestamp), rebuilds its Failed desired
@@ -209,6 +216,11 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	if err := (&IndexReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	for _, kind := range []string{"Secret", "ConfigMap"} {
+		if err := (&CleanupRefReconciler{Client: mgr.GetClient(), Kind: kind}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	return (&EvaluationReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr)
 }

@@ -9,7 +9,10 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
@@ -103,4 +106,58 @@ func buildJobOf(t *testing.T, ns string) string {
 		return false, nil
 	})
 	return fmt.Sprintf("besluiten-%s-build", rev)
+}
+
+// Defect 12 of issue 32: an Index deletion waited with no bound for the pods of its running
+// Jobs; a pod stuck on a lost node held it forever. Now the wait names the pod and its node,
+// and JobStopTimeout (4 s in this suite) after the deletion the pod is force-deleted, a
+// Warning Event says so, and the cleanup goes on.
+func TestIndexDeletionForceDeletesPodsStuckOnALostNode(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	fixture(t, ns, nil)
+	job := waitJob(t, ns, buildJobOf(t, ns))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-0", Labels: podLabels(job),
+		Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "0"}}, Spec: *job.Spec.Template.Spec.DeepCopy()}
+	pod.Spec.NodeName = "verloren-knoop"
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// A graceful delete of a pod bound to a node waits for its kubelet, which is gone.
+	if err := env.Client.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, getIndex(t, ns, "besluiten")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Second, "the wait names the pod and its node", func() (bool, error) {
+		c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionDeletionBlocked)
+		return c != nil && c.Reason == controllers.ReasonDeleting &&
+			strings.Contains(c.Message, fmt.Sprintf(`pod %s on node "verloren-knoop"`, pod.Name)), nil
+	})
+	eventually(t, 30*time.Second, "Index gone", func() (bool, error) {
+		var ix ragopsv1alpha1.Index
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &ix)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("stuck pod still there after the deletion (err %v)", err)
+	}
+	var evs eventsv1.EventList
+	if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	warned := 0
+	for _, e := range evs.Items {
+		if e.Type == corev1.EventTypeWarning && e.Reason == controllers.ReasonJobsNotStopping && strings.Contains(e.Note, "verloren-knoop") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d JobsNotStopping Warning Events naming the node, want 1", warned)
+	}
 }

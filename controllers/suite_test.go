@@ -119,6 +119,7 @@ func startManager() error {
 		DriftInterval:    2 * time.Second,
 		FinalizerTimeout: 10 * time.Minute,
 		PodStartTimeout:  3 * time.Second,
+		JobStopTimeout:   4 * time.Second,
 		NewStore:         controllers.InstrumentStores(testStore), // as the manager wraps its stores
 	}
 	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
