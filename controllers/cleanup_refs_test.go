@@ -17,20 +17,25 @@ import (
 	"github.com/ragops/ragops/internal/testpki"
 )
 
-// keyedFixture is fixture with spec.weaviate.apiKeySecretRef naming Secret "wv-key" and a CA
-// bundle ConfigMap "wv-ca" (the test Weaviate takes any key and speaks plain HTTP, so the CA
-// is read but not used): a built, active Index "besluiten" and its collection.
+// keyedFixture is fixture with spec.weaviate.apiKeySecretRef naming Secret "wv-key" and, behind
+// a TLS proxy, a CA bundle ConfigMap "wv-ca" (the test Weaviate takes any key): a built,
+// active Index "besluiten" and its collection.
 func keyedFixture(t *testing.T, ns string) (key *corev1.Secret, ca *corev1.ConfigMap, collection string) {
 	t.Helper()
 	ctx := context.Background()
 	key = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wv-key"}, Data: map[string][]byte{"api-key": []byte("sleutel")}}
-	ca = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wv-ca"}, Data: map[string]string{"ca.crt": string(testpki.NewCA(t, "weaviate-cleanup-ca").PEM)}}
+	authority := testpki.NewCA(t, "weaviate-cleanup-ca")
+	cert := authority.Serving(t)
+	rest := testpki.NewProxy(t, wv.HTTPAddr, cert, "http/1.1")
+	grpc := testpki.NewProxy(t, wv.GRPCAddr, cert, "h2")
+	ca = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "wv-ca"}, Data: map[string]string{"ca.crt": string(authority.PEM)}}
 	for _, o := range []client.Object{key, ca} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
+		ix.Spec.Weaviate.URL, ix.Spec.Weaviate.GRPCAddress = "https://"+rest.Addr, grpc.Addr
 		ix.Spec.Weaviate.APIKeySecretRef = &ragopsv1alpha1.SecretKeySelector{Name: "wv-key", Key: "api-key"}
 		ix.Spec.Weaviate.CABundle = &ragopsv1alpha1.CABundleSource{ConfigMapKeyRef: &ragopsv1alpha1.SecretKeySelector{Name: "wv-ca", Key: "ca.crt"}}
 	})

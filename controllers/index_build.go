@@ -104,6 +104,18 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	if err != nil {
 		return stop, err
 	}
+	if len(lost) > 0 && rev.IncompleteRuns < maxIncompleteRuns {
+		// Without every shard's result the build cannot be verified: run it again. It resumes
+		// (complete documents are read and counted, not embedded again) and reports for all.
+		what := fmt.Sprintf("the results of shard(s) %s were lost (pods deleted before they were read)", strings.Join(lost, ","))
+		runs := rev.IncompleteRuns
+		if err := r.restartBuild(ctx, st, rev, what+": re-running the build to verify it (it resumes)"); err != nil {
+			return stop, err
+		}
+		rev.IncompleteRuns = runs + 1
+		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Rebuild", "revision %s: %s", rev.Name, rev.Message)
+		return stopFor(time.Second).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
+	}
 	if len(lost) == 0 {
 		if ok, res, err := r.verifyBuild(ctx, st, rev, results); !ok {
 			return res, err
@@ -122,7 +134,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 			return r.collectionError(ctx, st, rev, "count documents of "+rev.Collection, err)
 		}
 		rev.Chunks, rev.Documents = int64(n), int64(d)
-		rev.Message = fmt.Sprintf("the results of shard(s) %s were lost (pods deleted before they were read): documents and chunks counted in Weaviate, tokens and skipped documents unknown", strings.Join(lost, ","))
+		rev.Message = fmt.Sprintf("the results of shard(s) %s were lost (pods deleted before they were read) in %d re-runs: documents and chunks counted in Weaviate, tokens and skipped documents unknown", strings.Join(lost, ","), rev.IncompleteRuns)
 		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Build", "revision %s: %s", rev.Name, rev.Message)
 	}
 	metrics.ObserveBuild(idx.Namespace, idx.Name, rev.Name, rev.Documents, rev.Chunks, embedded, seconds)

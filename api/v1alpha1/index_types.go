@@ -8,7 +8,10 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.compression) || !has(self.vectorIndex) || self.vectorIndex.type != 'flat' || self.compression.type in ['None', 'BQ', 'RQ']",fieldPath=".compression.type",reason=FieldValueForbidden,message="a flat vector index supports compression None, BQ or RQ only (PQ and SQ need hnsw)"
 // +kubebuilder:validation:XValidation:rule="!has(self.compression) || !has(self.compression.rescoreLimit) || self.compression.type != 'BQ' || (has(self.vectorIndex) && self.vectorIndex.type == 'flat')",fieldPath=".compression.rescoreLimit",reason=FieldValueForbidden,message="BQ takes rescoreLimit on a flat vector index only"
 type IndexSpec struct {
-	// CorpusRef names the Corpus to index.
+	// CorpusRef names the Corpus to index. Immutable: the revision hash leaves the corpus out
+	// (its content changes are incremental syncs), so another Corpus under the same revision
+	// would mix two corpora in the served collection with no gate; index it with a new Index.
+	// +kubebuilder:validation:XValidation:rule="self.name == oldSelf.name",message="spec.corpusRef.name is immutable: create a new Index for another Corpus (its revisions are built and gated on their own)"
 	CorpusRef LocalObjectReference `json:"corpusRef"`
 	// StrategyRef names the ChunkingStrategy that cuts the documents.
 	StrategyRef LocalObjectReference `json:"strategyRef"`
@@ -18,7 +21,10 @@ type IndexSpec struct {
 	// +optional
 	// +kubebuilder:default={device: "cpu", shards: 1, threads: 1}
 	Embedder EmbedderSpec `json:"embedder,omitempty"`
-	// Weaviate is where vectors are written.
+	// Weaviate is where vectors are written. Its url is immutable: the revisions' collections
+	// and the alias live in that cluster, and cleanup and pruning reach them there; to move
+	// an Index, create one on the new cluster and delete the old one.
+	// +kubebuilder:validation:XValidation:rule="self.url == oldSelf.url",message="spec.weaviate.url is immutable: the revisions' collections live in that cluster; create a new Index on the new cluster and delete this one"
 	Weaviate WeaviateSpec `json:"weaviate"`
 	// VectorIndex configures the collection's vector index.
 	// +optional
