@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,13 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	if err != nil {
 		return stop, err
 	}
+	if hashes := modelHashes(results); len(hashes) > 1 {
+		rev.Phase = ragopsv1alpha1.RevisionFailed
+		rev.Message = fmt.Sprintf("%s: the shards embedded with different model folders (%s): the folder changed during the build; retry once it is stable", plan.ReasonModelChanged, strings.Join(hashes, ", "))
+		rev.CompletionTime = ptr.To(metav1.Now())
+		idx.Status.Build, idx.Status.Progress = nil, ""
+		return stalled(ReasonModelChanged, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
+	}
 	if len(lost) > 0 && rev.IncompleteRuns < maxIncompleteRuns {
 		// Without every shard's result the build cannot be verified: run it again. It resumes
 		// (complete documents are read and counted, not embedded again) and reports for all.
@@ -191,6 +199,18 @@ func (r *IndexReconciler) shardResults(ctx context.Context, job *batchv1.Job) (r
 	return results, lost, nil
 }
 
+// modelHashes returns the distinct model folder hashes the shards report, sorted.
+func modelHashes(results []plan.BuildResult) []string {
+	var hs []string
+	for _, br := range results {
+		if br.ModelHash != "" && !slices.Contains(hs, br.ModelHash) {
+			hs = append(hs, br.ModelHash)
+		}
+	}
+	slices.Sort(hs)
+	return hs
+}
+
 // applyBuildResults adds shard results to a revision's figures and returns the tokens this
 // Job embedded (resumed documents' excluded) and its duration in seconds (its slowest shard).
 func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult, job *batchv1.Job) (embedded int64, seconds float64) {
@@ -214,6 +234,11 @@ func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildR
 		rev.Skipped = skipped
 	}
 	rev.OCR = plan.SumOCR(results)
+	for _, br := range results {
+		if rev.ModelHash == "" {
+			rev.ModelHash = br.ModelHash
+		}
+	}
 	if job.Status.CompletionTime != nil {
 		rev.CompletionTime = job.Status.CompletionTime.DeepCopy()
 	} else {
@@ -291,7 +316,7 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 	w.plan = plan.Build{
 		Version: plan.Version, Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
 		Incremental: incremental || rev.ServedTime != nil, Shards: int(w.shards), Source: src, Strategy: strategy,
-		ModelDir: modelDir, Embedder: e, VectorIndex: idx.Spec.VectorIndex,
+		ModelDir: modelDir, ModelHash: rev.ModelHash, Embedder: e, VectorIndex: idx.Spec.VectorIndex,
 		Replication: idx.Spec.Replication, Sharding: idx.Spec.Sharding, Compression: idx.Spec.Compression,
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
 			Consistency: writeConsistency(idx)},

@@ -157,6 +157,11 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 	rev.Skipped, rev.Message, rev.SyncFailures = nil, "", 0
 	rev.OCR = plan.SumOCR(results)
 	for _, br := range results {
+		if rev.ModelHash == "" {
+			rev.ModelHash = br.ModelHash // a revision built before the hash was recorded
+		}
+	}
+	for _, br := range results {
 		for k, v := range br.Skipped {
 			if rev.Skipped == nil {
 				rev.Skipped = map[string]int64{}
@@ -198,6 +203,11 @@ func (r *IndexReconciler) syncFailed(ctx context.Context, st *indexState, rev *r
 		return stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("retry requested (%s=%s): syncing corpus revision %s into revision %s again", AnnotationRetry, retry, corpusRev, rev.Name)), nil
 	}
 	failed := fmt.Sprintf("corpus sync Job %s failed: %s; revision %s keeps serving corpus revision %s", job.Name, truncate(msg, 1024), rev.Name, rev.CorpusRevision)
+	if reason := buildFailureReason(msg); reason != ReasonBuildFailed {
+		// A refusal (the model folder changed, the strategy does not fit) does not pass by
+		// itself: no automatic retry; a fix and ragops.dev/retry run it again.
+		return stalled(reason, failed+retryHint(idx)), nil
+	}
 	if rev.SyncFailures >= maxSyncRetries {
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
 		return stalled(ReasonBuildFailed, fmt.Sprintf("%s; gave up after %d automatic retries%s", failed, rev.SyncFailures, retryHint(idx))), nil

@@ -17,6 +17,9 @@ const (
 	// (registry.CheckModelLimits, run by the build before it embeds anything); the message
 	// names the field, the positions it needs and the model's limit.
 	ReasonModelLimitExceeded = registry.ReasonModelLimitExceeded
+	// ReasonModelChanged: the model folder's content hash is not the one the revision was
+	// embedded with; the build or sync refused it before writing (plan.ReasonModelChanged).
+	ReasonModelChanged = plan.ReasonModelChanged
 	// ReasonChunksTruncated is the reason of the Warning Event of a build that cut chunks to
 	// the model's positions.
 	ReasonChunksTruncated = "ChunksTruncated"
@@ -26,10 +29,14 @@ const (
 )
 
 // buildFailureReason is the Stalled reason for a failed build's message: ModelLimitExceeded
-// when the build refused a strategy that does not fit the model, else BuildFailed.
+// when the build refused a strategy that does not fit the model, ModelChanged when it refused
+// a model folder that changed under the revision, else BuildFailed.
 func buildFailureReason(msg string) string {
 	if strings.Contains(msg, registry.ReasonModelLimitExceeded+":") {
 		return ReasonModelLimitExceeded
+	}
+	if strings.Contains(msg, plan.ReasonModelChanged+":") {
+		return ReasonModelChanged
 	}
 	return ReasonBuildFailed
 }

@@ -483,6 +483,12 @@ type RevisionStatus struct {
 	// build); Evaluations of the revision embed their queries in it.
 	// +optional
 	Precision Precision `json:"precision,omitempty"`
+	// ModelHash is the content hash of the model folder the revision was embedded with
+	// ("sha256:" and 64 hex digits, embedder.FolderHash), recorded when its first build
+	// completes. Later builds, re-runs and corpus syncs into the revision refuse a folder with
+	// another hash (ModelChanged): vectors of two models never mix in one collection.
+	// +optional
+	ModelHash string `json:"modelHash,omitempty"`
 	// CreationTime is when the build started.
 	// +optional
 	CreationTime *metav1.Time `json:"creationTime,omitempty"`

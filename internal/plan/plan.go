@@ -113,6 +113,10 @@ type ScanResult struct {
 	Error  string `json:"error,omitempty"`
 }
 
+// ReasonModelChanged starts the error of a build or sync refused because its model folder's
+// hash is not the one its revision was embedded with (Build.ModelHash).
+const ReasonModelChanged = "ModelChanged"
+
 // Build asks `ragops embed` to chunk, embed and write one shard of a corpus into a revision
 // collection.
 type Build struct {
@@ -129,8 +133,11 @@ type Build struct {
 	Source      Source                              `json:"source"`
 	Strategy    ragopsv1alpha1.ChunkingStrategySpec `json:"strategy"`
 	ModelDir    string                              `json:"modelDir"`
-	Embedder    ragopsv1alpha1.EmbedderSpec         `json:"embedder"`
-	VectorIndex ragopsv1alpha1.VectorIndexSpec      `json:"vectorIndex"`
+	// ModelHash is the revision's recorded model folder hash (embedder.FolderHash); when set,
+	// the worker refuses a folder with another hash before it writes anything.
+	ModelHash   string                         `json:"modelHash,omitempty"`
+	Embedder    ragopsv1alpha1.EmbedderSpec    `json:"embedder"`
+	VectorIndex ragopsv1alpha1.VectorIndexSpec `json:"vectorIndex"`
 	// Replication, Sharding and Compression shape the collection (Index spec fields).
 	Replication *ragopsv1alpha1.ReplicationSpec `json:"replication,omitempty"`
 	Sharding    *ragopsv1alpha1.ShardingSpec    `json:"sharding,omitempty"`
@@ -170,6 +177,8 @@ type BuildResult struct {
 	Seconds float64          `json:"seconds"`
 	Skipped map[string]int64 `json:"skipped,omitempty"`
 	Error   string           `json:"error,omitempty"`
+	// ModelHash is the hash of the model folder the shard embedded with (embedder.FolderHash).
+	ModelHash string `json:"modelHash,omitempty"`
 
 	// TruncatedChunks counts chunks cut to the model's positions (embedder.Stats.TruncatedChunks).
 	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`

@@ -107,6 +107,11 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	if err := checkModelLimits(p); err != nil {
 		return res, err
 	}
+	hash, err := checkModelHash(p)
+	if err != nil {
+		return res, err
+	}
+	res.ModelHash = hash
 	late := p.Strategy.Late != nil && p.Strategy.Late.Enabled
 	mopts := embedder.Options{
 		LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
