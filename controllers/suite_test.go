@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,9 +103,22 @@ var stopManager func()
 
 // startManager starts a manager with all four controllers, as cmd does, waits for its cache and
 // points k8s at its client. A test that restarts the manager calls stopManager first.
-func startManager() error {
+func startManager() error { return startManagerWith(nil) }
+
+// startManagerWith is startManager with the manager's client wrapped by wrap (nil: as is), to
+// inject API faults into the controllers' writes.
+func startManagerWith(wrap func(client.Client) client.Client) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	mopts := ctrl.Options{Scheme: cmd.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}}
+	if wrap != nil {
+		mopts.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(cfg, o)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(c), nil
+		}
+	}
 	controllers.ScopeCache(&mopts)
 	// A restarted manager registers the same controller names again in this process.
 	mopts.Controller.SkipNameValidation = ptr.To(true)
