@@ -80,8 +80,20 @@ func countCollection(ctx context.Context, store Store, collection string, docume
 	return c, nil
 }
 
+// unread sums the documents the shards skipped, by every reason.
+func unread(results []plan.BuildResult) int64 {
+	var n int64
+	for _, br := range results {
+		for _, v := range br.Skipped {
+			n += v
+		}
+	}
+	return n
+}
+
 // verifyBuild checks a finished build: ok when its collection holds exactly the chunks and
-// documents the shards reported. Otherwise the build is restarted (its next attempt resumes)
+// documents the shards reported, and the shards read (embedded or skipped) at least the
+// documents the Corpus counted in the revision the build read. Otherwise the build is restarted (its next attempt resumes)
 // or, after maxIncompleteRuns re-runs, the revision fails with a message naming both counts;
 // the caller returns res and err.
 func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult) (ok bool, res stepResult, err error) {
@@ -92,10 +104,21 @@ func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *
 		res, err := r.collectionError(ctx, st, rev, "count the chunks of "+rev.Collection, err)
 		return false, res, err
 	}
-	if got == want {
+	read := unread(results)
+	for _, br := range results {
+		read += br.Documents
+	}
+	corpusDocs := st.corpus.Status.Documents
+	short := rev.CorpusRevision == st.corpus.Status.Revision && corpusDocs > 0 && read < corpusDocs
+	if got == want && !short {
 		return true, proceed, nil
 	}
 	what := fmt.Sprintf("collection %s holds %s, the shards reported %s", rev.Collection, got, want)
+	if got == want {
+		// The shards agree with the collection but did not read all the corpus holds (a plan
+		// with fewer shards than the Job ran, documents listed by no shard).
+		what = fmt.Sprintf("the shards embedded or skipped %d of the %d documents Corpus %s counted in revision %s", read, corpusDocs, st.corpus.Name, rev.CorpusRevision)
+	}
 	runs := rev.IncompleteRuns
 	if runs >= maxIncompleteRuns {
 		rev.Phase, rev.Message = ragopsv1alpha1.RevisionFailed, fmt.Sprintf("%s after %d re-runs", what, runs)

@@ -13,6 +13,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/vectorstore"
 )
 
 // playIncompleteBuild plays build attempt n of the desired revision: it writes the six
@@ -145,4 +146,51 @@ func findCollection(t *testing.T, ns, rev string) string {
 	}
 	t.Fatalf("no revision %s", rev)
 	return ""
+}
+
+// Defect 5 of issue 32, the count check: a build whose shards agree with the collection but
+// read fewer documents than the Corpus counted (a Job that ran fewer shards than the corpus
+// needs) is not done: it re-runs, resuming, and the re-run that reads all of them completes.
+func TestBuildThatReadLessThanTheCorpusCountedReRuns(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	fixture(t, ns, nil)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "building revision", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		return len(idx.Status.Revisions) == 1, nil
+	})
+	rev := idx.Status.Revisions[0]
+	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", rev.Name))
+	s := directStore(t)
+	if err := s.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: rev.Collection, Revision: rev.Name, Dimensions: dims}); err != nil {
+		t.Fatal(err)
+	}
+	var two []vectorstore.Chunk
+	for d, doc := range []string{"a.md", "b.md"} {
+		for o := 0; o < 2; o++ {
+			v := make([]float32, dims)
+			v[(d+o)%dims] = 1
+			two = append(two, vectorstore.Chunk{DocID: doc, Ordinal: o, Start: o * 10, End: o*10 + 10, Text: doc, Vector: v})
+		}
+	}
+	if err := s.Upsert(ctx, rev.Collection, two); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := json.Marshal(plan.BuildResult{Documents: 2, Chunks: 4, Tokens: 400, Seconds: 1})
+	finishJob(t, job, 0, string(res))
+	eventually(t, 30*time.Second, "a re-run naming both counts", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		r := idx.Status.Revisions[0]
+		return r.Attempt == 2 && r.Phase == ragopsv1alpha1.RevisionBuilding &&
+			strings.Contains(r.Message, "embedded or skipped 2 of the 3 documents"), nil
+	})
+	if idx.Status.ActiveRevision != "" {
+		t.Fatalf("revision %s serves with 2 of 3 documents", idx.Status.ActiveRevision)
+	}
+	buildAttempt(t, ns, "besluiten", 2)
+	idx = waitActive(t, ns, "besluiten", rev.Name)
+	if r := idx.Status.Revisions[0]; r.Documents != 3 || r.IncompleteRuns != 1 {
+		t.Errorf("revision %d documents after %d incomplete runs, want 3 after 1", r.Documents, r.IncompleteRuns)
+	}
 }
