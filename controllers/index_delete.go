@@ -10,6 +10,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,15 +61,22 @@ func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alph
 			stuck = append(stuck, fmt.Sprintf("pod %s on node %q", p.Name, p.Spec.NodeName))
 		}
 		if overdue {
+			deleted := 0
 			for _, p := range pods.Items {
-				if err := r.Delete(ctx, &p, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+				err := r.Delete(ctx, &p, client.GracePeriodSeconds(0), client.Preconditions{UID: &p.UID})
+				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+					continue // gone already (an earlier reconcile forced it)
+				} else if err != nil {
 					return nil, false, err
 				}
+				deleted++
 			}
 			forced = true
-			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonJobsNotStopping, "Delete",
-				"Job %s: %s did not stop within %s of the Index's deletion; force-deleted (check the node: a process there may still run)",
-				j.Name, strings.Join(stuck, ", "), r.Options.JobStopTimeout)
+			if deleted > 0 {
+				r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonJobsNotStopping, "Delete",
+					"Job %s: %s did not stop within %s of the Index's deletion; force-deleted (check the node: a process there may still run)",
+					j.Name, strings.Join(stuck, ", "), r.Options.JobStopTimeout)
+			}
 		}
 		waiting = append(waiting, fmt.Sprintf("%s (%s)", j.Name, strings.Join(stuck, ", ")))
 	}
