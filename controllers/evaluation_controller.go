@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/evaluator/stats"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
@@ -46,10 +47,14 @@ type EvaluationReconciler struct {
 	client.Client
 	Events  events.EventRecorder
 	Options Options
+	// PodLogs reads the evaluate pod's log, where the per-query results are framed
+	// (SetupWithManager sets NewPodLogs of the manager's config when nil).
+	PodLogs PodLogs
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 
 // Reconcile drives one Evaluation.
 func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -109,7 +114,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil // keeps the figures of the revision it measured
 	}
 	retry := ev.Annotations[AnnotationRetry]
-	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry {
+	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry && !resultsPending(&ev) {
 		observeEvaluation(&ev, idx.Name) // restores the series after a manager restart
 		return ctrl.Result{}, nil
 	}
@@ -163,9 +168,28 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if ev.Status.CompletionTime == nil {
 		ev.Status.CompletionTime = ptr.To(metav1.Now())
 	}
-	conditions.MarkReady(&ev, ReasonEvaluated, fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, fmtMetric(ev.Status.RecallAt10), result.Queries))
+	conditions.MarkReady(&ev, ReasonEvaluated, fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, recallAt10(&ev.Status), result.Queries))
 	observeEvaluation(&ev, idx.Name)
+	// The figures stand whatever happens to the per-query results; a failure to read them
+	// is retried (ResultsStored Unknown) and ends in a condition, never in a partial set.
+	if err := r.storeResults(ctx, &ev, job, result.Results); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, nil
+}
+
+// recallAt10 formats recall@10 with its interval as "0.812 ± 0.031" (half the 95%
+// interval's width), or the bare figure when status has no interval.
+func recallAt10(st *ragopsv1alpha1.EvaluationStatus) string {
+	if st.RecallAt10 == nil {
+		return fmtMetric(nil)
+	}
+	for _, m := range st.Metrics {
+		if m.K == 10 && m.RecallInterval != nil {
+			return stats.Interval{Mean: *st.RecallAt10, Lo: m.RecallInterval.Lower, Hi: m.RecallInterval.Upper}.PlusMinus()
+		}
+	}
+	return fmtMetric(st.RecallAt10)
 }
 
 // observeEvaluation publishes an Evaluation's figures (status.metrics, one series per k) on
@@ -206,6 +230,8 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 		if m.SpanHit != nil {
 			at.SpanHit = ptr.To(Round(*m.SpanHit))
 		}
+		at.RecallInterval, at.NDCGInterval, at.MRRInterval = interval(m, "recall"), interval(m, "ndcg"), interval(m, "mrr")
+		at.SuccessInterval, at.MAPInterval, at.SpanHitInterval = interval(m, "success"), interval(m, "map"), interval(m, "spanHit")
 		st.Metrics = append(st.Metrics, at)
 		if m.K == 10 {
 			st.RecallAt10, st.NDCGAt10, st.MRRAt10 = ptr.To(Round(m.Recall)), ptr.To(Round(m.NDCG)), ptr.To(Round(m.MRR))
@@ -216,6 +242,15 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 		st.SpanHitRate = ptr.To(Round(*res.SpanHitRate))
 	}
 	st.UnknownQrels = int32(res.UnknownQrels)
+}
+
+// interval is the status form of measure's interval in m (nil when the worker sent none).
+func interval(m plan.MetricsAtK, measure string) *ragopsv1alpha1.ConfidenceInterval {
+	iv, ok := m.Intervals[measure]
+	if !ok {
+		return nil
+	}
+	return &ragopsv1alpha1.ConfidenceInterval{Lower: Round(iv.Lo), Upper: Round(iv.Hi), StdErr: Round(iv.StdErr)}
 }
 
 // evaluationJobName is unique per (generation, revision, ragops.dev/retry value) so a new
@@ -253,7 +288,7 @@ func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *rago
 	}
 	slices.Sort(ks)
 	pl := plan.Evaluate{Version: plan.Version,
-		Namespace: ev.Namespace, Evaluation: ev.Name, Revision: rev.Name, Collection: rev.Collection,
+		Namespace: ev.Namespace, Evaluation: ev.Name, UID: string(ev.UID), Revision: rev.Name, Collection: rev.Collection,
 		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
 		Embedder: embedder,
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
@@ -295,6 +330,13 @@ func (r *EvaluationReconciler) pruneJobs(ctx context.Context, ev *ragopsv1alpha1
 
 // SetupWithManager watches Evaluations, their Jobs, and the Indexes they measure.
 func (r *EvaluationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.PodLogs == nil {
+		logs, err := NewPodLogs(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		r.PodLogs = logs
+	}
 	byIndex := enqueueReferrers(r.Client, func() client.ObjectList { return &ragopsv1alpha1.EvaluationList{} }, evalByIndex)
 	indexChanged := predicate.Funcs{UpdateFunc: func(e evtUpdate) bool {
 		a, b := e.ObjectOld.(*ragopsv1alpha1.Index), e.ObjectNew.(*ragopsv1alpha1.Index)

@@ -135,6 +135,49 @@ type MetricsAtK struct {
 	// span (datasets with query_spans.jsonl; absent otherwise).
 	// +optional
 	SpanHit *float64 `json:"spanHit,omitempty"`
+	// RecallInterval, NDCGInterval, MRRInterval, SuccessInterval, MAPInterval and
+	// SpanHitInterval are the uncertainty of the means above (see ConfidenceInterval);
+	// absent when the worker could not report them.
+	// +optional
+	RecallInterval *ConfidenceInterval `json:"recallInterval,omitempty"`
+	// +optional
+	NDCGInterval *ConfidenceInterval `json:"ndcgInterval,omitempty"`
+	// +optional
+	MRRInterval *ConfidenceInterval `json:"mrrInterval,omitempty"`
+	// +optional
+	SuccessInterval *ConfidenceInterval `json:"successInterval,omitempty"`
+	// +optional
+	MAPInterval *ConfidenceInterval `json:"mapInterval,omitempty"`
+	// +optional
+	SpanHitInterval *ConfidenceInterval `json:"spanHitInterval,omitempty"`
+}
+
+// ConfidenceInterval is the uncertainty of a mean metric over the evaluated queries: the
+// 95% percentile bootstrap interval (10,000 resamples of the queries, seeded from the
+// Evaluation's UID and the metric, so the same per-query values give the same bounds) and
+// the bootstrap standard error, all rounded to 4 decimals. A percentile interval need not
+// be symmetric around the mean.
+type ConfidenceInterval struct {
+	// Lower bound of the 95% interval.
+	Lower float64 `json:"lower"`
+	// Upper bound of the 95% interval.
+	Upper float64 `json:"upper"`
+	// StdErr is the bootstrap standard error of the mean.
+	StdErr float64 `json:"stdErr"`
+}
+
+// PerQueryResults says where an Evaluation's per-query results are kept: a ConfigMap in
+// its namespace, owned by it, holding them gzip-compressed under binaryData key
+// results.json.gz (format ragops.dev/per-query-results/v1, at most 1,000,000 bytes).
+type PerQueryResults struct {
+	// ConfigMap is the name of the ConfigMap ("<evaluation>-results").
+	ConfigMap string `json:"configMap"`
+	// Queries is the number of queries it holds.
+	Queries int32 `json:"queries"`
+	// Bytes is the size of the compressed results.
+	Bytes int64 `json:"bytes"`
+	// SHA256 is the hex SHA-256 of the compressed results, as the worker reported it.
+	SHA256 string `json:"sha256"`
 }
 
 // EvaluationStatus is the observed state of an Evaluation.
@@ -142,7 +185,8 @@ type EvaluationStatus struct {
 	// ObservedGeneration is the generation last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, Reconciling, Stalled.
+	// Conditions: Ready, Reconciling, Stalled, and ResultsStored (whether the per-query
+	// results of the last run are kept, and why not).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -175,6 +219,10 @@ type EvaluationStatus struct {
 	// (datasets with query_spans.jsonl), rounded to 4 decimals.
 	// +optional
 	SpanHitRate *float64 `json:"spanHitRate,omitempty"`
+	// Results locates the per-query results of the last run (absent while they are not
+	// stored; the ResultsStored condition says why).
+	// +optional
+	Results *PerQueryResults `json:"results,omitempty"`
 	// UnknownQrels counts judgements naming a query or document absent from the dataset; they are
 	// left out of the metrics.
 	// +optional
