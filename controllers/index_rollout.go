@@ -108,6 +108,9 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	idx.Status.ActiveRevision = rev.Name
 	idx.Status.Chunks = rev.Chunks
 	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
+	if gated && rev.GateMessage != "" {
+		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, ReasonGatePassed, "Rollout", "%s", rev.GateMessage)
+	}
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
 	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
 	// It caught up with the Corpus just above: it serves (the sync step ran before the move).
@@ -215,7 +218,7 @@ func (r *IndexReconciler) reconsiderRejected(ctx context.Context, st *indexState
 	default:
 		return stalled(ReasonGateFailed, rev.Message+retryHint(idx)), nil, false
 	}
-	rev.Phase, rev.GateRecall, rev.GateHash = ragopsv1alpha1.RevisionReady, nil, ""
+	rev.Phase, rev.GateRecall, rev.GateHash, rev.GateMessage = ragopsv1alpha1.RevisionReady, nil, "", ""
 	return proceed, nil, true
 }
 
@@ -246,9 +249,11 @@ func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, can
 			return v, err
 		}
 		active.GateRecall, active.GateHash = ptr.To(base), hash
-		if candRecall < base-*gate.MaxRegression-1e-9 {
-			return gateVerdict{gateRejected, fmt.Sprintf("revision %s recall@10 %.4f regresses more than %.4f from the active revision %s (%.4f); alias stays", cand.Name, candRecall, *gate.MaxRegression, active.Name, base)}, nil
+		v, err = r.regressionVerdict(ctx, idx, cand, active, candRecall, base)
+		if v.state == gatePassed || v.state == gateRejected {
+			cand.GateMessage = v.message
 		}
+		return v, err
 	}
 	return gateVerdict{state: gatePassed}, nil
 }

@@ -449,6 +449,11 @@ type RevisionStatus struct {
 	// takes the alias back without a gate (a revert); one that never served is gated.
 	// +optional
 	ServedTime *metav1.Time `json:"servedTime,omitempty"`
+	// GateMessage is the gate's last maxRegression decision on this revision: the paired
+	// difference from the active revision with its interval and the verdict, or why the two
+	// means were compared instead.
+	// +optional
+	GateMessage string `json:"gateMessage,omitempty"`
 	// Message explains a Failed or Rejected phase.
 	// +optional
 	Message string `json:"message,omitempty"`
