@@ -5,6 +5,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -41,6 +42,9 @@ func (r *IndexReconciler) regressionVerdict(ctx context.Context, idx *ragopsv1al
 		confidence = *gate.Confidence
 	}
 	c, a, why, err := r.pairedGateValues(ctx, idx, cand.Name, active.Name)
+	if errors.Is(err, errResultsCollecting) {
+		return gateVerdict{gateWaiting, fmt.Sprintf("revision %s: %v", cand.Name, err)}, nil
+	}
 	if err != nil {
 		return gateVerdict{gateWaiting, fmt.Sprintf("revision %s: reading the gate's per-query results: %v", cand.Name, err)}, err
 	}
@@ -91,8 +95,13 @@ func (r *IndexReconciler) pairedGateValues(ctx context.Context, idx *ragopsv1alp
 	return c, a, "", nil
 }
 
+// errResultsCollecting is wrapped by gateValues' error while a gating Evaluation's
+// per-query results are still being collected: the gate waits for them.
+var errResultsCollecting = errors.New("per-query results are being collected")
+
 // gateValues reads the per-query recall@10 of revision rev's gating Evaluation from its
 // results ConfigMap, checked against the Evaluation's status.results (SHA-256) and UID.
+// Errors: errResultsCollecting; transient reads.
 func (r *IndexReconciler) gateValues(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) (gateValues, string, error) {
 	name := gateEvaluationName(idx, rev)
 	var ev ragopsv1alpha1.Evaluation
@@ -101,6 +110,9 @@ func (r *IndexReconciler) gateValues(ctx context.Context, idx *ragopsv1alpha1.In
 			return gateValues{}, fmt.Sprintf("the gating Evaluation %s of revision %s is gone", name, rev), nil
 		}
 		return gateValues{}, "", err
+	}
+	if resultsPending(&ev) {
+		return gateValues{}, "", fmt.Errorf("the gating Evaluation %s of revision %s: %w", name, rev, errResultsCollecting)
 	}
 	ref := ev.Status.Results
 	if ref == nil {
