@@ -133,3 +133,46 @@ func TestIntervalsOnlyWhereMeasured(t *testing.T) {
 		}
 	}
 }
+
+// The revisions chart draws each measured point's interval (the newest run's, as its
+// figure), and the Markdown table puts "± h" after it; an older run's interval is not kept.
+func TestRevisionsChartDrawsIntervals(t *testing.T) {
+	idx, evals := rollout()
+	for i := range evals {
+		r := *evals[i].Status.RecallAt10
+		evals[i].Status.Metrics = []ragopsv1alpha1.MetricsAtK{{K: 10, Recall: r, RecallInterval: &ragopsv1alpha1.ConfidenceInterval{Lower: r - 0.02, Upper: r + 0.02, StdErr: 0.01}}}
+	}
+	evals[3].Status.Metrics = nil // dense-r3, the newer run of r3, has none: the older one's must not show
+	rows := Revisions(idx, evals)
+	if ci := rows[2].RecallCI[ragopsv1alpha1.ModeDense]; ci != nil {
+		t.Errorf("r3 dense shows the older run's interval %+v", ci)
+	}
+	if ci := rows[0].RecallCI[ragopsv1alpha1.ModeDense]; ci == nil || ci.Lower != 0.78 {
+		t.Errorf("r1 dense interval %+v, want [0.78, 0.82]", ci)
+	}
+	var buf bytes.Buffer
+	if err := WriteRevisions(&buf, rows, "besluiten", "svg"); err != nil {
+		t.Fatal(err)
+	}
+	doc := parseSVG(t, buf.String())
+	legendX := doc.text("95% interval")
+	if len(legendX) != 1 {
+		t.Fatal("no legend entry for the intervals")
+	}
+	n := 0
+	for _, p := range doc.strokes(hex(whiskerColor.R, whiskerColor.G, whiskerColor.B)) {
+		if p.maxX < legendX[0].x-20 && p.maxX-p.minX < 0.01 {
+			n++
+		}
+	}
+	if n != 3 { // r1 dense, r1 hybrid, r2 hybrid
+		t.Errorf("%d whiskers, want 3", n)
+	}
+	buf.Reset()
+	if err := WriteRevisions(&buf, rows, "besluiten", "markdown"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(buf.String(), " ± 0.020"); got != 3 {
+		t.Errorf("%d figures with ± 0.020 in\n%s\nwant 3", got, buf.String())
+	}
+}

@@ -328,6 +328,17 @@ type bar struct {
 // whiskerColor draws the intervals: dark enough to read over every bar colour.
 var whiskerColor = color.RGBA{R: 40, G: 40, B: 40, A: 255}
 
+// drawWhisker draws interval ci at x as a vertical line clamped to zoom, with caps of half
+// width cap, and returns the y of its top.
+func drawWhisker(c draw.Canvas, trY func(float64) vg.Length, x, cap vg.Length, ci *ragopsv1alpha1.ConfidenceInterval, zoom Range) vg.Length {
+	lo, hi := trY(math.Max(ci.Lower, zoom.Min)), trY(math.Min(ci.Upper, zoom.Max))
+	line := draw.LineStyle{Color: whiskerColor, Width: vg.Points(1)}
+	c.StrokeLine2(line, x, lo, x, hi)
+	c.StrokeLine2(line, x-cap, lo, x+cap, lo)
+	c.StrokeLine2(line, x-cap, hi, x+cap, hi)
+	return hi
+}
+
 // whiskerThumb is the legend thumbnail of an interval: a whisker with its caps.
 type whiskerThumb struct{}
 
@@ -358,14 +369,8 @@ func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
 		c.FillPolygon(br.c, c.ClipPolygonXY([]vg.Point{{X: x0, Y: bottom}, {X: x0, Y: top}, {X: x1, Y: top}, {X: x1, Y: bottom}}))
 		label := top
 		if br.ci != nil {
-			// The whisker spans the interval, clamped to the axis, capped a third of the bar wide.
-			lo, hi := trY(math.Max(br.ci.Lower, b.zoom.Min)), trY(math.Min(br.ci.Upper, b.zoom.Max))
-			x, cap := (x0+x1)/2, (x1-x0)/6
-			line := draw.LineStyle{Color: whiskerColor, Width: vg.Points(1)}
-			c.StrokeLine2(line, x, lo, x, hi)
-			c.StrokeLine2(line, x-cap, lo, x+cap, lo)
-			c.StrokeLine2(line, x-cap, hi, x+cap, hi)
-			label = max(label, hi)
+			// Capped a third of the bar wide.
+			label = max(label, drawWhisker(c, trY, (x0+x1)/2, (x1-x0)/6, br.ci, b.zoom))
 		}
 		if br.v >= b.zoom.Min {
 			c.FillText(sty, vg.Point{X: (x0 + x1) / 2, Y: label + vg.Points(2)}, fmt.Sprintf("%.3f", br.v))
