@@ -69,7 +69,8 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		}
 	}
 	// A kept revision that served before (a revert) takes the alias back without a gate.
-	if gated && rev.ServedTime == nil && active != nil {
+	gatedNow := gated && rev.ServedTime == nil && active != nil
+	if gatedNow {
 		v, err := r.reconcileGate(ctx, st, rev, active)
 		if err != nil {
 			return stop.with(outcomeProgressing, ReasonGating, v.message), err
@@ -108,7 +109,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	idx.Status.ActiveRevision = rev.Name
 	idx.Status.Chunks = rev.Chunks
 	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
-	if gated && rev.GateMessage != "" {
+	if gatedNow && rev.GateMessage != "" {
 		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, ReasonGatePassed, "Rollout", "%s", rev.GateMessage)
 	}
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
