@@ -237,7 +237,7 @@ func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, can
 	if err != nil || v.state != gatePassed {
 		return v, err
 	}
-	cand.GateRecall, cand.GateHash = ptr.To(candRecall), hash
+	cand.GateRecall, cand.GateHash, cand.GateMessage = ptr.To(candRecall), hash, ""
 	if gate.MinRecall != nil && candRecall < *gate.MinRecall {
 		return gateVerdict{gateRejected, fmt.Sprintf("revision %s recall@10 %.4f is below minRecall %.4f; alias stays on %s", cand.Name, candRecall, *gate.MinRecall, active.Name)}, nil
 	}
