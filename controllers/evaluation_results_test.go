@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -334,5 +335,53 @@ func TestEvaluationResultsCollectedFromThePodLog(t *testing.T) {
 	c = resultsCondition(t, ns, ev.Name, metav1.ConditionFalse, controllers.ReasonResultsUnavailable)
 	if !strings.Contains(c.Message, ref.SHA256) || !strings.Contains(c.Message, controllers.AnnotationRetry) {
 		t.Errorf("ResultsStored message %q does not name the missing frame and the retry", c.Message)
+	}
+}
+
+// largeSet is n queries shaped like SciFact's at k=10: random 8-digit document IDs (as
+// incompressible as real ones), varied texts and graded values.
+func largeSet(n int) *results.Set {
+	rng := rand.New(rand.NewPCG(37, 10000))
+	s := querySet(n, func(i int) float64 { return float64(rng.IntN(11)) / 10 })
+	for i := range s.Queries {
+		q := &s.Queries[i]
+		q.Text = fmt.Sprintf("%d %s of %d patients with %d mg", rng.IntN(1000), []string{"cohort", "trial", "meta-analysis", "case"}[rng.IntN(4)], rng.IntN(5000), rng.IntN(500))
+		q.Docs = q.Docs[:0]
+		for range results.DocsKept {
+			q.Docs = append(q.Docs, strconv.Itoa(10000000+rng.IntN(90000000)))
+		}
+		q.FirstRelevant = rng.IntN(11)
+		q.Values[0] = float64(rng.IntN(1000)) / 1000
+	}
+	return s
+}
+
+// 10,000 queries travel through the pod's log and pods/log into one ConfigMap: the bound
+// holds them, and the API server stores the object.
+func TestTenThousandQueriesReachTheConfigMap(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scifact-10k"},
+		Spec: ragopsv1alpha1.EvaluationSpec{IndexRef: ragopsv1alpha1.LocalObjectReference{Name: "besluiten"},
+			EvaluationParameters: ragopsv1alpha1.EvaluationParameters{Mode: ragopsv1alpha1.ModeBM25, K: []int32{10},
+				Dataset: ragopsv1alpha1.DatasetSource{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "queries"}, Split: "test"}}}}
+	if err := env.Client.Create(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	r1, _ := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+	ref := finishWithResults(t, evaluationJob(t, ns, ev.Name), ev.Name, largeSet(10000))
+	resultsCondition(t, ns, ev.Name, metav1.ConditionTrue, controllers.ReasonResultsStored)
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: results.ConfigMapName(ev.Name)}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	blob := cm.BinaryData[results.ConfigMapKey]
+	if sha256Hex(blob) != ref.SHA256 {
+		t.Fatalf("stored %d bytes with SHA-256 %s, the worker sent %d bytes %s", len(blob), sha256Hex(blob), ref.Bytes, ref.SHA256)
+	}
+	t.Logf("10,000 queries: %d bytes gzip in the ConfigMap (%.1f%% of the %d-byte bound, %.1f a query)", len(blob), 100*float64(len(blob))/results.MaxBytes, results.MaxBytes, float64(len(blob))/10000)
+	if len(blob) < results.MaxBytes/2 {
+		t.Errorf("the set is %d bytes: too small to say the bound's object is stored", len(blob))
 	}
 }
