@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -114,7 +115,10 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil // keeps the figures of the revision it measured
 	}
 	retry := ev.Annotations[AnnotationRetry]
-	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry && !resultsPending(&ev) {
+	// A run in progress (Reconciling, e.g. a retry of a Ready Evaluation) or results still
+	// being collected are followed to their end.
+	running := meta.IsStatusConditionTrue(ev.Status.Conditions, ragopsv1alpha1.ConditionReconciling)
+	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry && !running && !resultsPending(&ev) {
 		observeEvaluation(&ev, idx.Name) // restores the series after a manager restart
 		return ctrl.Result{}, nil
 	}
