@@ -67,6 +67,7 @@ func TestNonInferiorityGatePassesSmallTwoWayDifferences(t *testing.T) {
 	_, r2 := gateWith(t, ns, 0.02, querySet(300, gradedRecall), querySet(300, cand))
 	waitActive(t, ns, "besluiten", r2)
 	msg := revisionStatus(t, ns, r2).GateMessage
+	t.Logf("passed: %s", msg)
 	for _, want := range []string{"paired over 300 gate queries at 0.95 confidence", "recall@10 0.000 [", "is within the allowed \u22120.020"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("gateMessage %q does not say %q", msg, want)
@@ -108,6 +109,7 @@ func TestNonInferiorityGateRefusesASystematicLoss(t *testing.T) {
 		t.Fatalf("the played candidate is %v worse, want about 0.03", m)
 	}
 	rev := revisionStatus(t, ns, r2)
+	t.Logf("refused: %s", rev.Message)
 	if rev.Phase != ragopsv1alpha1.RevisionRejected || strings.Contains(rev.Message, "lack of evidence") || !strings.Contains(rev.Message, "paired over 300 gate queries") {
 		t.Errorf("candidate %s: phase %s message %q, want Rejected as worse over 300 paired queries", r2, rev.Phase, rev.Message)
 	}
