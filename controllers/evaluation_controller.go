@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -76,6 +77,12 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		patcher.done(ctx, r.Client, r.Events, &ev, &res, &retErr)
 	}()
 
+	if ev.Spec.Schedule != "" {
+		if _, err := cron.ParseStandard(ev.Spec.Schedule); err != nil {
+			conditions.MarkStalled(&ev, ReasonInvalidSchedule, fmt.Sprintf("spec.schedule: %q: %v", ev.Spec.Schedule, err))
+			return ctrl.Result{}, nil
+		}
+	}
 	var idx ragopsv1alpha1.Index
 	if err := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: ev.Spec.IndexRef.Name}, &idx); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -110,15 +117,32 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 
+	// spec.schedule: a schedule time passed since the last run starts a new one (its Job is
+	// named by that time); every reconcile comes back at the next one.
+	newSlot := false
+	if ev.Spec.Schedule != "" {
+		slot, next, err := scheduleSlot(&ev, time.Now())
+		if err != nil {
+			return ctrl.Result{}, err // parsed above
+		}
+		if slot != nil {
+			ev.Status.LastScheduleTime, newSlot = ptr.To(metav1.NewTime(*slot)), true
+		}
+		defer func() {
+			if wait := time.Until(next) + time.Second; retErr == nil && !next.IsZero() && (res.RequeueAfter == 0 || res.RequeueAfter > wait) {
+				res.RequeueAfter = max(wait, time.Second)
+			}
+		}()
+	}
 	rerun := ev.Spec.RerunOnRevisionChange == nil || *ev.Spec.RerunOnRevisionChange
-	if ev.Status.Revision != "" && ev.Status.Revision != revName && !rerun && ev.Status.ObservedGeneration == ev.Generation {
+	if ev.Status.Revision != "" && ev.Status.Revision != revName && !rerun && ev.Status.ObservedGeneration == ev.Generation && !newSlot {
 		return ctrl.Result{}, nil // keeps the figures of the revision it measured
 	}
 	retry := ev.Annotations[AnnotationRetry]
 	// A run in progress (Reconciling, e.g. a retry of a Ready Evaluation) or results still
 	// being collected are followed to their end.
 	running := meta.IsStatusConditionTrue(ev.Status.Conditions, ragopsv1alpha1.ConditionReconciling)
-	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry && !running && !resultsPending(&ev) {
+	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry && !running && !newSlot && !resultsPending(&ev) {
 		observeEvaluation(&ev, idx.Name) // restores the series after a manager restart
 		return ctrl.Result{}, nil
 	}
@@ -173,6 +197,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		ev.Status.CompletionTime = ptr.To(metav1.Now())
 	}
 	conditions.MarkReady(&ev, ReasonEvaluated, fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, recallAt10(&ev.Status), result.Queries))
+	recordRun(&ev, job.Name, rev)
 	observeEvaluation(&ev, idx.Name)
 	// The figures stand whatever happens to the per-query results; a failure to read them
 	// is retried (ResultsStored Unknown) and ends in a condition, never in a partial set.
@@ -257,12 +282,15 @@ func interval(m plan.MetricsAtK, measure string) *ragopsv1alpha1.ConfidenceInter
 	return &ragopsv1alpha1.ConfidenceInterval{Lower: Round(iv.Lo), Upper: Round(iv.Hi), StdErr: Round(iv.StdErr)}
 }
 
-// evaluationJobName is unique per (generation, revision, ragops.dev/retry value) so a new
-// revision, spec or retry runs anew.
+// evaluationJobName is unique per (generation, revision, ragops.dev/retry value, scheduled
+// time) so a new revision, spec, retry or schedule time runs anew.
 func evaluationJobName(ev *ragopsv1alpha1.Evaluation, rev string) string {
 	key := fmt.Sprintf("%d/%s", ev.Generation, rev)
 	if retry := ev.Annotations[AnnotationRetry]; retry != "" {
 		key += "/" + retry
+	}
+	if t := ev.Status.LastScheduleTime; t != nil && ev.Spec.Schedule != "" {
+		key += "/scheduled/" + t.UTC().Format(time.RFC3339)
 	}
 	sum := sha256.Sum256([]byte(key))
 	return fmt.Sprintf("%s-%s", objectName(ev.Name, 50), hex.EncodeToString(sum[:])[:8])

@@ -104,6 +104,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	lost := func(reason, msg string) error {
 		ev.Status.Results = nil
 		markResults(ev, metav1.ConditionFalse, reason, msg)
+		markQuality(ev, metav1.ConditionFalse, ReasonNoBaseline, "the last run's per-query results are not stored: not compared")
 		return r.deleteResults(ctx, ev, name)
 	}
 	switch {
@@ -129,7 +130,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	case err != nil && !apierrors.IsNotFound(err):
 		return err
 	}
-	blob, err := r.readResults(ctx, ev, job, ref)
+	blob, set, err := r.readResults(ctx, ev, job, ref)
 	if err != nil {
 		if errors.Is(err, errResultsLost) {
 			return lost(ReasonResultsUnavailable, err.Error()+"; set the ragops.dev/retry annotation to run the Evaluation again")
@@ -148,6 +149,12 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	if err := controllerutil.SetControllerReference(ev, &want, r.Scheme()); err != nil {
 		return err
 	}
+	// The ConfigMap still holds the previous run's set (if any): compare before replacing it.
+	var prev *results.Set
+	if cm.Name != "" {
+		prev, _ = results.Decode(cm.BinaryData[results.ConfigMapKey])
+	}
+	compareRuns(ev, prev, set, ref.SHA256, cm.Annotations[AnnotationResultsSHA256])
 	if cm.Name == "" {
 		if err := r.Create(ctx, &want); err != nil {
 			return err // AlreadyExists included: the next reconcile reads what is there
@@ -165,39 +172,40 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 
 // readResults reads the frame ref describes from the log of the Job's succeeded pod and
 // checks it: its length and SHA-256 are ref's, it decodes, and it is this Evaluation's.
-// Errors wrapping errResultsLost are final for this run; others transient.
-func (r *EvaluationReconciler) readResults(ctx context.Context, ev *ragopsv1alpha1.Evaluation, job *batchv1.Job, ref *plan.ResultsRef) ([]byte, error) {
+// It returns the encoded set and the set. Errors wrapping errResultsLost are final for this
+// run; others transient.
+func (r *EvaluationReconciler) readResults(ctx context.Context, ev *ragopsv1alpha1.Evaluation, job *batchv1.Job, ref *plan.ResultsRef) ([]byte, *results.Set, error) {
 	pod, err := succeededPod(ctx, r.Client, job)
 	if err != nil || pod == "" {
-		return nil, cmpErr(err, fmt.Errorf("%w: Job %s has no succeeded pod left to read them from", errResultsLost, job.Name))
+		return nil, nil, cmpErr(err, fmt.Errorf("%w: Job %s has no succeeded pod left to read them from", errResultsLost, job.Name))
 	}
 	container := job.Spec.Template.Spec.Containers[0].Name
 	rc, err := r.PodLogs.Open(ctx, job.Namespace, pod, container)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: the log of pod %s is gone: %v", errResultsLost, pod, err)
+		return nil, nil, fmt.Errorf("%w: the log of pod %s is gone: %v", errResultsLost, pod, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open the log of pod %s: %w", pod, err)
+		return nil, nil, fmt.Errorf("open the log of pod %s: %w", pod, err)
 	}
 	defer func() { _ = rc.Close() }()
 	blob, err := results.ReadFrame(rc, ref.SHA256)
 	if errors.Is(err, results.ErrNoFrame) {
-		return nil, fmt.Errorf("%w: the log of pod %s does not hold the %d bytes with SHA-256 %s its result names (%v)", errResultsLost, pod, ref.Bytes, ref.SHA256, err)
+		return nil, nil, fmt.Errorf("%w: the log of pod %s does not hold the %d bytes with SHA-256 %s its result names (%v)", errResultsLost, pod, ref.Bytes, ref.SHA256, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(blob) != ref.Bytes {
-		return nil, fmt.Errorf("%w: the frame in the log of pod %s is %d bytes, its result says %d", errResultsLost, pod, len(blob), ref.Bytes)
+		return nil, nil, fmt.Errorf("%w: the frame in the log of pod %s is %d bytes, its result says %d", errResultsLost, pod, len(blob), ref.Bytes)
 	}
 	set, err := results.Decode(blob)
 	if err != nil {
-		return nil, fmt.Errorf("%w: pod %s: %v", errResultsLost, pod, err)
+		return nil, nil, fmt.Errorf("%w: pod %s: %v", errResultsLost, pod, err)
 	}
 	if set.UID != "" && set.UID != string(ev.UID) || len(set.Queries) != ref.Queries {
-		return nil, fmt.Errorf("%w: pod %s logged the results of %d queries of Evaluation UID %q, not of %d queries of this one (%s)", errResultsLost, pod, len(set.Queries), set.UID, ref.Queries, ev.UID)
+		return nil, nil, fmt.Errorf("%w: pod %s logged the results of %d queries of Evaluation UID %q, not of %d queries of this one (%s)", errResultsLost, pod, len(set.Queries), set.UID, ref.Queries, ev.UID)
 	}
-	return blob, nil
+	return blob, set, nil
 }
 
 // cmpErr returns err when it is not nil, else alt.

@@ -113,8 +113,54 @@ type EvaluationSpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	RerunOnRevisionChange *bool `json:"rerunOnRevisionChange,omitempty"`
+	// Schedule re-runs the Evaluation on a cron schedule (the five fields of a CronJob's
+	// schedule, or a descriptor such as @daily; UTC) against the revision the Index serves
+	// (or spec.revision), to watch quality over time; each run is kept in status.history. An
+	// unparsable schedule is Stalled naming spec.schedule.
+	// +optional
+	// +kubebuilder:validation:MaxLength=100
+	Schedule string `json:"schedule,omitempty"`
+	// Alert compares each run with the previous one on the same queries and sets the
+	// QualityDropped condition on a significant drop.
+	// +optional
+	Alert *QualityAlert `json:"alert,omitempty"`
+	// HistoryLimit is how many runs status.history keeps, newest last (default 10).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 
 	EvaluationParameters `json:",inline"`
+}
+
+// QualityAlert says when a run counts as a quality drop from the previous run.
+type QualityAlert struct {
+	// MaxDrop is the recall@10 drop a run may show against the previous run before a
+	// significant one (two-sided paired randomization test over the same queries, p < 0.05)
+	// sets QualityDropped=True, in [0, 1].
+	// +kubebuilder:validation:XValidation:rule="self >= 0.0 && self <= 1.0",message="maxDrop must be between 0 and 1"
+	MaxDrop float64 `json:"maxDrop"`
+}
+
+// EvaluationRun is one completed run of an Evaluation in status.history.
+type EvaluationRun struct {
+	// Job is the run's Job.
+	Job string `json:"job"`
+	// Revision of the Index evaluated.
+	Revision string `json:"revision"`
+	// CorpusRevision is the Corpus revision that revision last synced (or was built from).
+	// +optional
+	CorpusRevision string `json:"corpusRevision,omitempty"`
+	// Queries evaluated.
+	Queries int32 `json:"queries"`
+	// RecallAt10 is mean recall@10, rounded to 4 decimals.
+	// +optional
+	RecallAt10 *float64 `json:"recallAt10,omitempty"`
+	// RecallInterval is recall@10's 95% interval.
+	// +optional
+	RecallInterval *ConfidenceInterval `json:"recallInterval,omitempty"`
+	// CompletionTime of the run.
+	CompletionTime metav1.Time `json:"completionTime"`
 }
 
 // MetricsAtK are the mean metrics over the queries at one cut-off, rounded to 4 decimals.
@@ -185,8 +231,8 @@ type EvaluationStatus struct {
 	// ObservedGeneration is the generation last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, Reconciling, Stalled, and ResultsStored (whether the per-query
-	// results of the last run are kept, and why not).
+	// Conditions: Ready, Reconciling, Stalled, ResultsStored (whether the per-query
+	// results of the last run are kept, and why not) and, with spec.alert, QualityDropped.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -233,6 +279,12 @@ type EvaluationStatus struct {
 	// CompletionTime of the last run.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// LastScheduleTime is the spec.schedule time of the latest scheduled run.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// History holds the last spec.historyLimit runs, newest last.
+	// +optional
+	History []EvaluationRun `json:"history,omitempty"`
 }
 
 // Evaluation measures an Index's retrieval quality (recall@k, nDCG@k, MRR@k) on a dataset.
