@@ -117,7 +117,9 @@ func compareRuns(ev *ragopsv1alpha1.Evaluation, prev, cur *results.Set, curSHA, 
 			prevRun = ev.Status.History[n-2]
 		}
 	}
-	name := func(r ragopsv1alpha1.EvaluationRun) string { return fmt.Sprintf("run %s (revision %s)", r.Job, r.Revision) }
+	name := func(r ragopsv1alpha1.EvaluationRun) string {
+		return fmt.Sprintf("run %s (revision %s)", r.Job, r.Revision)
+	}
 	if prev == nil {
 		set(metav1.ConditionFalse, ReasonNoBaseline, "no previous run's per-query results to compare with")
 		return
