@@ -198,13 +198,11 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	conditions.MarkReady(&ev, ReasonEvaluated, fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, recallAt10(&ev.Status), result.Queries))
 	recordRun(&ev, job.Name, rev)
-	observeEvaluation(&ev, idx.Name)
 	// The figures stand whatever happens to the per-query results; a failure to read them
 	// is retried (ResultsStored Unknown) and ends in a condition, never in a partial set.
-	if err := r.storeResults(ctx, &ev, job, result.Results); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{}, nil
+	err = r.storeResults(ctx, &ev, job, result.Results)
+	observeEvaluation(&ev, idx.Name) // after QualityDropped is decided
+	return ctrl.Result{}, err
 }
 
 // recallAt10 formats recall@10 with its interval as "0.812 ± 0.031" (half the 95%
@@ -229,6 +227,9 @@ func observeEvaluation(ev *ragopsv1alpha1.Evaluation, index string) {
 	}
 	if ev.Status.CompletionTime != nil {
 		metrics.SetEvaluationCompleted(ev.Namespace, ev.Name, index, ev.Status.CompletionTime.Time)
+	}
+	if c := meta.FindStatusCondition(ev.Status.Conditions, ConditionQualityDropped); c != nil {
+		metrics.SetQualityDropped(ev.Namespace, ev.Name, index, c.Status == metav1.ConditionTrue)
 	}
 }
 

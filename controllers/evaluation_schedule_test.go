@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
@@ -82,6 +83,28 @@ func TestScheduledRunsKeepHistoryAndAlertOnADrop(t *testing.T) {
 	if lst := got.Status.LastScheduleTime; lst == nil || !lst.Time.Equal(time.Now().UTC().Truncate(time.Hour)) && !lst.Time.Equal(time.Now().UTC().Add(-time.Minute).Truncate(time.Hour)) {
 		t.Errorf("lastScheduleTime %v, want this hour's slot (missed slots are one run)", lst)
 	}
+	// The chart's PrometheusRule alerts on this series.
+	eventually(t, 10*time.Second, "ragops_evaluation_quality_dropped 1", func() (bool, error) {
+		mfs, err := crmetrics.Registry.Gather()
+		if err != nil {
+			return false, err
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "ragops_evaluation_quality_dropped" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["namespace"] == ns && labels["evaluation"] == ev.Name && labels["index"] == "besluiten" {
+					return m.GetGauge().GetValue() == 1, nil
+				}
+			}
+		}
+		return false, nil
+	})
 	eventually(t, 30*time.Second, "a Warning Event QualityDropped", func() (bool, error) {
 		var evs eventsv1.EventList
 		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
