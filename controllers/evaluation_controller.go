@@ -10,8 +10,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/evaluator/stats"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
@@ -46,10 +49,14 @@ type EvaluationReconciler struct {
 	client.Client
 	Events  events.EventRecorder
 	Options Options
+	// PodLogs reads the evaluate pod's log, where the per-query results are framed
+	// (SetupWithManager sets NewPodLogs of the manager's config when nil).
+	PodLogs PodLogs
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 
 // Reconcile drives one Evaluation.
 func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
@@ -70,6 +77,12 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		patcher.done(ctx, r.Client, r.Events, &ev, &res, &retErr)
 	}()
 
+	if ev.Spec.Schedule != "" {
+		if _, err := cron.ParseStandard(ev.Spec.Schedule); err != nil {
+			conditions.MarkStalled(&ev, ReasonInvalidSchedule, fmt.Sprintf("spec.schedule: %q: %v", ev.Spec.Schedule, err))
+			return ctrl.Result{}, nil
+		}
+	}
 	var idx ragopsv1alpha1.Index
 	if err := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: ev.Spec.IndexRef.Name}, &idx); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -104,12 +117,32 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 
+	// spec.schedule: a schedule time passed since the last run starts a new one (its Job is
+	// named by that time); every reconcile comes back at the next one.
+	newSlot := false
+	if ev.Spec.Schedule != "" {
+		slot, next, err := scheduleSlot(&ev, time.Now())
+		if err != nil {
+			return ctrl.Result{}, err // parsed above
+		}
+		if slot != nil {
+			ev.Status.LastScheduleTime, newSlot = ptr.To(metav1.NewTime(*slot)), true
+		}
+		defer func() {
+			if wait := time.Until(next) + time.Second; retErr == nil && !next.IsZero() && (res.RequeueAfter == 0 || res.RequeueAfter > wait) {
+				res.RequeueAfter = max(wait, time.Second)
+			}
+		}()
+	}
 	rerun := ev.Spec.RerunOnRevisionChange == nil || *ev.Spec.RerunOnRevisionChange
-	if ev.Status.Revision != "" && ev.Status.Revision != revName && !rerun && ev.Status.ObservedGeneration == ev.Generation {
+	if ev.Status.Revision != "" && ev.Status.Revision != revName && !rerun && ev.Status.ObservedGeneration == ev.Generation && !newSlot {
 		return ctrl.Result{}, nil // keeps the figures of the revision it measured
 	}
 	retry := ev.Annotations[AnnotationRetry]
-	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry {
+	// A run in progress (Reconciling, e.g. a retry of a Ready Evaluation) or results still
+	// being collected are followed to their end.
+	running := meta.IsStatusConditionTrue(ev.Status.Conditions, ragopsv1alpha1.ConditionReconciling)
+	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry && !running && !newSlot && !resultsPending(&ev) {
 		observeEvaluation(&ev, idx.Name) // restores the series after a manager restart
 		return ctrl.Result{}, nil
 	}
@@ -163,9 +196,27 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if ev.Status.CompletionTime == nil {
 		ev.Status.CompletionTime = ptr.To(metav1.Now())
 	}
-	conditions.MarkReady(&ev, ReasonEvaluated, fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, fmtMetric(ev.Status.RecallAt10), result.Queries))
-	observeEvaluation(&ev, idx.Name)
-	return ctrl.Result{}, nil
+	conditions.MarkReady(&ev, ReasonEvaluated, fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, recallAt10(&ev.Status), result.Queries))
+	recordRun(&ev, job.Name, rev)
+	// The figures stand whatever happens to the per-query results; a failure to read them
+	// is retried (ResultsStored Unknown) and ends in a condition, never in a partial set.
+	err = r.storeResults(ctx, &ev, job, result.Results)
+	observeEvaluation(&ev, idx.Name) // after QualityDropped is decided
+	return ctrl.Result{}, err
+}
+
+// recallAt10 formats recall@10 with its interval as "0.812 ± 0.031" (half the 95%
+// interval's width), or the bare figure when status has no interval.
+func recallAt10(st *ragopsv1alpha1.EvaluationStatus) string {
+	if st.RecallAt10 == nil {
+		return fmtMetric(nil)
+	}
+	for _, m := range st.Metrics {
+		if m.K == 10 && m.RecallInterval != nil {
+			return stats.Interval{Mean: *st.RecallAt10, Lo: m.RecallInterval.Lower, Hi: m.RecallInterval.Upper}.PlusMinus()
+		}
+	}
+	return fmtMetric(st.RecallAt10)
 }
 
 // observeEvaluation publishes an Evaluation's figures (status.metrics, one series per k) on
@@ -176,6 +227,9 @@ func observeEvaluation(ev *ragopsv1alpha1.Evaluation, index string) {
 	}
 	if ev.Status.CompletionTime != nil {
 		metrics.SetEvaluationCompleted(ev.Namespace, ev.Name, index, ev.Status.CompletionTime.Time)
+	}
+	if c := meta.FindStatusCondition(ev.Status.Conditions, ConditionQualityDropped); c != nil {
+		metrics.SetQualityDropped(ev.Namespace, ev.Name, index, c.Status == metav1.ConditionTrue)
 	}
 }
 
@@ -206,6 +260,8 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 		if m.SpanHit != nil {
 			at.SpanHit = ptr.To(Round(*m.SpanHit))
 		}
+		at.RecallInterval, at.NDCGInterval, at.MRRInterval = interval(m, "recall"), interval(m, "ndcg"), interval(m, "mrr")
+		at.SuccessInterval, at.MAPInterval, at.SpanHitInterval = interval(m, "success"), interval(m, "map"), interval(m, "spanHit")
 		st.Metrics = append(st.Metrics, at)
 		if m.K == 10 {
 			st.RecallAt10, st.NDCGAt10, st.MRRAt10 = ptr.To(Round(m.Recall)), ptr.To(Round(m.NDCG)), ptr.To(Round(m.MRR))
@@ -218,12 +274,24 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 	st.UnknownQrels = int32(res.UnknownQrels)
 }
 
-// evaluationJobName is unique per (generation, revision, ragops.dev/retry value) so a new
-// revision, spec or retry runs anew.
+// interval is the status form of measure's interval in m (nil when the worker sent none).
+func interval(m plan.MetricsAtK, measure string) *ragopsv1alpha1.ConfidenceInterval {
+	iv, ok := m.Intervals[measure]
+	if !ok {
+		return nil
+	}
+	return &ragopsv1alpha1.ConfidenceInterval{Lower: Round(iv.Lo), Upper: Round(iv.Hi), StdErr: Round(iv.StdErr)}
+}
+
+// evaluationJobName is unique per (generation, revision, ragops.dev/retry value, scheduled
+// time) so a new revision, spec, retry or schedule time runs anew.
 func evaluationJobName(ev *ragopsv1alpha1.Evaluation, rev string) string {
 	key := fmt.Sprintf("%d/%s", ev.Generation, rev)
 	if retry := ev.Annotations[AnnotationRetry]; retry != "" {
 		key += "/" + retry
+	}
+	if t := ev.Status.LastScheduleTime; t != nil && ev.Spec.Schedule != "" {
+		key += "/scheduled/" + t.UTC().Format(time.RFC3339)
 	}
 	sum := sha256.Sum256([]byte(key))
 	return fmt.Sprintf("%s-%s", objectName(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
@@ -253,7 +321,7 @@ func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *rago
 	}
 	slices.Sort(ks)
 	pl := plan.Evaluate{Version: plan.Version,
-		Namespace: ev.Namespace, Evaluation: ev.Name, Revision: rev.Name, Collection: rev.Collection,
+		Namespace: ev.Namespace, Evaluation: ev.Name, UID: string(ev.UID), Revision: rev.Name, Collection: rev.Collection,
 		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
 		Embedder: embedder,
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
@@ -295,6 +363,13 @@ func (r *EvaluationReconciler) pruneJobs(ctx context.Context, ev *ragopsv1alpha1
 
 // SetupWithManager watches Evaluations, their Jobs, and the Indexes they measure.
 func (r *EvaluationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.PodLogs == nil {
+		logs, err := NewPodLogs(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		r.PodLogs = logs
+	}
 	byIndex := enqueueReferrers(r.Client, func() client.ObjectList { return &ragopsv1alpha1.EvaluationList{} }, evalByIndex)
 	indexChanged := predicate.Funcs{UpdateFunc: func(e evtUpdate) bool {
 		a, b := e.ObjectOld.(*ragopsv1alpha1.Index), e.ObjectNew.(*ragopsv1alpha1.Index)

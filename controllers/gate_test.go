@@ -96,6 +96,10 @@ func TestMaxRegressionGateWaitsForTheBaseline(t *testing.T) {
 	}
 	finishGate(t, baseline, 0.90)
 	eventually(t, 30*time.Second, "candidate rejected for regressing", stalledWith(t, ns, controllers.ReasonGateFailed, "regresses more than 0.0100"))
+	// Played without per-query results: the two means are compared, and the message says so.
+	if c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionStalled); !strings.Contains(c.Message, "point comparison: the gating Evaluation besluiten-gate-"+r2+" of revision "+r2+" has no per-query results") {
+		t.Errorf("Stalled message %q does not say the gate compared means for want of per-query results", c.Message)
+	}
 	if got := aliasTarget(t, ns, "besluiten"); got != c1 {
 		t.Fatalf("a regressing candidate got the alias: %q, want %q", got, c1)
 	}

@@ -69,7 +69,8 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		}
 	}
 	// A kept revision that served before (a revert) takes the alias back without a gate.
-	if gated && rev.ServedTime == nil && active != nil {
+	gatedNow := gated && rev.ServedTime == nil && active != nil
+	if gatedNow {
 		v, err := r.reconcileGate(ctx, st, rev, active)
 		if err != nil {
 			return stop.with(outcomeProgressing, ReasonGating, v.message), err
@@ -108,6 +109,9 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	idx.Status.ActiveRevision = rev.Name
 	idx.Status.Chunks = rev.Chunks
 	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
+	if gatedNow && rev.GateMessage != "" {
+		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, ReasonGatePassed, "Rollout", "%s", rev.GateMessage)
+	}
 	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
 	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
 	// It caught up with the Corpus just above: it serves (the sync step ran before the move).
@@ -215,7 +219,7 @@ func (r *IndexReconciler) reconsiderRejected(ctx context.Context, st *indexState
 	default:
 		return stalled(ReasonGateFailed, rev.Message+retryHint(idx)), nil, false
 	}
-	rev.Phase, rev.GateRecall, rev.GateHash = ragopsv1alpha1.RevisionReady, nil, ""
+	rev.Phase, rev.GateRecall, rev.GateHash, rev.GateMessage = ragopsv1alpha1.RevisionReady, nil, "", ""
 	return proceed, nil, true
 }
 
@@ -233,7 +237,7 @@ func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, can
 	if err != nil || v.state != gatePassed {
 		return v, err
 	}
-	cand.GateRecall, cand.GateHash = ptr.To(candRecall), hash
+	cand.GateRecall, cand.GateHash, cand.GateMessage = ptr.To(candRecall), hash, ""
 	if gate.MinRecall != nil && candRecall < *gate.MinRecall {
 		return gateVerdict{gateRejected, fmt.Sprintf("revision %s recall@10 %.4f is below minRecall %.4f; alias stays on %s", cand.Name, candRecall, *gate.MinRecall, active.Name)}, nil
 	}
@@ -246,9 +250,11 @@ func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, can
 			return v, err
 		}
 		active.GateRecall, active.GateHash = ptr.To(base), hash
-		if candRecall < base-*gate.MaxRegression-1e-9 {
-			return gateVerdict{gateRejected, fmt.Sprintf("revision %s recall@10 %.4f regresses more than %.4f from the active revision %s (%.4f); alias stays", cand.Name, candRecall, *gate.MaxRegression, active.Name, base)}, nil
+		v, err = r.regressionVerdict(ctx, idx, cand, active, candRecall, base)
+		if v.state == gatePassed || v.state == gateRejected {
+			cand.GateMessage = v.message
 		}
+		return v, err
 	}
 	return gateVerdict{state: gatePassed}, nil
 }

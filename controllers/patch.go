@@ -112,12 +112,15 @@ var problemReasons = map[string]bool{
 	ReasonCleanupFailed: true, ReasonSourceUnreadable: true, ReasonJobConflict: true,
 }
 
-// needsAPerson reports whether a condition calls for a Warning Event: Stalled=True, a
-// DeletionBlocked or UnderReplicated that is not just waiting for pods to stop, or Ready=False
+// needsAPerson reports whether a condition calls for a Warning Event: Stalled=True,
+// ResultsStored=False for a refused or lost set, a DeletionBlocked or UnderReplicated that is not just waiting for pods to stop, or Ready=False
 // for one of problemReasons. Ready=False while building, gating, syncing or waiting for a
 // Corpus or Index is progress (Normal).
 func needsAPerson(c metav1.Condition) bool {
 	switch {
+	case c.Type == ConditionResultsStored:
+		// Positive polarity: a lost or refused set needs a person, not a stored one.
+		return c.Status == metav1.ConditionFalse && (c.Reason == ReasonResultsUnavailable || c.Reason == ReasonResultsRefused)
 	case c.Status != metav1.ConditionTrue && c.Type != ragopsv1alpha1.ConditionReady:
 		return false
 	case c.Type == ragopsv1alpha1.ConditionReady:

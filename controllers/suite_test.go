@@ -302,6 +302,14 @@ func finishJob(t *testing.T, job *batchv1.Job, exitCode int32, messages ...strin
 // one sets it here, in the first status write.
 func finishJobAt(t *testing.T, job *batchv1.Job, now metav1.Time, exitCode int32, messages ...string) {
 	t.Helper()
+	playPods(t, job, "", exitCode, messages...)
+	markJobFinished(t, job, now, exitCode, len(messages))
+}
+
+// playPods creates one finished pod per message (completion index i), bound to node when
+// not empty, as finishJob does.
+func playPods(t *testing.T, job *batchv1.Job, node string, exitCode int32, messages ...string) {
+	t.Helper()
 	ctx := context.Background()
 	for i, msg := range messages {
 		pod := &corev1.Pod{
@@ -310,6 +318,7 @@ func finishJobAt(t *testing.T, job *batchv1.Job, now metav1.Time, exitCode int32
 				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
 			Spec: *job.Spec.Template.Spec.DeepCopy(),
 		}
+		pod.Spec.NodeName = node
 		if err := env.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
@@ -325,8 +334,15 @@ func finishJobAt(t *testing.T, job *batchv1.Job, now metav1.Time, exitCode int32
 			t.Fatal(err)
 		}
 	}
+}
+
+// markJobFinished marks the Job Complete (exitCode 0) or Failed with n pods, the way the Job
+// controller does, finished at now.
+func markJobFinished(t *testing.T, job *batchv1.Job, now metav1.Time, exitCode int32, pods int) {
+	t.Helper()
+	ctx := context.Background()
 	start := metav1.NewTime(now.Add(-time.Second))
-	n := int32(len(messages))
+	n := int32(pods)
 	if exitCode == 0 {
 		job.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: n, Conditions: []batchv1.JobCondition{
 			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "CompletionsReached"},

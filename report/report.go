@@ -47,6 +47,9 @@ type Row struct {
 	// SpanHitAt is spanHit@k at the Evaluation's other cut-offs (spec.k), by k; nil when
 	// none.
 	SpanHitAt map[int32]float64
+	// RecallCI, NDCGCI and SpanHitCI are the 95% intervals of recall@10, nDCG@10 and span
+	// hit@10 (status.metrics[k=10]); nil when the status has none.
+	RecallCI, NDCGCI, SpanHitCI *ragopsv1alpha1.ConfidenceInterval
 }
 
 // modeOrder is the order of the mode groups: the API's order of RetrievalMode.
@@ -71,10 +74,15 @@ func Rows(evals []ragopsv1alpha1.Evaluation) []Row {
 		if f := fusionAbbrev[fusion]; f != "" {
 			label += " " + f
 		}
-		rows = append(rows, Row{Label: label, Fusion: fusion,
+		row := Row{Label: label, Fusion: fusion,
 			Index: e.Spec.IndexRef.Name, Mode: mode, Revision: e.Status.Revision,
 			Recall: *e.Status.RecallAt10, NDCG: *e.Status.NDCGAt10, MRR: e.Status.MRRAt10, SpanHit: e.Status.SpanHitRate,
-			SpanHitAt: spanHitsAt(e.Status.Metrics)})
+			SpanHitAt: spanHitsAt(e.Status.Metrics)}
+		if i := slices.IndexFunc(e.Status.Metrics, func(m ragopsv1alpha1.MetricsAtK) bool { return m.K == 10 }); i >= 0 {
+			m := e.Status.Metrics[i]
+			row.RecallCI, row.NDCGCI, row.SpanHitCI = m.RecallInterval, m.NDCGInterval, m.SpanHitInterval
+		}
+		rows = append(rows, row)
 	}
 	slices.SortStableFunc(rows, func(a, b Row) int {
 		return cmp.Or(compareModes(a.Mode, b.Mode), cmp.Compare(b.Recall, a.Recall), cmp.Compare(b.NDCG, a.NDCG),
@@ -140,11 +148,13 @@ func Zoom(values []float64) Range {
 
 func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
-// series is one kind of figure of a chart, with its colour.
+// series is one kind of figure of a chart, with its colour and its interval (nil when the
+// row has none).
 type series struct {
 	label string
 	c     color.Color
 	value func(Row) (float64, bool)
+	ci    func(Row) *ragopsv1alpha1.ConfidenceInterval
 }
 
 var (
@@ -157,8 +167,8 @@ var (
 // seriesOf returns recall@10, nDCG@10 and, when any row has one, span hit@10.
 func seriesOf(rows []Row) []series {
 	s := []series{
-		{"recall@10", blue, func(r Row) (float64, bool) { return r.Recall, true }},
-		{"nDCG@10", orange, func(r Row) (float64, bool) { return r.NDCG, true }},
+		{"recall@10", blue, func(r Row) (float64, bool) { return r.Recall, true }, func(r Row) *ragopsv1alpha1.ConfidenceInterval { return r.RecallCI }},
+		{"nDCG@10", orange, func(r Row) (float64, bool) { return r.NDCG, true }, func(r Row) *ragopsv1alpha1.ConfidenceInterval { return r.NDCGCI }},
 	}
 	if slices.ContainsFunc(rows, func(r Row) bool { return r.SpanHit != nil }) {
 		s = append(s, series{"span hit@10", green, func(r Row) (float64, bool) {
@@ -166,14 +176,16 @@ func seriesOf(rows []Row) []series {
 				return 0, false
 			}
 			return *r.SpanHit, true
-		}})
+		}, func(r Row) *ragopsv1alpha1.ConfidenceInterval { return r.SpanHitCI }})
 	}
 	return s
 }
 
 // Write renders rows (in the order Rows returns them) to w as format "svg" or "png" (grouped
 // bars on a zoomed axis, one group of bars per Evaluation, a gap and a heading per mode, the
-// value above each bar, the legend to the right) or "markdown" (WriteMarkdown).
+// 95% interval as a whisker on every bar that has one, the value above each bar and its
+// whisker, the legend to the right, saying what the whiskers are) or "markdown"
+// (WriteMarkdown).
 //
 // Errors: no rows, an unknown format.
 func Write(w io.Writer, rows []Row, title, format string) error {
@@ -192,6 +204,9 @@ func Write(w io.Writer, rows []Row, title, format string) error {
 		for _, s := range ss {
 			if v, ok := s.value(r); ok {
 				all = append(all, v)
+			}
+			if ci := s.ci(r); ci != nil {
+				all = append(all, ci.Lower, ci.Upper)
 			}
 		}
 	}
@@ -220,10 +235,14 @@ func Write(w io.Writer, rows []Row, title, format string) error {
 	for si, s := range ss {
 		for i, r := range rows {
 			if v, ok := s.value(r); ok {
-				b.bars = append(b.bars, bar{x0: xs[i] - slot/2 + float64(si)*width, x1: xs[i] - slot/2 + float64(si+1)*width, v: v, c: s.c})
+				br := bar{x0: xs[i] - slot/2 + float64(si)*width, x1: xs[i] - slot/2 + float64(si+1)*width, v: v, c: s.c, ci: s.ci(r)}
+				b.bars = append(b.bars, br)
 			}
 		}
 		legend.Add(s.label, swatch{s.c})
+	}
+	if slices.ContainsFunc(b.bars, func(br bar) bool { return br.ci != nil }) {
+		legend.Add("95% interval", whiskerThumb{})
 	}
 	p.Add(b, &headings{groups: groups, zoom: zoom})
 	p.NominalX(names...)
@@ -298,10 +317,38 @@ func (s swatch) Thumbnail(c *draw.Canvas) {
 	c.FillPolygon(s.c, c.ClipPolygonXY(pts))
 }
 
-// bar is one bar from the bottom of the zoomed axis up to v, between x0 and x1 in data units.
+// bar is one bar from the bottom of the zoomed axis up to v, between x0 and x1 in data units,
+// with its interval ci (nil: none).
 type bar struct {
 	x0, x1, v float64
 	c         color.Color
+	ci        *ragopsv1alpha1.ConfidenceInterval
+}
+
+// whiskerColor draws the intervals: dark enough to read over every bar colour.
+var whiskerColor = color.RGBA{R: 40, G: 40, B: 40, A: 255}
+
+// drawWhisker draws interval ci at x as a vertical line clamped to zoom, with caps of half
+// width cap, and returns the y of its top.
+func drawWhisker(c draw.Canvas, trY func(float64) vg.Length, x, cap vg.Length, ci *ragopsv1alpha1.ConfidenceInterval, zoom Range) vg.Length {
+	lo, hi := trY(math.Max(ci.Lower, zoom.Min)), trY(math.Min(ci.Upper, zoom.Max))
+	line := draw.LineStyle{Color: whiskerColor, Width: vg.Points(1)}
+	c.StrokeLine2(line, x, lo, x, hi)
+	c.StrokeLine2(line, x-cap, lo, x+cap, lo)
+	c.StrokeLine2(line, x-cap, hi, x+cap, hi)
+	return hi
+}
+
+// whiskerThumb is the legend thumbnail of an interval: a whisker with its caps.
+type whiskerThumb struct{}
+
+func (whiskerThumb) Thumbnail(c *draw.Canvas) {
+	sty := draw.LineStyle{Color: whiskerColor, Width: vg.Points(1)}
+	x := (c.Min.X + c.Max.X) / 2
+	w := (c.Max.X - c.Min.X) / 4
+	c.StrokeLine2(sty, x, c.Min.Y, x, c.Max.Y)
+	c.StrokeLine2(sty, x-w, c.Min.Y, x+w, c.Min.Y)
+	c.StrokeLine2(sty, x-w, c.Max.Y, x+w, c.Max.Y)
 }
 
 // bars draws bars from the bottom of the axis (a bar does not start at 0 on a zoomed axis:
@@ -320,8 +367,13 @@ func (b *bars) Plot(c draw.Canvas, p *plot.Plot) {
 		bottom := trY(b.zoom.Min)
 		x0, x1 := trX(br.x0)+vg.Points(0.5), trX(br.x1)-vg.Points(0.5)
 		c.FillPolygon(br.c, c.ClipPolygonXY([]vg.Point{{X: x0, Y: bottom}, {X: x0, Y: top}, {X: x1, Y: top}, {X: x1, Y: bottom}}))
+		label := top
+		if br.ci != nil {
+			// Capped a third of the bar wide.
+			label = max(label, drawWhisker(c, trY, (x0+x1)/2, (x1-x0)/6, br.ci, b.zoom))
+		}
 		if br.v >= b.zoom.Min {
-			c.FillText(sty, vg.Point{X: (x0 + x1) / 2, Y: top + vg.Points(2)}, fmt.Sprintf("%.3f", br.v))
+			c.FillText(sty, vg.Point{X: (x0 + x1) / 2, Y: label + vg.Points(2)}, fmt.Sprintf("%.3f", br.v))
 		}
 	}
 }
@@ -364,7 +416,8 @@ func (h *headings) Plot(c draw.Canvas, p *plot.Plot) {
 // WriteMarkdown writes rows as a Markdown table in their order: mode, Index, revision (when
 // any row has one), recall@10, nDCG@10, MRR@10, span hit@10 (when any row has one) and span
 // hit@k at every other cut-off a row has, in ascending k ("-" where a row lacks it), four
-// decimals; the best recall@10 and nDCG@10 of each mode in bold.
+// decimals, with "± h" (half the 95% interval) after recall@10, nDCG@10 and span hit@10
+// where status has their interval; the best recall@10 and nDCG@10 of each mode in bold.
 func WriteMarkdown(w io.Writer, rows []Row) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("report: no Evaluation has recall@10 yet")
@@ -411,9 +464,9 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 		if revs {
 			cells = append(cells, cmp.Or(r.Revision, "-"))
 		}
-		cells = append(cells, bold(fmt4(r.Recall), r.Recall == b.recall), bold(fmt4(r.NDCG), r.NDCG == b.ndcg), fmtPtr(r.MRR))
+		cells = append(cells, bold(fmt4(r.Recall), r.Recall == b.recall)+plusMinus(r.RecallCI), bold(fmt4(r.NDCG), r.NDCG == b.ndcg)+plusMinus(r.NDCGCI), fmtPtr(r.MRR))
 		if spans {
-			cells = append(cells, fmtPtr(r.SpanHit))
+			cells = append(cells, fmtPtr(r.SpanHit)+plusMinus(r.SpanHitCI))
 		}
 		for _, k := range ks {
 			if v, ok := r.SpanHitAt[k]; ok {
@@ -429,6 +482,14 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 }
 
 func fmt4(v float64) string { return fmt.Sprintf("%.4f", v) }
+
+// plusMinus is " ± h", h half the interval's width at 3 decimals, or "" without one.
+func plusMinus(ci *ragopsv1alpha1.ConfidenceInterval) string {
+	if ci == nil {
+		return ""
+	}
+	return fmt.Sprintf(" ± %.3f", (ci.Upper-ci.Lower)/2)
+}
 
 func fmtPtr(v *float64) string {
 	if v == nil {

@@ -30,6 +30,8 @@ type RevisionRow struct {
 	// Recall holds recall@10 by retrieval mode, from the Evaluations whose status.revision is
 	// this revision (the newest completion wins when several measured the same mode).
 	Recall map[ragopsv1alpha1.RetrievalMode]float64
+	// RecallCI holds the 95% interval of each Recall that has one (the same Evaluation's).
+	RecallCI map[ragopsv1alpha1.RetrievalMode]*ragopsv1alpha1.ConfidenceInterval
 }
 
 // Revisions returns idx's revisions oldest first (by status.revisions[].creationTime, then
@@ -74,7 +76,15 @@ func Revisions(idx ragopsv1alpha1.Index, evals []ragopsv1alpha1.Evaluation) []Re
 		if !ok || e.Spec.IndexRef.Name != idx.Name || e.Namespace != idx.Namespace || e.Status.RecallAt10 == nil {
 			continue
 		}
-		out[i].Recall[cmp.Or(e.Spec.Mode, ragopsv1alpha1.ModeDense)] = *e.Status.RecallAt10
+		mode := cmp.Or(e.Spec.Mode, ragopsv1alpha1.ModeDense)
+		out[i].Recall[mode] = *e.Status.RecallAt10
+		delete(out[i].RecallCI, mode)
+		if j := slices.IndexFunc(e.Status.Metrics, func(m ragopsv1alpha1.MetricsAtK) bool { return m.K == 10 }); j >= 0 && e.Status.Metrics[j].RecallInterval != nil {
+			if out[i].RecallCI == nil {
+				out[i].RecallCI = map[ragopsv1alpha1.RetrievalMode]*ragopsv1alpha1.ConfidenceInterval{}
+			}
+			out[i].RecallCI[mode] = e.Status.Metrics[j].RecallInterval
+		}
 	}
 	return out
 }
@@ -129,6 +139,7 @@ func WriteRevisions(w io.Writer, rows []RevisionRow, title, format string) error
 		label string
 		c     color.Color
 		value func(RevisionRow) (float64, bool)
+		ci    func(RevisionRow) *ragopsv1alpha1.ConfidenceInterval
 	}
 	palette := []color.Color{blue, green, orange, color.RGBA{R: 148, G: 103, B: 189, A: 255}}
 	var lines []line
@@ -136,7 +147,7 @@ func WriteRevisions(w io.Writer, rows []RevisionRow, title, format string) error
 		lines = append(lines, line{"recall@10 " + strings.ToLower(string(m)), palette[i%len(palette)], func(r RevisionRow) (float64, bool) {
 			v, ok := r.Recall[m]
 			return v, ok
-		}})
+		}, func(r RevisionRow) *ragopsv1alpha1.ConfidenceInterval { return r.RecallCI[m] }})
 	}
 	if gates {
 		lines = append(lines, line{"gate recall@10", grey, func(r RevisionRow) (float64, bool) {
@@ -144,7 +155,7 @@ func WriteRevisions(w io.Writer, rows []RevisionRow, title, format string) error
 				return 0, false
 			}
 			return *r.Gate, true
-		}})
+		}, func(RevisionRow) *ragopsv1alpha1.ConfidenceInterval { return nil }})
 	}
 	var all []float64
 	for _, l := range lines {
@@ -152,9 +163,13 @@ func WriteRevisions(w io.Writer, rows []RevisionRow, title, format string) error
 			if v, ok := l.value(r); ok {
 				all = append(all, v)
 			}
+			if ci := l.ci(r); ci != nil {
+				all = append(all, ci.Lower, ci.Upper)
+			}
 		}
 	}
 	zoom := Zoom(all)
+	ws := &pointWhiskers{zoom: zoom}
 	p := newPlot(title, zoom)
 	legend := plot.NewLegend()
 	for li, l := range lines {
@@ -162,6 +177,9 @@ func WriteRevisions(w io.Writer, rows []RevisionRow, title, format string) error
 		for i, r := range rows {
 			if v, ok := l.value(r); ok {
 				pts = append(pts, plotter.XY{X: float64(i), Y: v})
+			}
+			if ci := l.ci(r); ci != nil {
+				ws.at = append(ws.at, pointWhisker{x: float64(i), ci: ci})
 			}
 		}
 		if len(pts) == 0 {
@@ -189,6 +207,10 @@ func WriteRevisions(w io.Writer, rows []RevisionRow, title, format string) error
 		p.Add(ln, sc, labels)
 		legend.Add(l.label, ln, sc)
 	}
+	if len(ws.at) > 0 {
+		p.Add(ws)
+		legend.Add("95% interval", whiskerThumb{})
+	}
 	names := make([]string, len(rows))
 	for i, r := range rows {
 		names[i] = r.tick()
@@ -199,6 +221,25 @@ func WriteRevisions(w io.Writer, rows []RevisionRow, title, format string) error
 	p.X.Tick.Label.Rotation = 0.6
 	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
 	return render(w, p, legend, vg.Length(max(6, float64(len(rows))*0.9+2))*vg.Inch, format)
+}
+
+// pointWhisker is the interval of a point at x.
+type pointWhisker struct {
+	x  float64
+	ci *ragopsv1alpha1.ConfidenceInterval
+}
+
+// pointWhiskers draws the intervals of a line chart's points.
+type pointWhiskers struct {
+	at   []pointWhisker
+	zoom Range
+}
+
+func (w *pointWhiskers) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for _, a := range w.at {
+		drawWhisker(c, trY, trX(a.x), vg.Points(3), a.ci, w.zoom)
+	}
 }
 
 func valueLabels(pts plotter.XYs) []string {
@@ -230,7 +271,7 @@ func writeRevisionsMarkdown(w io.Writer, rows []RevisionRow, modes []ragopsv1alp
 		cells := []string{shortRevision(r.Revision), cmp.Or(r.Created, "-"), cmp.Or(phase, "-")}
 		for _, m := range modes {
 			if v, ok := r.Recall[m]; ok {
-				cells = append(cells, fmt4(v))
+				cells = append(cells, fmt4(v)+plusMinus(r.RecallCI[m]))
 			} else {
 				cells = append(cells, "-")
 			}

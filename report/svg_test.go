@@ -75,7 +75,8 @@ func (b box) overlaps(o box) bool {
 }
 
 type svgPath struct {
-	fill string // the style's fill colour, "" when not filled
+	fill   string // the style's fill colour, "" when not filled
+	stroke string // the style's stroke colour, "" when not stroked
 	box
 }
 
@@ -131,6 +132,10 @@ func parseSVG(t *testing.T, src string) svgDoc {
 				if m := regexp.MustCompile(`fill:(#[0-9A-Fa-f]{6})`).FindStringSubmatch(attr(e, "style")); m != nil {
 					fill = strings.ToLower(m[1])
 				}
+				var stroke string
+				if m := regexp.MustCompile(`stroke:(#[0-9A-Fa-f]{6})`).FindStringSubmatch(attr(e, "style")); m != nil {
+					stroke = strings.ToLower(m[1])
+				}
 				nums := pathNumbers.FindAllString(attr(e, "d"), -1)
 				b := box{math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)}
 				for i := 0; i+1 < len(nums); i += 2 {
@@ -139,7 +144,7 @@ func parseSVG(t *testing.T, src string) svgDoc {
 					px, py := ctm.apply(x, y)
 					b = box{math.Min(b.minX, px), math.Max(b.maxX, px), math.Min(b.minY, py), math.Max(b.maxY, py)}
 				}
-				doc.paths = append(doc.paths, svgPath{fill: fill, box: b})
+				doc.paths = append(doc.paths, svgPath{fill: fill, stroke: stroke, box: b})
 			}
 			stack = append(stack, ctm)
 		case xml.CharData:
@@ -174,6 +179,17 @@ func (d svgDoc) fills(c string) []svgPath {
 	var out []svgPath
 	for _, p := range d.paths {
 		if p.fill == c {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// strokes returns the stroked paths of a colour (#rrggbb, lower case).
+func (d svgDoc) strokes(c string) []svgPath {
+	var out []svgPath
+	for _, p := range d.paths {
+		if p.stroke == c {
 			out = append(out, p)
 		}
 	}

@@ -113,8 +113,54 @@ type EvaluationSpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	RerunOnRevisionChange *bool `json:"rerunOnRevisionChange,omitempty"`
+	// Schedule re-runs the Evaluation on a cron schedule (the five fields of a CronJob's
+	// schedule, or a descriptor such as @daily; UTC) against the revision the Index serves
+	// (or spec.revision), to watch quality over time; each run is kept in status.history. An
+	// unparsable schedule is Stalled naming spec.schedule.
+	// +optional
+	// +kubebuilder:validation:MaxLength=100
+	Schedule string `json:"schedule,omitempty"`
+	// Alert compares each run with the previous one on the same queries and sets the
+	// QualityDropped condition on a significant drop.
+	// +optional
+	Alert *QualityAlert `json:"alert,omitempty"`
+	// HistoryLimit is how many runs status.history keeps, newest last (default 10).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 
 	EvaluationParameters `json:",inline"`
+}
+
+// QualityAlert says when a run counts as a quality drop from the previous run.
+type QualityAlert struct {
+	// MaxDrop is the recall@10 drop a run may show against the previous run before a
+	// significant one (two-sided paired randomization test over the same queries, p < 0.05)
+	// sets QualityDropped=True, in [0, 1].
+	// +kubebuilder:validation:XValidation:rule="self >= 0.0 && self <= 1.0",message="maxDrop must be between 0 and 1"
+	MaxDrop float64 `json:"maxDrop"`
+}
+
+// EvaluationRun is one completed run of an Evaluation in status.history.
+type EvaluationRun struct {
+	// Job is the run's Job.
+	Job string `json:"job"`
+	// Revision of the Index evaluated.
+	Revision string `json:"revision"`
+	// CorpusRevision is the Corpus revision that revision last synced (or was built from).
+	// +optional
+	CorpusRevision string `json:"corpusRevision,omitempty"`
+	// Queries evaluated.
+	Queries int32 `json:"queries"`
+	// RecallAt10 is mean recall@10, rounded to 4 decimals.
+	// +optional
+	RecallAt10 *float64 `json:"recallAt10,omitempty"`
+	// RecallInterval is recall@10's 95% interval.
+	// +optional
+	RecallInterval *ConfidenceInterval `json:"recallInterval,omitempty"`
+	// CompletionTime of the run.
+	CompletionTime metav1.Time `json:"completionTime"`
 }
 
 // MetricsAtK are the mean metrics over the queries at one cut-off, rounded to 4 decimals.
@@ -135,6 +181,49 @@ type MetricsAtK struct {
 	// span (datasets with query_spans.jsonl; absent otherwise).
 	// +optional
 	SpanHit *float64 `json:"spanHit,omitempty"`
+	// RecallInterval, NDCGInterval, MRRInterval, SuccessInterval, MAPInterval and
+	// SpanHitInterval are the uncertainty of the means above (see ConfidenceInterval);
+	// absent when the worker could not report them.
+	// +optional
+	RecallInterval *ConfidenceInterval `json:"recallInterval,omitempty"`
+	// +optional
+	NDCGInterval *ConfidenceInterval `json:"ndcgInterval,omitempty"`
+	// +optional
+	MRRInterval *ConfidenceInterval `json:"mrrInterval,omitempty"`
+	// +optional
+	SuccessInterval *ConfidenceInterval `json:"successInterval,omitempty"`
+	// +optional
+	MAPInterval *ConfidenceInterval `json:"mapInterval,omitempty"`
+	// +optional
+	SpanHitInterval *ConfidenceInterval `json:"spanHitInterval,omitempty"`
+}
+
+// ConfidenceInterval is the uncertainty of a mean metric over the evaluated queries: the
+// 95% percentile bootstrap interval (10,000 resamples of the queries, seeded from the
+// Evaluation's UID and the metric, so the same per-query values give the same bounds) and
+// the bootstrap standard error, all rounded to 4 decimals. A percentile interval need not
+// be symmetric around the mean.
+type ConfidenceInterval struct {
+	// Lower bound of the 95% interval.
+	Lower float64 `json:"lower"`
+	// Upper bound of the 95% interval.
+	Upper float64 `json:"upper"`
+	// StdErr is the bootstrap standard error of the mean.
+	StdErr float64 `json:"stdErr"`
+}
+
+// PerQueryResults says where an Evaluation's per-query results are kept: a ConfigMap in
+// its namespace, owned by it, holding them gzip-compressed under binaryData key
+// results.json.gz (format ragops.dev/per-query-results/v1, at most 1,000,000 bytes).
+type PerQueryResults struct {
+	// ConfigMap is the name of the ConfigMap ("<evaluation>-results").
+	ConfigMap string `json:"configMap"`
+	// Queries is the number of queries it holds.
+	Queries int32 `json:"queries"`
+	// Bytes is the size of the compressed results.
+	Bytes int64 `json:"bytes"`
+	// SHA256 is the hex SHA-256 of the compressed results, as the worker reported it.
+	SHA256 string `json:"sha256"`
 }
 
 // EvaluationStatus is the observed state of an Evaluation.
@@ -142,7 +231,8 @@ type EvaluationStatus struct {
 	// ObservedGeneration is the generation last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, Reconciling, Stalled.
+	// Conditions: Ready, Reconciling, Stalled, ResultsStored (whether the per-query
+	// results of the last run are kept, and why not) and, with spec.alert, QualityDropped.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -175,6 +265,10 @@ type EvaluationStatus struct {
 	// (datasets with query_spans.jsonl), rounded to 4 decimals.
 	// +optional
 	SpanHitRate *float64 `json:"spanHitRate,omitempty"`
+	// Results locates the per-query results of the last run (absent while they are not
+	// stored; the ResultsStored condition says why).
+	// +optional
+	Results *PerQueryResults `json:"results,omitempty"`
 	// UnknownQrels counts judgements naming a query or document absent from the dataset; they are
 	// left out of the metrics.
 	// +optional
@@ -185,6 +279,12 @@ type EvaluationStatus struct {
 	// CompletionTime of the last run.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// LastScheduleTime is the spec.schedule time of the latest scheduled run.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// History holds the last spec.historyLimit runs, newest last.
+	// +optional
+	History []EvaluationRun `json:"history,omitempty"`
 }
 
 // Evaluation measures an Index's retrieval quality (recall@k, nDCG@k, MRR@k) on a dataset.

@@ -375,10 +375,18 @@ type RolloutGate struct {
 	// +kubebuilder:validation:XValidation:rule="self >= 0.0 && self <= 1.0",message="minRecall must be between 0 and 1"
 	MinRecall *float64 `json:"minRecall,omitempty"`
 	// MaxRegression is how far the candidate's recall@10 may fall below the active
-	// revision's, in [0, 1] (absolute).
+	// revision's, in [0, 1] (absolute). With the per-query results of both gating
+	// Evaluations it is a non-inferiority test at confidence (see Confidence); without those
+	// of the active revision, a comparison of the two means.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self >= 0.0 && self <= 1.0",message="maxRegression must be between 0 and 1"
 	MaxRegression *float64 `json:"maxRegression,omitempty"`
+	// Confidence of the maxRegression test (default 0.95): the candidate passes when the
+	// lower bound of this two-sided interval of its paired recall@10 difference from the
+	// active revision, over the gate dataset's queries, is above -maxRegression.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 0.5 && self <= 0.999",message="confidence must be between 0.5 and 0.999"
+	Confidence *float64 `json:"confidence,omitempty"`
 }
 
 // RevisionPhase is the life-cycle phase of one revision.
@@ -447,6 +455,11 @@ type RevisionStatus struct {
 	// takes the alias back without a gate (a revert); one that never served is gated.
 	// +optional
 	ServedTime *metav1.Time `json:"servedTime,omitempty"`
+	// GateMessage is the gate's last maxRegression decision on this revision: the paired
+	// difference from the active revision with its interval and the verdict, or why the two
+	// means were compared instead.
+	// +optional
+	GateMessage string `json:"gateMessage,omitempty"`
 	// Message explains a Failed or Rejected phase.
 	// +optional
 	Message string `json:"message,omitempty"`

@@ -107,6 +107,10 @@ var (
 		Namespace: Namespace, Subsystem: "evaluation", Name: "last_completion_timestamp_seconds",
 		Help: "Unix time at which an Evaluation's figures were last recorded.",
 	}, []string{"namespace", "evaluation", "index"})
+	qualityDropped = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "evaluation", Name: "quality_dropped",
+		Help: "1 while an Evaluation's QualityDropped condition is True (its last run significantly worse than the previous one beyond spec.alert.maxDrop), else 0; only for Evaluations with spec.alert.",
+	}, []string{"namespace", "evaluation", "index"})
 
 	buildsRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "index", Name: "builds_running",
@@ -130,7 +134,7 @@ var (
 // or tools; the package already registers them on controller-runtime's registry).
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration,
-		tokensPerSecond, activeRevision, truncatedChunks, recall, ndcg, mrr, evaluationCompleted, buildsRunning, buildDocuments,
+		tokensPerSecond, activeRevision, truncatedChunks, recall, ndcg, mrr, evaluationCompleted, qualityDropped, buildsRunning, buildDocuments,
 		weaviateRequests, weaviateErrors}
 }
 
@@ -251,6 +255,15 @@ func SetEvaluationCompleted(namespace, name, index string, at time.Time) {
 	evaluationCompleted.WithLabelValues(namespace, name, index).Set(float64(at.UnixNano()) / 1e9)
 }
 
+// SetQualityDropped records whether an Evaluation's QualityDropped condition is True.
+func SetQualityDropped(namespace, name, index string, dropped bool) {
+	v := 0.0
+	if dropped {
+		v = 1
+	}
+	qualityDropped.WithLabelValues(namespace, name, index).Set(v)
+}
+
 // ForgetRevision removes the series of one revision of an Index (call it when the revision
 // is pruned).
 func ForgetRevision(namespace, index, revision string) {
@@ -281,6 +294,7 @@ func ForgetEvaluation(namespace, name string) {
 	ndcg.DeletePartialMatch(l)
 	mrr.DeletePartialMatch(l)
 	evaluationCompleted.DeletePartialMatch(l)
+	qualityDropped.DeletePartialMatch(l)
 }
 
 // SetBuildProgress records whether a build or corpus sync Job of the Index runs and, while one

@@ -175,6 +175,7 @@ func TestNamesPassPromlint(t *testing.T) {
 	metrics.SetTruncatedChunks("ns-lint", "i", "r", 1)
 	metrics.ObserveEvaluation("ns-lint", "e", "i", "dense", 10, 0.5, 0.5, 0.5)
 	metrics.SetEvaluationCompleted("ns-lint", "e", "i", time.Now())
+	metrics.SetQualityDropped("ns-lint", "e", "i", true)
 	metrics.SetBuildProgress("ns-lint", "i", true, "r", 1, 2)
 	metrics.ObserveWeaviateCall("SetAlias", nil)
 	problems, err := testutil.GatherAndLint(reg)
