@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -380,6 +381,8 @@ func (h *HeadingChunker) chunk(text string, lines []line, outline []OutlineEntry
 		}
 	}
 	section(0, firstStart(outline, len(text)))
+	fold := -1         // start of the heading-only sections folded into the next one
+	var extra []string // titles folded in that the next section's path lacks (a title)
 	for i, o := range outline {
 		for len(stack) > 0 && stack[len(stack)-1].level >= o.Level {
 			stack = stack[:len(stack)-1]
@@ -393,9 +396,36 @@ func (h *HeadingChunker) chunk(text string, lines []line, outline []OutlineEntry
 		if i+1 < len(outline) {
 			end = outline[i+1].Start
 		}
-		section(o.Start, end)
+		start := o.Start
+		if fold >= 0 {
+			start, path = fold, joinPath(extra, path)
+		}
+		if h.sp.minSize > 0 && i+1 < len(outline) && blank(text[o.End:end]) {
+			if outline[i+1].Level > o.Level {
+				fold = start // a heading-only section: into its first subsection
+				continue
+			}
+			if i == 0 && blank(text[:o.Start]) {
+				fold, extra = start, path // the document's title: into the next section
+				continue
+			}
+		}
+		fold, extra = -1, nil
+		section(start, end)
 	}
-	return number(out), nil
+	return number(mergeSmall(text, out, h.sp.sizer, h.sp.max, h.sp.minSize)), nil
+}
+
+// joinPath returns the heading path extra followed by path, a title that ends extra and
+// starts path kept once. extra is empty for a folded parent section (path holds it).
+func joinPath(extra, path []string) []string {
+	if len(extra) == 0 {
+		return path
+	}
+	if len(path) > 0 && extra[len(extra)-1] == path[0] {
+		path = path[1:]
+	}
+	return append(slices.Clip(extra), path...)
 }
 
 func firstStart(outline []OutlineEntry, n int) int {

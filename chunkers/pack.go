@@ -28,6 +28,9 @@ type splitter struct {
 	// overlapSegs repeats this many trailing level-0 segments (sentences) instead.
 	overlapSegs int
 	levels      []cutter
+	// minSize > 0 keeps a group under it open before a segment too large to join it: the
+	// segment is cut finer and its pieces join the group (WithMinSize).
+	minSize int
 }
 
 // split appends the chunks of [s, e), cut from level lvl downwards.
@@ -40,6 +43,16 @@ func (sp *splitter) split(text string, s, e, lvl int, out []Chunk) []Chunk {
 	if size <= sp.max {
 		return append(out, Chunk{Start: ts, End: te, TokenCount: size})
 	}
+	if segs, l := sp.cutFiner(text, ts, te, lvl); len(segs) > 0 {
+		return sp.pack(text, segs, l, out)
+	}
+	// One code point measuring more than max: the unit that cannot be split.
+	return append(out, Chunk{Start: ts, End: te, TokenCount: size, Oversize: true})
+}
+
+// cutFiner cuts [ts, te) with the first cutter from level lvl on that finds a cut and
+// returns the pieces and that level; nil when no cutter cuts (one code point).
+func (sp *splitter) cutFiner(text string, ts, te, lvl int) ([]seg, int) {
 	var cuts []int
 	for ; lvl < len(sp.levels); lvl++ {
 		cuts = sp.levels[lvl](text, ts, te, cuts[:0])
@@ -52,11 +65,9 @@ func (sp *splitter) split(text string, s, e, lvl int, out []Chunk) []Chunk {
 			segs = append(segs, seg{s: prev, e: c})
 			prev = c
 		}
-		segs = append(segs, seg{s: prev, e: te})
-		return sp.pack(text, segs, lvl, out)
+		return append(segs, seg{s: prev, e: te}), lvl
 	}
-	// One code point measuring more than max: the unit that cannot be split.
-	return append(out, Chunk{Start: ts, End: te, TokenCount: size, Oversize: true})
+	return nil, lvl
 }
 
 // pack merges neighbouring segments of level lvl into chunks of at most max units; a
@@ -64,7 +75,8 @@ func (sp *splitter) split(text string, s, e, lvl int, out []Chunk) []Chunk {
 // and flagged Oversize.
 func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk {
 	var group []item
-	for _, g := range segs {
+	for k := 0; k < len(segs); k++ {
+		g := segs[k]
 		n := sp.sizer.Size(text[g.s:g.e])
 		if n > sp.max {
 			ts, te := trimSpan(text, g.s, g.e)
@@ -74,6 +86,14 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 			g.s, g.e = ts, te
 			n = sp.sizer.Size(text[ts:te])
 			if n > sp.max && !g.atomic {
+				if sp.minSize > 0 && len(group) > 0 && groupSize(group) < sp.minSize {
+					// Keep the small group open: its pieces join it.
+					if sub, _ := sp.cutFiner(text, ts, te, lvl+1); len(sub) > 1 {
+						segs = append(sub, segs[k+1:]...)
+						k = -1
+						continue
+					}
+				}
 				out, group = sp.closeAll(text, group, out)
 				out = sp.split(text, ts, te, lvl+1, out)
 				continue

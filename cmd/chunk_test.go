@@ -728,3 +728,56 @@ func TestChunkScannedDocumentsByOCR(t *testing.T) {
 		t.Errorf("--ocr sometimes: err %v, want the modes named", err)
 	}
 }
+
+// e5Dir returns RAGOPS_E5_SMALL_DIR (hack/prepare.d/models.sh), skipping without it or
+// failing under RAGOPS_REQUIRE_ALL=1.
+func e5Dir(t *testing.T) string {
+	t.Helper()
+	d := os.Getenv("RAGOPS_E5_SMALL_DIR")
+	if d == "" {
+		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+			t.Fatal("RAGOPS_E5_SMALL_DIR is not set: run hack/prepare.d/models.sh")
+		}
+		t.Skip("RAGOPS_E5_SMALL_DIR is not set: run hack/prepare.d/models.sh")
+	}
+	return d
+}
+
+// TestChunkRefusesWhatTheBuildRefuses runs `ragops chunk --model` with sizes and late
+// windows a build with that model refuses (registry.CheckModelLimits, as pipeline/build
+// calls it): the command fails before reading any file, naming the field and both numbers,
+// the document prefix's positions included (e5's "passage: " is 2 tokens, "passage" and
+// ":", so 508 tokens of text fit its 512 positions), with the build's
+// message. The largest sizes that fit are accepted.
+func TestChunkRefusesWhatTheBuildRefuses(t *testing.T) {
+	minilm, e5 := modelDir(t), e5Dir(t)
+	for _, tc := range []struct {
+		model, spec string
+		want        string // "" when accepted
+	}{
+		{minilm, "  type: Fixed\n  size: 600\n", "spec.size 600 tokens needs 602 positions, over model all-minilm-l6-v2's limit of 512 positions"},
+		{minilm, "  type: Fixed\n  size: 512\n", "spec.size 512 tokens needs 514 positions"},
+		{minilm, "  type: Fixed\n  size: 510\n", ""},
+		{e5, "  type: Fixed\n  size: 510\n", "spec.size 510 tokens needs 514 positions, over model e5-small-v2's limit of 512 positions (room for 508 tokens"},
+		{e5, "  type: Recursive\n  size: 509\n", "spec.size 509 tokens needs 513 positions"},
+		{e5, "  type: Fixed\n  size: 508\n", ""},
+		{minilm, "  type: Sentence\n  size: 128\n  late:\n    enabled: true\n    window: 1024\n", "spec.late.window 1024 tokens needs 1024 positions, over model all-minilm-l6-v2's limit of 512 positions"},
+		{minilm, "  type: Sentence\n  size: 128\n  late:\n    enabled: true\n    window: 512\n", ""},
+	} {
+		file := tempStrategy(t, "s", tc.spec)
+		doc := fixture("md")
+		if tc.want != "" {
+			doc = filepath.Join(t.TempDir(), "missing.md") // refused before any file is read
+		}
+		_, _, err := chunkCmd(t, "-f", file, "--model", tc.model, doc)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s with %s: %v", strings.TrimSpace(tc.spec), filepath.Base(tc.model), err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "ModelLimitExceeded: "+tc.want) {
+			t.Errorf("%s with %s: err = %v, want ModelLimitExceeded: %s...", strings.TrimSpace(tc.spec), filepath.Base(tc.model), err, tc.want)
+		}
+	}
+}

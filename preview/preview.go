@@ -83,6 +83,13 @@ func (m *Model) Close() error {
 	return m.loaded.Close()
 }
 
+// Limits returns the model's figures that bound a strategy's sizes, as a build reads them
+// from the same folder (ragops.json positions, [CLS] and [SEP], the document prefix's
+// tokens).
+func (m *Model) Limits() registry.ModelLimits {
+	return registry.ModelLimits{Name: m.Config.Name, MaxPositions: m.Config.MaxPositions, SpecialTokens: 2, DocumentPrefixTokens: m.docPrefix}
+}
+
 // sentenceEmbedder loads the ONNX model on first use.
 func (m *Model) sentenceEmbedder() (chunkers.SentenceEmbedder, error) {
 	if m.loaded == nil {
@@ -106,8 +113,17 @@ type Chunker struct {
 }
 
 // NewChunker builds s's chunker as a build does (chunkers/registry) with model's tokenizer
-// for the Tokens unit; model may be nil (see the package doc).
+// for the Tokens unit; model may be nil (see the package doc). With a model it first
+// refuses what a build with that model refuses (registry.CheckModelLimits: a Tokens size
+// above the model's room for text, a late window above its positions): the error names the
+// field and both numbers, e.g. "ModelLimitExceeded: spec.size 510 tokens needs 515
+// positions, over model e5-small-v2's limit of 512 positions (...)".
 func NewChunker(s Strategy, model *Model) (*Chunker, error) {
+	if model != nil {
+		if err := registry.CheckModelLimits(s.Spec, model.Limits()); err != nil {
+			return nil, fmt.Errorf("strategy %s: a build with model %s would be refused (Index Stalled): %w", s.Name, model.Config.Name, err)
+		}
+	}
 	var sizer chunkers.Sizer
 	unit := UnitCharacters
 	if s.Spec.Unit != ragopsv1alpha1.UnitCharacters {
