@@ -56,9 +56,10 @@ type HeadingOptions struct {
 // HeadingChunker cuts text at section headings: every chunk lies inside one section and
 // carries the titles of the headings above it (a heading clears deeper ones from the path).
 // A section longer than the size is split recursively (paragraph, line, sentence, word,
-// grapheme cluster). Lines inside fenced code blocks are never headings. Markdown tables
-// are cut only between rows; a chunk that continues a table carries the table's header
-// and separator rows in Chunk.Prefix (text[Start:End] stays exact) and they count
+// grapheme cluster). Lines inside fenced code blocks are never headings. Markdown tables,
+// and tables as the readers write them (a block of tab-separated rows, the first the
+// header: reader.Builder.Table), are cut only between rows; a chunk that continues a table
+// carries the table's header (and separator) rows in Chunk.Prefix (text[Start:End] stays exact) and they count
 // towards its size, unless header and first row together exceed the size (the chunk then
 // goes without the header); a single row above the size is emitted whole and flagged
 // Oversize.
@@ -470,14 +471,22 @@ func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e i
 		if l.fence || l.s < s || i+1 >= len(lines) || lines[i+1].s >= e {
 			continue
 		}
-		if !isRow(text, l) || !sepRowRe.MatchString(text[lines[i+1].s:lines[i+1].e]) || lines[i+1].fence {
+		// A Markdown table: header row l, separator row, then rows holding a pipe. A table
+		// as the readers write one (reader.Builder.Table, e.g. a .md, HTML or DOCX table): a
+		// block whose every line is a tab-separated row; its first row is the header.
+		isBody := isRow
+		headEnd := i + 1 // index of the last header line
+		switch {
+		case isRow(text, l) && sepRowRe.MatchString(text[lines[i+1].s:lines[i+1].e]) && !lines[i+1].fence:
+		case tabTableAt(text, lines, i, s, e):
+			isBody, headEnd = isTabRow, i
+		default:
 			continue
 		}
-		// A table: header row l, separator row, then body rows.
 		if textStart < l.s {
 			segs = append(segs, seg{s: textStart, e: l.s})
 		}
-		sep := lines[i+1]
+		sep := lines[headEnd]
 		head := seg{s: l.s, e: min(sep.next, e), atomic: true}
 		prefix := text[l.s:min(sep.next, e)]
 		if !strings.HasSuffix(prefix, "\n") {
@@ -485,8 +494,8 @@ func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e i
 		}
 		segs = append(segs, head)
 		pn := sp.sizer.Size(prefix)
-		j := i + 2
-		for ; j < len(lines) && lines[j].s < e && !lines[j].fence && isRow(text, lines[j]); j++ {
+		j := headEnd + 1
+		for ; j < len(lines) && lines[j].s < e && !lines[j].fence && isBody(text, lines[j]); j++ {
 			row := seg{s: lines[j].s, e: min(lines[j].next, e), atomic: true, prefix: prefix}
 			if _, te := trimSpan(text, row.s, row.e); pn+sp.sizer.Size(text[row.s:te]) > sp.max {
 				// The header would push a row that fits on its own over the size: a chunk
@@ -502,6 +511,33 @@ func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e i
 		segs = append(segs, seg{s: textStart, e: e})
 	}
 	return sp.pack(text, segs, -1, out)
+}
+
+// isTabRow reports whether a line is a row of a table as reader.Builder.Table writes it:
+// cells separated by tabs, at least one tab after the line's leading tabs (an empty first
+// cell) and some text before it.
+func isTabRow(text string, l line) bool {
+	b := strings.TrimLeft(text[l.s:l.e], "\t")
+	k := strings.IndexByte(b, '\t')
+	return k > 0 && strings.TrimSpace(b[:k]) != "" && b[0] != ' '
+}
+
+// tabTableAt reports whether lines[i] starts a tab-separated table inside [s, e): it opens a
+// block (the section's first line or after a blank line), and it and every following line
+// of the block, two at least, are tab rows (isTabRow) outside code fences. Code indented
+// with tabs is no table: its lines hold no tab after their text begins.
+func tabTableAt(text string, lines []line, i, s, e int) bool {
+	if i > 0 && lines[i-1].s >= s && strings.TrimSpace(text[lines[i-1].s:lines[i-1].e]) != "" {
+		return false
+	}
+	n := 0
+	for j := i; j < len(lines) && lines[j].s < e && strings.TrimSpace(text[lines[j].s:lines[j].e]) != ""; j++ {
+		if lines[j].fence || !isTabRow(text, lines[j]) {
+			return false
+		}
+		n++
+	}
+	return n >= 2
 }
 
 // isRow reports whether a line looks like a Markdown table row (holds a pipe, not blank).

@@ -408,3 +408,112 @@ func TestLineHeadingsJoinReaderOutline(t *testing.T) {
 		t.Errorf("without numbered sections: path %q", got)
 	}
 }
+
+// TestMarkdownCodeKeepsLines reads a .md file with a Python block through the Markdown
+// reader and cuts it with Recursive and Heading at 120 code points: the document text holds
+// the code byte for byte, and every chunk inside the code starts and ends at a line
+// boundary (the line separators cut it, not sentence ends or words inside a line that the
+// old flattening made).
+func TestMarkdownCodeKeepsLines(t *testing.T) {
+	var code strings.Builder
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(&code, "def f%d(x):\n    if x > %d:\n        return x  # keep\n", i, i)
+	}
+	in := "# Script\n\nThe helpers.\n\n```python\n" + code.String() + "```\n"
+	doc, err := rd.Read(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(doc.Text, code.String())
+	if at < 0 {
+		t.Fatalf("the code is not in the text byte for byte:\n%q", doc.Text)
+	}
+	codeEnd := at + code.Len() - 1 // the last newline ends the block
+	rec, err := chunkers.NewRecursive(chunkers.RuneSizer{}, 120, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]chunkers.Chunker{"Recursive": rec, "Heading": heading(t, 120, chunkers.HeadingOptions{Markdown: true})} {
+		chunks, err := docchunk.Chunk(context.Background(), c, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inCode := 0
+		for _, ch := range chunks {
+			if ch.Start < at || ch.End > codeEnd {
+				continue
+			}
+			inCode++
+			if doc.Text[ch.Start-1] != '\n' || (ch.End < len(doc.Text) && doc.Text[ch.End] != '\n') {
+				t.Errorf("%s: chunk [%d, %d) cuts inside a line: %q", name, ch.Start, ch.End, doc.Text[ch.Start:ch.End])
+			}
+		}
+		if inCode < code.Len()/120 {
+			t.Errorf("%s: %d chunks inside %d bytes of code", name, inCode, code.Len())
+		}
+	}
+}
+
+// TestMarkdownTableHeaderRepeats reads a .md table of 40 rows (the reader writes it as
+// tab-separated rows) and cuts it with Heading at 160 code points: every chunk that
+// continues the table carries its header row as Prefix, as a BEIR record's pipe table does.
+func TestMarkdownTableHeaderRepeats(t *testing.T) {
+	var md strings.Builder
+	md.WriteString("# Uitslag\n\nDe stemmen per fractie.\n\n| Fractie | Voor | Tegen |\n|---|---|---|\n")
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&md, "| Fractie %d | %d | %d |\n", i, i, 40-i)
+	}
+	md.WriteString("\nAldus besloten.\n")
+	doc, err := rd.Read(context.Background(), []byte(md.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(doc.Text, "Fractie\tVoor\tTegen\nFractie 0\t0\t40\n") {
+		t.Fatalf("the reader's table is not tab-separated rows:\n%q", doc.Text)
+	}
+	beirDoc, _ := beir.FromFields("Uitslag", md.String())
+	for name, d := range map[string]reader.Document{"md": doc, "beir": beirDoc} {
+		chunks, err := docchunk.Chunk(context.Background(), heading(t, 160, chunkers.HeadingOptions{Markdown: true}), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header := map[string]string{"md": "Fractie\tVoor\tTegen\n", "beir": "| Fractie | Voor | Tegen |\n|---|---|---|\n"}[name]
+		continued, withHeader := 0, 0
+		for _, c := range chunks {
+			span := d.Text[c.Start:c.End]
+			if !strings.HasPrefix(span, "Fractie ") && !strings.HasPrefix(span, "| Fractie ") {
+				continue
+			}
+			continued++
+			if c.Prefix == header {
+				withHeader++
+			}
+			if c.TokenCount != len([]rune(c.Text(d.Text))) || c.TokenCount > 160 {
+				t.Errorf("%s: chunk %d measures %d, its text %d code points", name, c.Ordinal, c.TokenCount, len([]rune(c.Text(d.Text))))
+			}
+		}
+		if continued < 4 || withHeader != continued {
+			t.Errorf("%s: %d of %d continued table chunks carry the header %q", name, withHeader, continued, header)
+		}
+	}
+}
+
+// TestTabIndentedCodeIsNoTable: a block of code indented with tabs is not a tab-separated
+// table, so no chunk carries one of its lines as a header.
+func TestTabIndentedCodeIsNoTable(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("func f() {\n")
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&b, "\tx%d := %d\n", i, i)
+	}
+	b.WriteString("}\n")
+	chunks, err := heading(t, 80, chunkers.HeadingOptions{Markdown: true}).Chunk(context.Background(), b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if c.Prefix != "" {
+			t.Fatalf("chunk %d carries prefix %q", c.Ordinal, c.Prefix)
+		}
+	}
+}

@@ -15,7 +15,8 @@ import (
 )
 
 // Markdown reads CommonMark/GFM Markdown. Headings (ATX and setext) give the outline;
-// paragraphs, list items (ordered ones prefixed "n. ") and code blocks become paragraphs;
+// paragraphs and list items (ordered ones prefixed "n. ") become paragraphs; code blocks
+// (fenced and indented) keep their lines byte for byte inside a fence (reader.Builder.Code);
 // GFM tables become rows; footnote references become "[n]" markers with the bodies at the
 // end; raw HTML and images' URLs are dropped (image alt text is kept).
 type Markdown struct{}
@@ -65,13 +66,25 @@ func (w *mdWalker) block(n ast.Node, prefix string) string {
 		w.b.Paragraph(prefix + w.inline(n))
 		return ""
 	case *ast.FencedCodeBlock, *ast.CodeBlock:
+		// Byte for byte, lines and indentation kept (Builder.Code), as a BEIR record's
+		// Markdown keeps them; a list item's number stands before it on its own.
 		var sb strings.Builder
 		lines := n.Lines()
 		for i := 0; i < lines.Len(); i++ {
 			seg := lines.At(i)
 			sb.Write(seg.Value(w.src))
 		}
-		w.b.Paragraph(prefix + sb.String())
+		info := ""
+		if f, ok := n.(*ast.FencedCodeBlock); ok && f.Info != nil {
+			info = string(f.Language(w.src))
+		}
+		if strings.TrimSpace(sb.String()) == "" {
+			return prefix
+		}
+		if prefix != "" {
+			w.b.Paragraph(prefix)
+		}
+		w.b.Code(info, sb.String())
 		return ""
 	case *ast.HTMLBlock, *ast.ThematicBreak, *extast.FootnoteList:
 		return prefix
