@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers"
@@ -514,6 +516,86 @@ func TestTabIndentedCodeIsNoTable(t *testing.T) {
 	for _, c := range chunks {
 		if c.Prefix != "" {
 			t.Fatalf("chunk %d carries prefix %q", c.Ordinal, c.Prefix)
+		}
+	}
+}
+
+// headingMin returns a Heading chunker in code points with spec.minSize set.
+func headingMin(t *testing.T, size, minSize int) chunkers.Chunker {
+	t.Helper()
+	c, err := chunkers.WithMinSize(heading(t, size, chunkers.HeadingOptions{Markdown: true}), minSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestHeadingOnlySectionsFold: with minSize on, a guidance page in BEIR form (the record's
+// title, then its own "# Title" line, a heading-only "## Steps" over its subsections, and a
+// "## Script" heading over code that does not fit with it) has no chunk holding only
+// headings: the two titles and the heading-only section fold into the first subsection
+// (its path keeps both titles), and "## Script" starts the chunk of its code. Without
+// minSize the titles and headings stand alone, and every byte is covered either way.
+func TestHeadingOnlySectionsFold(t *testing.T) {
+	var code strings.Builder
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(&code, "    step_%d = run(%d)\n", i, i)
+	}
+	body := "# Renew a permit\n\n## Steps\n\n### Apply\n\nFill in the form and send it to the office before the permit ends.\n\n" +
+		"### Pay\n\nPay the fee within two weeks of the letter.\n\n## Script\n\n```python\ndef renew():\n" + code.String() + "```\n"
+	doc, _ := beir.FromFields("Renew a permit", body)
+	onlyHeadings := func(c chunkers.Chunk) bool {
+		for _, l := range strings.Split(doc.Text[c.Start:c.End], "\n") {
+			l = strings.TrimSpace(strings.TrimLeft(l, "#"))
+			if l != "" && !slices.ContainsFunc(doc.Outline, func(h reader.Heading) bool { return h.Title == l }) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, minSize := range []int{0, 60} {
+		var c chunkers.Chunker = heading(t, 200, chunkers.HeadingOptions{Markdown: true})
+		if minSize > 0 {
+			c = headingMin(t, 200, minSize)
+		}
+		chunks, err := docchunk.Chunk(context.Background(), c, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		covered := make([]bool, len(doc.Text))
+		alone := 0
+		for _, ch := range chunks {
+			for j := ch.Start; j < ch.End; j++ {
+				covered[j] = true
+			}
+			if onlyHeadings(ch) {
+				alone++
+			}
+		}
+		for j, r := range doc.Text {
+			if !unicode.IsSpace(r) && !covered[j] {
+				t.Fatalf("minSize %d: byte %d (%q) is in no chunk", minSize, j, doc.Text[j:min(len(doc.Text), j+20)])
+			}
+		}
+		if minSize == 0 {
+			if alone == 0 {
+				t.Errorf("minSize 0: no heading-only chunk to fold; the test input is too easy")
+			}
+			continue
+		}
+		if alone != 0 {
+			t.Errorf("minSize %d: %d chunks hold only headings", minSize, alone)
+		}
+		first := chunks[0]
+		if first.Start != 0 || !strings.Contains(doc.Text[first.Start:first.End], "Fill in the form") {
+			t.Errorf("minSize %d: first chunk %q, want the titles folded into Apply's text", minSize, doc.Text[first.Start:first.End])
+		}
+		if want := []string{"Renew a permit", "Steps", "Apply"}; !reflect.DeepEqual(first.HeadingPath, want) {
+			t.Errorf("minSize %d: first chunk's path %q, want %q", minSize, first.HeadingPath, want)
+		}
+		s := holding(t, doc.Text, chunks, "def renew")
+		if !strings.HasPrefix(doc.Text[s.Start:s.End], "## Script\n\n```python\ndef renew") {
+			t.Errorf("minSize %d: the script's first chunk is %q", minSize, doc.Text[s.Start:s.End])
 		}
 	}
 }
