@@ -28,7 +28,7 @@ func (Markdown) MediaTypes() []string { return []string{reader.MediaTypeMarkdown
 
 // Read implements reader.FormatReader.
 func (Markdown) Read(_ context.Context, data []byte, mediaType string) (reader.Document, error) {
-	s, err := reader.DecodeText(data)
+	s, enc, err := reader.DecodeTextEncoding(data)
 	if err != nil {
 		return reader.Document{}, reader.Skip(reader.Corrupt, mediaType, err, "cannot decode text")
 	}
@@ -47,7 +47,9 @@ func (Markdown) Read(_ context.Context, data []byte, mediaType string) (reader.D
 		return ast.WalkContinue, nil
 	})
 	w.block(root, "")
-	return w.b.Finish(mediaType), nil
+	doc := w.b.Finish(mediaType)
+	doc.Encoding = enc
+	return doc, nil
 }
 
 type mdWalker struct {
