@@ -359,14 +359,15 @@ func (h *HeadingChunker) chunk(text string, lines []line, outline []OutlineEntry
 	}
 	var stack []frame
 	var path []string
+	base := h.sp.indexed(text)
 	section := func(s, e int) {
 		before := len(out)
-		sp, prefix := h.sp, ""
+		sp, prefix := base, ""
 		if h.opts.PathPrefix {
 			var pn int
 			prefix, pn = h.pathPrefix(path)
 			if pn > 0 {
-				cp := *h.sp
+				cp := *base
 				cp.max -= pn
 				cp.overlap = min(cp.overlap, cp.max-1)
 				sp = &cp
@@ -459,7 +460,7 @@ func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e i
 	if ts == te {
 		return out
 	}
-	if n := sp.sizer.Size(text[ts:te]); n <= sp.max {
+	if n := sp.size(text, ts, te); n <= sp.max {
 		return append(out, Chunk{Start: ts, End: te, TokenCount: n})
 	}
 	var segs []seg
@@ -497,7 +498,7 @@ func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e i
 		j := headEnd + 1
 		for ; j < len(lines) && lines[j].s < e && !lines[j].fence && isBody(text, lines[j]); j++ {
 			row := seg{s: lines[j].s, e: min(lines[j].next, e), atomic: true, prefix: prefix}
-			if _, te := trimSpan(text, row.s, row.e); pn+sp.sizer.Size(text[row.s:te]) > sp.max {
+			if _, te := trimSpan(text, row.s, row.e); pn+sp.size(text, row.s, te) > sp.max {
 				// The header would push a row that fits on its own over the size: a chunk
 				// starting with this row goes without it rather than being flagged Oversize.
 				row.prefix = ""

@@ -31,6 +31,8 @@ type splitter struct {
 	// minSize > 0 keeps a group under it open before a segment too large to join it: the
 	// segment is cut finer and its pieces join the group (WithMinSize).
 	minSize int
+	// runes memoises RuneSizer's sizes over the text of one Chunk call (indexed).
+	runes *runeIndex
 }
 
 // split appends the chunks of [s, e), cut from level lvl downwards.
@@ -39,7 +41,11 @@ func (sp *splitter) split(text string, s, e, lvl int, out []Chunk) []Chunk {
 	if ts == te {
 		return out
 	}
-	size := sp.sizer.Size(text[ts:te])
+	return sp.splitSized(text, ts, te, sp.size(text, ts, te), lvl, out)
+}
+
+// splitSized is split of a trimmed span [ts, te) whose size the caller has measured.
+func (sp *splitter) splitSized(text string, ts, te, size, lvl int, out []Chunk) []Chunk {
 	if size <= sp.max {
 		return append(out, Chunk{Start: ts, End: te, TokenCount: size})
 	}
@@ -77,14 +83,14 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 	var group []item
 	for k := 0; k < len(segs); k++ {
 		g := segs[k]
-		n := sp.sizer.Size(text[g.s:g.e])
+		n := sp.size(text, g.s, g.e)
 		if n > sp.max {
 			ts, te := trimSpan(text, g.s, g.e)
 			if ts == te {
 				continue
 			}
 			g.s, g.e = ts, te
-			n = sp.sizer.Size(text[ts:te])
+			n = sp.size(text, ts, te)
 			if n > sp.max && !g.atomic {
 				if sp.minSize > 0 && len(group) > 0 && groupSize(group) < sp.minSize {
 					// Keep the small group open: its pieces join it.
@@ -95,7 +101,7 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 					}
 				}
 				out, group = sp.closeAll(text, group, out)
-				out = sp.split(text, ts, te, lvl+1, out)
+				out = sp.splitSized(text, ts, te, n, lvl+1, out)
 				continue
 			}
 		}
@@ -107,7 +113,7 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 			// At the limit: the segment's trailing whitespace will be trimmed off the
 			// chunk, so measure it without.
 			if _, te := trimSpan(text, g.s, g.e); te < g.e {
-				it.n = sp.sizer.Size(text[g.s:te])
+				it.n = sp.size(text, g.s, te)
 			}
 		}
 		for len(group) > 0 && groupSize(group)+it.n > sp.max {
@@ -158,12 +164,7 @@ func (sp *splitter) close(text string, group []item, out []Chunk) ([]Chunk, []it
 			return out, group[k:]
 		}
 		prefix := group[0].prefix
-		var n int
-		if prefix == "" {
-			n = sp.sizer.Size(text[s:e])
-		} else {
-			n = sp.sizer.Size(prefix + text[s:e])
-		}
+		n := sp.sizePrefixed(prefix, text, s, e)
 		if n <= sp.max || k == 1 {
 			return append(out, Chunk{Start: s, End: e, TokenCount: n, Prefix: prefix, Oversize: n > sp.max}), group[k:]
 		}
