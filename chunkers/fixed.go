@@ -13,6 +13,8 @@ import (
 type fixed struct {
 	sizer         Sizer
 	size, overlap int
+	// minSize > 0: a last window under it is moved back to hold size units (WithMinSize).
+	minSize int
 }
 
 // NewFixed returns a chunker that cuts text into windows of size units of sizer, each
@@ -60,7 +62,12 @@ func (f *fixed) Chunk(ctx context.Context, text string) ([]Chunk, error) {
 	if _, ok := f.sizer.(RuneSizer); ok {
 		return number(f.runes(text)), nil
 	}
-	return number(f.units(text, f.sizer.(SpanSizer).Spans(text))), nil
+	spans := f.sizer.(SpanSizer).Spans(text)
+	out := f.units(text, spans)
+	if f.minSize > 0 && len(out) > 1 && out[len(out)-1].TokenCount < f.minSize {
+		out = f.fullLastUnits(text, spans, out)
+	}
+	return number(out), nil
 }
 
 // units cuts windows of at most size unit spans. Windows start and end only where a cut
@@ -109,6 +116,35 @@ func (f *fixed) units(text string, spans []Span) []Chunk {
 		i = next
 	}
 	return out
+}
+
+// fullLastUnits replaces the last window of out by the last size units of text, started
+// at the first cut at or after them and shortened (moved forward) while it re-tokenises
+// above size; windows that lie inside it are dropped.
+func (f *fixed) fullLastUnits(text string, spans []Span, out []Chunk) []Chunk {
+	n := len(spans)
+	i := max(0, n-f.size)
+	for i < n-1 && !cutOK(text, spans, i) {
+		i++
+	}
+	s, e := trimSpan(text, spans[i].Start, spans[n-1].End)
+	count := f.sizer.Size(text[s:e])
+	for count > f.size && i < n-1 {
+		i++
+		for i < n-1 && !cutOK(text, spans, i) {
+			i++
+		}
+		s, e = trimSpan(text, spans[i].Start, spans[n-1].End)
+		count = f.sizer.Size(text[s:e])
+	}
+	last := out[len(out)-1]
+	if count <= last.TokenCount || s >= last.Start {
+		return out // no longer than the tail it replaces
+	}
+	for len(out) > 0 && out[len(out)-1].Start >= s {
+		out = out[:len(out)-1]
+	}
+	return append(out, Chunk{Start: s, End: e, TokenCount: count, Oversize: count > f.size})
 }
 
 // prevCut returns the largest b with lo < b <= hi where cutOK holds, or lo when none does.
@@ -205,6 +241,22 @@ func (f *fixed) runes(text string) []Chunk {
 			next = min(next, end)
 		}
 		start = next
+	}
+	if f.minSize > 0 && len(out) > 1 && out[len(out)-1].TokenCount < f.minSize {
+		// The last window under minSize: the last size code points, started at the first
+		// grapheme cluster boundary at or after them.
+		last := out[len(out)-1]
+		total := utf8.RuneCountInString(text[:last.End])
+		p := advance(text, 0, max(0, total-f.size))
+		for p < last.Start && snapGrapheme(text, 0, p) != p {
+			p = advance(text, p, 1)
+		}
+		if s, e := trimSpan(text, p, last.End); s < last.Start {
+			for len(out) > 0 && out[len(out)-1].Start >= s {
+				out = out[:len(out)-1]
+			}
+			out = append(out, Chunk{Start: s, End: e, TokenCount: utf8.RuneCountInString(text[s:e])})
+		}
 	}
 	return out
 }

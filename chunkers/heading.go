@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -55,9 +56,10 @@ type HeadingOptions struct {
 // HeadingChunker cuts text at section headings: every chunk lies inside one section and
 // carries the titles of the headings above it (a heading clears deeper ones from the path).
 // A section longer than the size is split recursively (paragraph, line, sentence, word,
-// grapheme cluster). Lines inside fenced code blocks are never headings. Markdown tables
-// are cut only between rows; a chunk that continues a table carries the table's header
-// and separator rows in Chunk.Prefix (text[Start:End] stays exact) and they count
+// grapheme cluster). Lines inside fenced code blocks are never headings. Markdown tables,
+// and tables as the readers write them (a block of tab-separated rows, the first the
+// header: reader.Builder.Table), are cut only between rows; a chunk that continues a table
+// carries the table's header (and separator) rows in Chunk.Prefix (text[Start:End] stays exact) and they count
 // towards its size, unless header and first row together exceed the size (the chunk then
 // goes without the header); a single row above the size is emitted whole and flagged
 // Oversize.
@@ -357,14 +359,15 @@ func (h *HeadingChunker) chunk(text string, lines []line, outline []OutlineEntry
 	}
 	var stack []frame
 	var path []string
+	base := h.sp.indexed(text)
 	section := func(s, e int) {
 		before := len(out)
-		sp, prefix := h.sp, ""
+		sp, prefix := base, ""
 		if h.opts.PathPrefix {
 			var pn int
 			prefix, pn = h.pathPrefix(path)
 			if pn > 0 {
-				cp := *h.sp
+				cp := *base
 				cp.max -= pn
 				cp.overlap = min(cp.overlap, cp.max-1)
 				sp = &cp
@@ -380,6 +383,8 @@ func (h *HeadingChunker) chunk(text string, lines []line, outline []OutlineEntry
 		}
 	}
 	section(0, firstStart(outline, len(text)))
+	fold := -1         // start of the heading-only sections folded into the next one
+	var extra []string // titles folded in that the next section's path lacks (a title)
 	for i, o := range outline {
 		for len(stack) > 0 && stack[len(stack)-1].level >= o.Level {
 			stack = stack[:len(stack)-1]
@@ -393,9 +398,36 @@ func (h *HeadingChunker) chunk(text string, lines []line, outline []OutlineEntry
 		if i+1 < len(outline) {
 			end = outline[i+1].Start
 		}
-		section(o.Start, end)
+		start := o.Start
+		if fold >= 0 {
+			start, path = fold, joinPath(extra, path)
+		}
+		if h.sp.minSize > 0 && i+1 < len(outline) && blank(text[o.End:end]) {
+			if outline[i+1].Level > o.Level {
+				fold = start // a heading-only section: into its first subsection
+				continue
+			}
+			if i == 0 && blank(text[:o.Start]) {
+				fold, extra = start, path // the document's title: into the next section
+				continue
+			}
+		}
+		fold, extra = -1, nil
+		section(start, end)
 	}
-	return number(out), nil
+	return number(mergeSmall(text, out, h.sp.sizer, h.sp.max, h.sp.minSize)), nil
+}
+
+// joinPath returns the heading path extra followed by path, a title that ends extra and
+// starts path kept once. extra is empty for a folded parent section (path holds it).
+func joinPath(extra, path []string) []string {
+	if len(extra) == 0 {
+		return path
+	}
+	if len(path) > 0 && extra[len(extra)-1] == path[0] {
+		path = path[1:]
+	}
+	return append(slices.Clip(extra), path...)
 }
 
 func firstStart(outline []OutlineEntry, n int) int {
@@ -428,7 +460,7 @@ func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e i
 	if ts == te {
 		return out
 	}
-	if n := sp.sizer.Size(text[ts:te]); n <= sp.max {
+	if n := sp.size(text, ts, te); n <= sp.max {
 		return append(out, Chunk{Start: ts, End: te, TokenCount: n})
 	}
 	var segs []seg
@@ -440,14 +472,22 @@ func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e i
 		if l.fence || l.s < s || i+1 >= len(lines) || lines[i+1].s >= e {
 			continue
 		}
-		if !isRow(text, l) || !sepRowRe.MatchString(text[lines[i+1].s:lines[i+1].e]) || lines[i+1].fence {
+		// A Markdown table: header row l, separator row, then rows holding a pipe. A table
+		// as the readers write one (reader.Builder.Table, e.g. a .md, HTML or DOCX table): a
+		// block whose every line is a tab-separated row; its first row is the header.
+		isBody := isRow
+		headEnd := i + 1 // index of the last header line
+		switch {
+		case isRow(text, l) && sepRowRe.MatchString(text[lines[i+1].s:lines[i+1].e]) && !lines[i+1].fence:
+		case tabTableAt(text, lines, i, s, e):
+			isBody, headEnd = isTabRow, i
+		default:
 			continue
 		}
-		// A table: header row l, separator row, then body rows.
 		if textStart < l.s {
 			segs = append(segs, seg{s: textStart, e: l.s})
 		}
-		sep := lines[i+1]
+		sep := lines[headEnd]
 		head := seg{s: l.s, e: min(sep.next, e), atomic: true}
 		prefix := text[l.s:min(sep.next, e)]
 		if !strings.HasSuffix(prefix, "\n") {
@@ -455,10 +495,10 @@ func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e i
 		}
 		segs = append(segs, head)
 		pn := sp.sizer.Size(prefix)
-		j := i + 2
-		for ; j < len(lines) && lines[j].s < e && !lines[j].fence && isRow(text, lines[j]); j++ {
+		j := headEnd + 1
+		for ; j < len(lines) && lines[j].s < e && !lines[j].fence && isBody(text, lines[j]); j++ {
 			row := seg{s: lines[j].s, e: min(lines[j].next, e), atomic: true, prefix: prefix}
-			if _, te := trimSpan(text, row.s, row.e); pn+sp.sizer.Size(text[row.s:te]) > sp.max {
+			if _, te := trimSpan(text, row.s, row.e); pn+sp.size(text, row.s, te) > sp.max {
 				// The header would push a row that fits on its own over the size: a chunk
 				// starting with this row goes without it rather than being flagged Oversize.
 				row.prefix = ""
@@ -472,6 +512,33 @@ func (h *HeadingChunker) section(sp *splitter, text string, lines []line, s, e i
 		segs = append(segs, seg{s: textStart, e: e})
 	}
 	return sp.pack(text, segs, -1, out)
+}
+
+// isTabRow reports whether a line is a row of a table as reader.Builder.Table writes it:
+// cells separated by tabs, at least one tab after the line's leading tabs (an empty first
+// cell) and some text before it.
+func isTabRow(text string, l line) bool {
+	b := strings.TrimLeft(text[l.s:l.e], "\t")
+	k := strings.IndexByte(b, '\t')
+	return k > 0 && strings.TrimSpace(b[:k]) != "" && b[0] != ' '
+}
+
+// tabTableAt reports whether lines[i] starts a tab-separated table inside [s, e): it opens a
+// block (the section's first line or after a blank line), and it and every following line
+// of the block, two at least, are tab rows (isTabRow) outside code fences. Code indented
+// with tabs is no table: its lines hold no tab after their text begins.
+func tabTableAt(text string, lines []line, i, s, e int) bool {
+	if i > 0 && lines[i-1].s >= s && strings.TrimSpace(text[lines[i-1].s:lines[i-1].e]) != "" {
+		return false
+	}
+	n := 0
+	for j := i; j < len(lines) && lines[j].s < e && strings.TrimSpace(text[lines[j].s:lines[j].e]) != ""; j++ {
+		if lines[j].fence || !isTabRow(text, lines[j]) {
+			return false
+		}
+		n++
+	}
+	return n >= 2
 }
 
 // isRow reports whether a line looks like a Markdown table row (holds a pipe, not blank).

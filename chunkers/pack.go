@@ -28,6 +28,11 @@ type splitter struct {
 	// overlapSegs repeats this many trailing level-0 segments (sentences) instead.
 	overlapSegs int
 	levels      []cutter
+	// minSize > 0 keeps a group under it open before a segment too large to join it: the
+	// segment is cut finer and its pieces join the group (WithMinSize).
+	minSize int
+	// runes memoises RuneSizer's sizes over the text of one Chunk call (indexed).
+	runes *runeIndex
 }
 
 // split appends the chunks of [s, e), cut from level lvl downwards.
@@ -36,10 +41,24 @@ func (sp *splitter) split(text string, s, e, lvl int, out []Chunk) []Chunk {
 	if ts == te {
 		return out
 	}
-	size := sp.sizer.Size(text[ts:te])
+	return sp.splitSized(text, ts, te, sp.size(text, ts, te), lvl, out)
+}
+
+// splitSized is split of a trimmed span [ts, te) whose size the caller has measured.
+func (sp *splitter) splitSized(text string, ts, te, size, lvl int, out []Chunk) []Chunk {
 	if size <= sp.max {
 		return append(out, Chunk{Start: ts, End: te, TokenCount: size})
 	}
+	if segs, l := sp.cutFiner(text, ts, te, lvl); len(segs) > 0 {
+		return sp.pack(text, segs, l, out)
+	}
+	// One code point measuring more than max: the unit that cannot be split.
+	return append(out, Chunk{Start: ts, End: te, TokenCount: size, Oversize: true})
+}
+
+// cutFiner cuts [ts, te) with the first cutter from level lvl on that finds a cut and
+// returns the pieces and that level; nil when no cutter cuts (one code point).
+func (sp *splitter) cutFiner(text string, ts, te, lvl int) ([]seg, int) {
 	var cuts []int
 	for ; lvl < len(sp.levels); lvl++ {
 		cuts = sp.levels[lvl](text, ts, te, cuts[:0])
@@ -52,11 +71,9 @@ func (sp *splitter) split(text string, s, e, lvl int, out []Chunk) []Chunk {
 			segs = append(segs, seg{s: prev, e: c})
 			prev = c
 		}
-		segs = append(segs, seg{s: prev, e: te})
-		return sp.pack(text, segs, lvl, out)
+		return append(segs, seg{s: prev, e: te}), lvl
 	}
-	// One code point measuring more than max: the unit that cannot be split.
-	return append(out, Chunk{Start: ts, End: te, TokenCount: size, Oversize: true})
+	return nil, lvl
 }
 
 // pack merges neighbouring segments of level lvl into chunks of at most max units; a
@@ -64,18 +81,27 @@ func (sp *splitter) split(text string, s, e, lvl int, out []Chunk) []Chunk {
 // and flagged Oversize.
 func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk {
 	var group []item
-	for _, g := range segs {
-		n := sp.sizer.Size(text[g.s:g.e])
+	for k := 0; k < len(segs); k++ {
+		g := segs[k]
+		n := sp.size(text, g.s, g.e)
 		if n > sp.max {
 			ts, te := trimSpan(text, g.s, g.e)
 			if ts == te {
 				continue
 			}
 			g.s, g.e = ts, te
-			n = sp.sizer.Size(text[ts:te])
+			n = sp.size(text, ts, te)
 			if n > sp.max && !g.atomic {
+				if sp.minSize > 0 && len(group) > 0 && groupSize(group) < sp.minSize {
+					// Keep the small group open: its pieces join it.
+					if sub, _ := sp.cutFiner(text, ts, te, lvl+1); len(sub) > 1 {
+						segs = append(sub, segs[k+1:]...)
+						k = -1
+						continue
+					}
+				}
 				out, group = sp.closeAll(text, group, out)
-				out = sp.split(text, ts, te, lvl+1, out)
+				out = sp.splitSized(text, ts, te, n, lvl+1, out)
 				continue
 			}
 		}
@@ -87,7 +113,7 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 			// At the limit: the segment's trailing whitespace will be trimmed off the
 			// chunk, so measure it without.
 			if _, te := trimSpan(text, g.s, g.e); te < g.e {
-				it.n = sp.sizer.Size(text[g.s:te])
+				it.n = sp.size(text, g.s, te)
 			}
 		}
 		for len(group) > 0 && groupSize(group)+it.n > sp.max {
@@ -138,12 +164,7 @@ func (sp *splitter) close(text string, group []item, out []Chunk) ([]Chunk, []it
 			return out, group[k:]
 		}
 		prefix := group[0].prefix
-		var n int
-		if prefix == "" {
-			n = sp.sizer.Size(text[s:e])
-		} else {
-			n = sp.sizer.Size(prefix + text[s:e])
-		}
+		n := sp.sizePrefixed(prefix, text, s, e)
 		if n <= sp.max || k == 1 {
 			return append(out, Chunk{Start: s, End: e, TokenCount: n, Prefix: prefix, Oversize: n > sp.max}), group[k:]
 		}

@@ -13,7 +13,8 @@ func (c *splitChunker) Chunk(ctx context.Context, text string) ([]Chunk, error) 
 	if err := checkUTF8(text); err != nil {
 		return nil, err
 	}
-	return number(c.sp.split(text, 0, len(text), 0, nil)), nil
+	out := c.sp.indexed(text).split(text, 0, len(text), 0, nil)
+	return number(mergeSmall(text, out, c.sp.sizer, c.sp.max, c.sp.minSize)), nil
 }
 
 // fallback is the tail of every hierarchy: words, grapheme clusters, code points.

@@ -46,14 +46,26 @@ func isSpaceAt(text string, i int) (bool, int) {
 }
 
 // trimSpan shrinks [s, e) so that it neither starts nor ends with whitespace
-// (unicode.IsSpace); an all-whitespace span becomes empty (s == e).
+// (unicode.IsSpace), except that the indentation (spaces and tabs) of a first line that
+// starts inside the span, or at s on a line start, is kept: code keeps its first line's
+// indentation. An all-whitespace span becomes empty (s == e).
 func trimSpan(text string, s, e int) (int, int) {
+	s0 := s
 	for s < e {
 		sp, w := isSpaceAt(text, s)
 		if !sp {
 			break
 		}
 		s += w
+	}
+	if s < e {
+		k := s
+		for k > s0 && (text[k-1] == ' ' || text[k-1] == '\t') {
+			k--
+		}
+		if k > s0 && text[k-1] == '\n' || k == s0 && (s0 == 0 || text[s0-1] == '\n') {
+			s = k
+		}
 	}
 	for e > s {
 		c := text[e-1]

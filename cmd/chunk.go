@@ -30,8 +30,8 @@ boundaries side by side.
 Scanned PDF pages and image documents (PNG, JPEG, TIFF, multi-page TIFF) are read by
 Tesseract as a Corpus's spec.ocr reads them (--ocr Auto, nld+eng, 300 DPI by default); the
 header counts the pages read by OCR. --ocr Never skips them as a build would.`,
-		Example: `  ragops chunk -f fixed-512.yaml --model models/all-minilm-l6-v2 raadsbesluit.pdf
-  ragops chunk -f fixed-512.yaml --compare heading.yaml raadsbesluit.docx
+		Example: `  ragops chunk -f fixed-510.yaml --model models/all-minilm-l6-v2 raadsbesluit.pdf
+  ragops chunk -f fixed-510.yaml --compare heading.yaml raadsbesluit.docx
   ragops chunk -f sentence.yaml -o json --limit 3 scifact/corpus.jsonl | jq .tokens
   ragops chunk -f heading.yaml --ocr-languages nld raadsbesluit-scan.tiff`,
 		Args: cobra.MinimumNArgs(1),

@@ -229,7 +229,7 @@ func checkChunks(t *testing.T, doc reader.Document, chunks []preview.JSONChunk, 
 	}
 }
 
-// TestChunkDutchResolutionEveryFormat runs `ragops chunk --model` under Fixed 512 and
+// TestChunkDutchResolutionEveryFormat runs `ragops chunk --model` under Fixed 510 and
 // Heading on the resolution in every format and checks the printed JSON and table against
 // the document read independently and the tokenizer.
 func TestChunkDutchResolutionEveryFormat(t *testing.T) {
@@ -242,7 +242,7 @@ func TestChunkDutchResolutionEveryFormat(t *testing.T) {
 		t.Run(ext, func(t *testing.T) {
 			path := fixture(ext)
 			doc := readDoc(t, path)
-			for _, strategy := range []string{"fixed-512.yaml", "heading-512.yaml"} {
+			for _, strategy := range []string{"fixed-510.yaml", "heading-510.yaml"} {
 				args := []string{"-f", strategyFile(strategy), "--model", dir, path}
 				chunks := jsonChunks(t, args...)
 				checkChunks(t, doc, chunks, tok)
@@ -257,7 +257,7 @@ func TestChunkDutchResolutionEveryFormat(t *testing.T) {
 						t.Fatalf("%s: chunk %d names %s %s %s", strategy, c.Ordinal, c.File, c.MediaType, c.Unit)
 					}
 				}
-				if strategy == "heading-512.yaml" {
+				if strategy == "heading-510.yaml" {
 					checkHeadingPaths(t, doc, chunks)
 				}
 
@@ -347,17 +347,17 @@ func checkHeadingPaths(t *testing.T, doc reader.Document, chunks []preview.JSONC
 func TestChunkWithoutModel(t *testing.T) {
 	path := fixture("html")
 	doc := readDoc(t, path)
-	out, _, err := chunkCmd(t, "-f", strategyFile("fixed-512.yaml"), path)
+	out, _, err := chunkCmd(t, "-f", strategyFile("fixed-510.yaml"), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out, "sizes in words: spec.unit is Tokens but no --model was given") {
 		t.Errorf("no note on the unit in\n%s", out)
 	}
-	chunks := jsonChunks(t, "-f", strategyFile("fixed-512.yaml"), path)
+	chunks := jsonChunks(t, "-f", strategyFile("fixed-510.yaml"), path)
 	checkChunks(t, doc, chunks, nil)
 	for _, c := range chunks {
-		if c.Unit != preview.UnitWords || c.Tokens != nil || c.Size != len(words(c.Text)) || c.Size > 512 {
+		if c.Unit != preview.UnitWords || c.Tokens != nil || c.Size != len(words(c.Text)) || c.Size > 510 {
 			t.Errorf("chunk %d: unit %s tokens %v size %d, the span has %d words", c.Ordinal, c.Unit, c.Tokens, c.Size, len(words(c.Text)))
 		}
 	}
@@ -381,9 +381,9 @@ func TestChunkCompare(t *testing.T) {
 	dir := modelDir(t)
 	path := fixture("docx")
 	doc := readDoc(t, path)
-	a := jsonChunks(t, "-f", strategyFile("fixed-512.yaml"), "--model", dir, path)
-	b := jsonChunks(t, "-f", strategyFile("heading-512.yaml"), "--model", dir, path)
-	out, _, err := chunkCmd(t, "-f", strategyFile("fixed-512.yaml"), "--compare", strategyFile("heading-512.yaml"), "--model", dir, path)
+	a := jsonChunks(t, "-f", strategyFile("fixed-510.yaml"), "--model", dir, path)
+	b := jsonChunks(t, "-f", strategyFile("heading-510.yaml"), "--model", dir, path)
+	out, _, err := chunkCmd(t, "-f", strategyFile("fixed-510.yaml"), "--compare", strategyFile("heading-510.yaml"), "--model", dir, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestChunkCompare(t *testing.T) {
 	// Cells sit at the header's column positions (tabwriter counts runes).
 	hdr := []rune(lines[i])
 	var at []int
-	for _, name := range []string{"OFFSET", "LINE", "A fixed-512", "B heading-512", "TEXT AT OFFSET"} {
+	for _, name := range []string{"OFFSET", "LINE", "A fixed-510", "B heading-510", "TEXT AT OFFSET"} {
 		k := strings.Index(lines[i], name)
 		if k < 0 {
 			t.Fatalf("no column %q in %q", name, lines[i])
@@ -568,7 +568,7 @@ func TestChunkCorpusLimit(t *testing.T) {
 		titles[rec.ID] = rec.Title
 	}
 	f.Close()
-	chunks := jsonChunks(t, "-f", strategyFile("heading-512.yaml"), "--limit", "3", corpus)
+	chunks := jsonChunks(t, "-f", strategyFile("heading-510.yaml"), "--limit", "3", corpus)
 	var seen []string
 	for _, c := range chunks {
 		if len(seen) == 0 || seen[len(seen)-1] != c.Document {
@@ -590,7 +590,7 @@ func TestChunkCorpusLimit(t *testing.T) {
 // TestChunkSkippedFileIsReported checks that a file a build would skip is named with its
 // reason and fails the command, while the other files are still printed.
 func TestChunkSkippedFileIsReported(t *testing.T) {
-	out, stderr, err := chunkCmd(t, "-f", strategyFile("fixed-512.yaml"), fixture("md"), root("reader", "testdata", "encrypted.pdf"))
+	out, stderr, err := chunkCmd(t, "-f", strategyFile("fixed-510.yaml"), fixture("md"), root("reader", "testdata", "encrypted.pdf"))
 	if err == nil || err.Error() != "documents skipped: 1" {
 		t.Errorf("err = %v, want documents skipped: 1", err)
 	}
@@ -726,5 +726,58 @@ func TestChunkScannedDocumentsByOCR(t *testing.T) {
 	}
 	if _, _, err := chunkCmd(t, append([]string{"--ocr", "sometimes"}, args...)...); err == nil || !strings.Contains(err.Error(), "Auto, Always or Never") {
 		t.Errorf("--ocr sometimes: err %v, want the modes named", err)
+	}
+}
+
+// e5Dir returns RAGOPS_E5_SMALL_DIR (hack/prepare.d/models.sh), skipping without it or
+// failing under RAGOPS_REQUIRE_ALL=1.
+func e5Dir(t *testing.T) string {
+	t.Helper()
+	d := os.Getenv("RAGOPS_E5_SMALL_DIR")
+	if d == "" {
+		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
+			t.Fatal("RAGOPS_E5_SMALL_DIR is not set: run hack/prepare.d/models.sh")
+		}
+		t.Skip("RAGOPS_E5_SMALL_DIR is not set: run hack/prepare.d/models.sh")
+	}
+	return d
+}
+
+// TestChunkRefusesWhatTheBuildRefuses runs `ragops chunk --model` with sizes and late
+// windows a build with that model refuses (registry.CheckModelLimits, as pipeline/build
+// calls it): the command fails before reading any file, naming the field and both numbers,
+// the document prefix's positions included (e5's "passage: " is 2 tokens, "passage" and
+// ":", so 508 tokens of text fit its 512 positions), with the build's
+// message. The largest sizes that fit are accepted.
+func TestChunkRefusesWhatTheBuildRefuses(t *testing.T) {
+	minilm, e5 := modelDir(t), e5Dir(t)
+	for _, tc := range []struct {
+		model, spec string
+		want        string // "" when accepted
+	}{
+		{minilm, "  type: Fixed\n  size: 600\n", "spec.size 600 tokens needs 602 positions, over model all-minilm-l6-v2's limit of 512 positions"},
+		{minilm, "  type: Fixed\n  size: 512\n", "spec.size 512 tokens needs 514 positions"},
+		{minilm, "  type: Fixed\n  size: 510\n", ""},
+		{e5, "  type: Fixed\n  size: 510\n", "spec.size 510 tokens needs 514 positions, over model e5-small-v2's limit of 512 positions (room for 508 tokens"},
+		{e5, "  type: Recursive\n  size: 509\n", "spec.size 509 tokens needs 513 positions"},
+		{e5, "  type: Fixed\n  size: 508\n", ""},
+		{minilm, "  type: Sentence\n  size: 128\n  late:\n    enabled: true\n    window: 1024\n", "spec.late.window 1024 tokens needs 1024 positions, over model all-minilm-l6-v2's limit of 512 positions"},
+		{minilm, "  type: Sentence\n  size: 128\n  late:\n    enabled: true\n    window: 512\n", ""},
+	} {
+		file := tempStrategy(t, "s", tc.spec)
+		doc := fixture("md")
+		if tc.want != "" {
+			doc = filepath.Join(t.TempDir(), "missing.md") // refused before any file is read
+		}
+		_, _, err := chunkCmd(t, "-f", file, "--model", tc.model, doc)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s with %s: %v", strings.TrimSpace(tc.spec), filepath.Base(tc.model), err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "ModelLimitExceeded: "+tc.want) {
+			t.Errorf("%s with %s: err = %v, want ModelLimitExceeded: %s...", strings.TrimSpace(tc.spec), filepath.Base(tc.model), err, tc.want)
+		}
 	}
 }

@@ -2,9 +2,7 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 
 	"k8s.io/client-go/tools/events"
@@ -16,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/internal/conditions"
 )
@@ -65,38 +62,13 @@ func (r *ChunkingStrategyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	cs.Status.Indexes = names
 
-	if err := ValidateStrategy(cs.Spec); err != nil {
+	if err := registry.Validate(cs.Spec); err != nil {
 		conditions.MarkStalled(&cs, ReasonInvalidStrategy, err.Error())
 	} else {
 		conditions.MarkReady(&cs, ReasonValid, fmt.Sprintf("%s strategy, size %d %s", cs.Spec.Type, cs.Spec.Size, cs.Spec.Unit))
 	}
 	cs.Status.ObservedGeneration = cs.Generation
 	return ctrl.Result{}, nil
-}
-
-// validationEmbedder stands in for the model while a spec is validated: building a chunker
-// never embeds, so it is never called.
-type validationEmbedder struct{}
-
-func (validationEmbedder) EmbedSentences(context.Context, []string) ([][]float32, error) {
-	return nil, errors.New("validation embedder cannot embed")
-}
-
-// ValidateStrategy checks a spec beyond CEL: every heading pattern compiles as Go RE2 and the
-// chunker registry accepts the spec (token sizing is checked with a word sizer; the real
-// tokenizer comes with the Index's model). Errors name the field.
-func ValidateStrategy(spec ragopsv1alpha1.ChunkingStrategySpec) error {
-	if spec.Heading != nil {
-		for i, p := range spec.Heading.Patterns {
-			if _, err := regexp.Compile(p.Pattern); err != nil {
-				return fmt.Errorf("spec.heading.patterns[%d].pattern %q: %v", i, p.Pattern, err)
-			}
-		}
-	}
-	if _, err := registry.New(spec, chunkers.WordSizer{}, validationEmbedder{}); err != nil {
-		return fmt.Errorf("spec: %w", err)
-	}
-	return nil
 }
 
 // SetupWithManager watches strategies and the Indexes that reference them.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/vectorstore"
@@ -283,7 +284,7 @@ func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (st
 		}
 		return stop, err
 	}
-	if err := ValidateStrategy(cs.Spec); err != nil {
+	if err := registry.Validate(cs.Spec); err != nil {
 		return stalled(ReasonStrategyInvalid, fmt.Sprintf("ChunkingStrategy %q: %v", cs.Name, err)), nil
 	}
 	st.strategy = &cs

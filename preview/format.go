@@ -9,13 +9,19 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"github.com/ragops/ragops/reader"
 )
 
 // HeadingSeparator joins the titles of a heading path in the table.
 const HeadingSeparator = " > "
 
-// header writes the lines naming the document and, unless omitted, the strategy.
-func header(w io.Writer, r Result) {
+// header writes the line naming the document of rs (one document, one result per
+// strategy): media type, text length, pages, the reader's headings and, where a strategy
+// cuts at other headings (docchunk.Headings: a Heading strategy's numbered sections or
+// patterns), how many it cuts at, and the text's encoding when it was not UTF-8.
+func header(w io.Writer, rs ...Result) {
+	r := rs[0]
 	pages := "no pages"
 	if n := len(r.Document.Doc.Pages); n > 0 {
 		pages = fmt.Sprintf("%d pages", n)
@@ -23,8 +29,24 @@ func header(w io.Writer, r Result) {
 	if o := r.Document.Doc.OCR; o != nil && o.Pages > 0 {
 		pages += fmt.Sprintf(" (%d read by OCR, %d second pass, %d low confidence)", o.Pages, o.SecondPass, o.LowConfidence)
 	}
-	fmt.Fprintf(w, "%s: %s, %d bytes of text, %s, %d headings\n", r.Document.Name(), r.Document.Doc.MediaType,
-		len(r.Document.Doc.Text), pages, len(r.Document.Doc.Outline))
+	headings := fmt.Sprintf("%d headings", len(r.Document.Doc.Outline))
+	var cuts []string
+	for _, x := range rs {
+		if x.Headings != len(r.Document.Doc.Outline) {
+			cuts = append(cuts, fmt.Sprintf("strategy %s cuts at %d", x.Strategy.Name, x.Headings))
+		}
+	}
+	if len(cuts) > 0 {
+		headings += " (" + strings.Join(cuts, ", ") + ")"
+	}
+	if e := r.Document.Doc.Encoding; e != "" {
+		headings += ", decoded from " + e
+		if e == reader.EncodingWindows1252 {
+			headings += " (the file is not valid UTF-8)"
+		}
+	}
+	fmt.Fprintf(w, "%s: %s, %d bytes of text, %s, %s\n", r.Document.Name(), r.Document.Doc.MediaType,
+		len(r.Document.Doc.Text), pages, headings)
 }
 
 // unitNote says how sizes are counted.
@@ -41,11 +63,22 @@ func unitNote(r Result) string {
 	}
 }
 
+// pathPrefixNote says, for a strategy that embeds each chunk's heading path line in front
+// of it, that the sizes count that line, and shows the first chunk's.
+func pathPrefixNote(r Result) string {
+	for _, c := range r.Chunks {
+		if c.PathPrefix != "" {
+			return fmt.Sprintf("; sizes include the heading path line embedded before each chunk (e.g. %q)", c.PathPrefix)
+		}
+	}
+	return ""
+}
+
 // WriteTable writes r as a table, one row per chunk, followed by the late chunking
 // windows (if any) and the summary line.
 func WriteTable(w io.Writer, r Result) error {
 	header(w, r)
-	fmt.Fprintf(w, "strategy %s; %s\n", r.Strategy, unitNote(r))
+	fmt.Fprintf(w, "strategy %s; %s%s\n", r.Strategy, unitNote(r), pathPrefixNote(r))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	cols := []string{"#", "SPAN", "PAGES", strings.ToUpper(r.Unit)}
 	withTokens := r.ModelPositions > 0 && r.Unit != UnitTokens
@@ -205,9 +238,9 @@ func WriteCompare(w io.Writer, a, b Result) (CompareStats, error) {
 	if a.Document.Doc.Text != b.Document.Doc.Text {
 		return st, fmt.Errorf("compare: %s and %s are different documents", a.Document.Name(), b.Document.Name())
 	}
-	header(w, a)
-	fmt.Fprintf(w, "A: strategy %s; %s\n", a.Strategy, unitNote(a))
-	fmt.Fprintf(w, "B: strategy %s; %s\n", b.Strategy, unitNote(b))
+	header(w, a, b)
+	fmt.Fprintf(w, "A: strategy %s; %s%s\n", a.Strategy, unitNote(a), pathPrefixNote(a))
+	fmt.Fprintf(w, "B: strategy %s; %s%s\n", b.Strategy, unitNote(b), pathPrefixNote(b))
 	starts := map[int][2][]Chunk{}
 	for side, r := range []Result{a, b} {
 		for _, c := range r.Chunks {

@@ -83,6 +83,13 @@ func (m *Model) Close() error {
 	return m.loaded.Close()
 }
 
+// Limits returns the model's figures that bound a strategy's sizes, as a build reads them
+// from the same folder (ragops.json positions, [CLS] and [SEP], the document prefix's
+// tokens).
+func (m *Model) Limits() registry.ModelLimits {
+	return registry.ModelLimits{Name: m.Config.Name, MaxPositions: m.Config.MaxPositions, SpecialTokens: 2, DocumentPrefixTokens: m.docPrefix}
+}
+
 // sentenceEmbedder loads the ONNX model on first use.
 func (m *Model) sentenceEmbedder() (chunkers.SentenceEmbedder, error) {
 	if m.loaded == nil {
@@ -106,8 +113,17 @@ type Chunker struct {
 }
 
 // NewChunker builds s's chunker as a build does (chunkers/registry) with model's tokenizer
-// for the Tokens unit; model may be nil (see the package doc).
+// for the Tokens unit; model may be nil (see the package doc). With a model it first
+// refuses what a build with that model refuses (registry.CheckModelLimits: a Tokens size
+// above the model's room for text, a late window above its positions): the error names the
+// field and both numbers, e.g. "ModelLimitExceeded: spec.size 510 tokens needs 515
+// positions, over model e5-small-v2's limit of 512 positions (...)".
 func NewChunker(s Strategy, model *Model) (*Chunker, error) {
+	if model != nil {
+		if err := registry.CheckModelLimits(s.Spec, model.Limits()); err != nil {
+			return nil, fmt.Errorf("strategy %s: a build with model %s would be refused (Index Stalled): %w", s.Name, model.Config.Name, err)
+		}
+	}
 	var sizer chunkers.Sizer
 	unit := UnitCharacters
 	if s.Spec.Unit != ragopsv1alpha1.UnitCharacters {
@@ -151,8 +167,10 @@ type Chunk struct {
 	PageEnd   int `json:"pageEnd,omitempty"`
 	// Size is the chunk's size in the Result's Unit, as the chunker measured it.
 	Size int `json:"size"`
-	// Tokens is the number of model tokens of Text (special tokens excluded), counted by
-	// the model's tokenizer; nil without a model.
+	// Tokens is the number of model tokens the chunk is embedded with (special tokens and
+	// the model's document prefix excluded), counted by the model's tokenizer: of
+	// PathPrefix followed by Text, or of Text with late chunking (which pools the
+	// document's own tokens); nil without a model.
 	Tokens *int `json:"tokens,omitempty"`
 	// HeadingPath is the section titles above the chunk, outermost first, as a build stores
 	// them.
@@ -176,6 +194,10 @@ type Chunk struct {
 	Text string `json:"text"`
 	// Prefix is the repeated table header in front of a continued table's rows.
 	Prefix string `json:"prefix,omitempty"`
+	// PathPrefix is the heading path line embedded in front of Text (a Heading strategy
+	// with heading.pathPrefix, naive embedding); it is not stored with the chunk. Size and
+	// Tokens count it.
+	PathPrefix string `json:"pathPrefix,omitempty"`
 }
 
 // Summary sums up a Result's chunks.
@@ -206,7 +228,12 @@ type Result struct {
 	Windows []embedder.LateWindow
 	// ModelPositions is the model's position limit; 0 without a model.
 	ModelPositions int
-	Summary        Summary
+	// Headings is the number of headings the strategy cuts the document at
+	// (docchunk.Headings): for Heading, the reader's outline with the strategy's line
+	// headings, or the headings it detects in a text without an outline; for the other
+	// strategies the reader's outline.
+	Headings int
+	Summary  Summary
 }
 
 // Chunk cuts d with docchunk.Chunk, as a build does, and measures the chunks.
@@ -215,7 +242,8 @@ func (c *Chunker) Chunk(ctx context.Context, d Document) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: chunking with %s: %w", d.Name(), c.Strategy.Name, err)
 	}
-	res := Result{Document: d, Strategy: c.Strategy, Unit: c.Unit, Chunks: make([]Chunk, len(chunks))}
+	res := Result{Document: d, Strategy: c.Strategy, Unit: c.Unit, Chunks: make([]Chunk, len(chunks)),
+		Headings: len(docchunk.Headings(c.chunker, d.Doc))}
 	text := d.Doc.Text
 	if c.model != nil {
 		res.ModelPositions = c.model.Config.MaxPositions
@@ -227,12 +255,17 @@ func (c *Chunker) Chunk(ctx context.Context, d Document) (Result, error) {
 			HeadingPath: ch.HeadingPath, Oversize: ch.Oversize, Text: body, Prefix: ch.Prefix,
 			Empty: strings.TrimSpace(body) == "",
 		}
+		embedded := body
+		if !c.Strategy.late() {
+			out.PathPrefix = ch.PathPrefix
+			embedded = ch.EmbedText(text)
+		}
 		out.FirstWords, out.LastWords = edgeWords(body, EdgeWords)
 		if first, last, ok := d.Doc.PageRange(ch.Start, ch.End); ok {
 			out.PageStart, out.PageEnd = first, last
 		}
 		if c.model != nil {
-			n := c.model.Tokenizer.Size(body)
+			n := c.model.Tokenizer.Size(embedded)
 			out.Tokens = &n
 			out.Truncated = !c.Strategy.late() && c.model.docPrefix+n > c.model.Config.MaxPositions-2
 		}

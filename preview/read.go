@@ -3,9 +3,11 @@ package preview
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/beir"
@@ -42,6 +44,36 @@ type Skipped struct {
 	Reason reader.SkipReason
 	// Err is the reader's error.
 	Err error
+}
+
+// String is the line `ragops chunk` prints for s: "NAME: skipped (REASON): DETAIL", the
+// reason said once (the reader's *reader.SkipError repeats it in its own message, which
+// DETAIL leaves out: the media type, the detail and the underlying error).
+func (s Skipped) String() string {
+	detail := ""
+	var se *reader.SkipError
+	if errors.As(s.Err, &se) {
+		var parts []string
+		for _, p := range []string{se.MediaType, se.Detail} {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+		if se.Err != nil {
+			parts = append(parts, se.Err.Error())
+		}
+		detail = strings.Join(parts, ": ")
+		if outer := s.Err.Error(); outer != se.Error() {
+			// Context wrapped around the skip (a corpus line's "line 3: ..."): keep it.
+			detail = strings.Replace(outer, se.Error(), detail, 1)
+		}
+	} else if s.Err != nil {
+		detail = s.Err.Error()
+	}
+	if detail == "" {
+		return fmt.Sprintf("%s: skipped (%s)", s.Name, s.Reason)
+	}
+	return fmt.Sprintf("%s: skipped (%s): %s", s.Name, s.Reason, detail)
 }
 
 // Readers reads files through the format readers a build uses (package reader/formats);

@@ -100,7 +100,7 @@ func Run(ctx context.Context, out, errOut io.Writer, c Config) error {
 		}
 		for _, s := range skips {
 			skipped++
-			fmt.Fprintf(errOut, "%s: skipped (%s): %v\n", s.Name, s.Reason, s.Err)
+			fmt.Fprintln(errOut, s)
 		}
 		for _, d := range docs {
 			results := make([]Result, len(chunkers))

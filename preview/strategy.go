@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/config/crd"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/admission"
@@ -83,7 +84,7 @@ func LoadStrategy(ctx context.Context, path string) (Strategy, error) {
 // kinds are ignored) and checks it as a `kubectl apply` to a cluster with ragops would:
 // kube-apiserver admission against the CRD (package internal/admission; its errors are
 // the apiserver's messages), then the ChunkingStrategy controller's validation
-// (controllers.ValidateStrategy; its error is the message the strategy's Stalled condition
+// (chunkers/registry.Validate, which the controllers call; its error is the message the strategy's Stalled condition
 // would carry).
 func ParseStrategy(ctx context.Context, data []byte) (Strategy, error) {
 	docs, err := strategyDocuments(data)
@@ -102,7 +103,7 @@ func ParseStrategy(ctx context.Context, data []byte) (Strategy, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cs); err != nil {
 		return Strategy{}, fmt.Errorf("ChunkingStrategy %q: %w", u.GetName(), err)
 	}
-	if err := controllers.ValidateStrategy(cs.Spec); err != nil {
+	if err := registry.Validate(cs.Spec); err != nil {
 		return Strategy{}, fmt.Errorf("ChunkingStrategy %q would be Stalled (%s): %w", cs.Name, controllers.ReasonInvalidStrategy, err)
 	}
 	return Strategy{Name: cs.Name, Spec: cs.Spec}, nil

@@ -15,7 +15,6 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers/registry"
-	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/admission"
 	"github.com/ragops/ragops/internal/testenv"
 	"github.com/ragops/ragops/preview"
@@ -51,7 +50,7 @@ func TestParseStrategyControllerValidation(t *testing.T) {
 	}
 	spec := ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategySemantic, Unit: ragopsv1alpha1.UnitTokens, Size: 512,
 		Semantic: &ragopsv1alpha1.SemanticOptions{ThresholdType: "Percentile", ThresholdAmount: "150", BufferSentences: 1}}
-	cond := controllers.ValidateStrategy(spec)
+	cond := registry.Validate(spec)
 	if cond == nil {
 		t.Fatal("the controller accepts the spec")
 	}

@@ -78,6 +78,44 @@ func (b *Builder) Paragraph(text string) {
 	b.endBlock()
 }
 
+// Code writes a code block as one block, its lines byte for byte (indentation, tabs and
+// inner blank lines kept; invalid UTF-8 replaced by U+FFFD), fenced in the CommonMark way
+// so that chunkers treat it as code (no heading inside it, cut between its lines): an
+// opening fence of backticks (tildes when info holds a backtick) one longer than any run of
+// that character in the code, at least three, followed by info (the language, e.g.
+// "python"), then the code without its trailing line ends, then the closing fence. Code
+// that is empty or only white space is ignored.
+func (b *Builder) Code(info, code string) {
+	if !utf8.ValidString(code) {
+		code = strings.ToValidUTF8(code, "\uFFFD")
+	}
+	code = strings.TrimRight(code, "\n")
+	for strings.HasPrefix(code, "\n") {
+		code = code[1:]
+	}
+	if strings.TrimSpace(code) == "" {
+		return
+	}
+	info = CollapseSpace(info)
+	c := "`"
+	if strings.Contains(info, c) {
+		c = "~"
+	}
+	run, longest := 0, 0
+	for i := 0; i < len(code); i++ {
+		if code[i] == c[0] {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat(c, max(3, longest+1))
+	b.startBlock()
+	b.buf.WriteString(fence + info + "\n" + code + "\n" + fence)
+	b.endBlock()
+}
+
 // Table writes rows as one block: one line per row, cells separated by a tab, each cell
 // whitespace-collapsed, trailing empty cells dropped. Rows whose cells are all empty are
 // left out.

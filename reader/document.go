@@ -18,6 +18,10 @@ type Document struct {
 	Pages []Page `json:"pages,omitempty"`
 	// OCR counts the pages whose text came from OCR; nil when none did.
 	OCR *OCRStats `json:"ocr,omitempty"`
+	// Encoding names the encoding a text or Markdown file was decoded from when it was not
+	// UTF-8 (EncodingUTF16, EncodingWindows1252; see DecodeTextEncoding); empty for UTF-8
+	// and for the other formats, which declare their own.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // OCRStats counts a document's pages read by OCR (reader/ocr).

@@ -31,6 +31,7 @@ func TestSniffIgnoresNamesAndFindsContainers(t *testing.T) {
 		{[]byte(`{"_id": "1", "title": "t", "text": "x"}` + "\n" + `{"_id": "2", "text": "y"}`), reader.MediaTypeBEIR},
 		{[]byte(`{"id": "1", "body": "not beir"}`), reader.MediaTypeText},
 		{[]byte("Titel\n=====\n\ntekst"), reader.MediaTypeMarkdown},
+		{[]byte("\xef\xbb\xbf# Titel\n\ntekst"), reader.MediaTypeMarkdown}, // a UTF-8 byte order mark
 		{[]byte("Zie [de bijlage](bijlage.pdf)."), reader.MediaTypeMarkdown},
 		{[]byte("Gewone tekst, met #hashtag en 3 - 2 = 1."), reader.MediaTypeText},
 		{[]byte("\x89PNG\r\n\x1a\n\x00\x00"), "image/png"},

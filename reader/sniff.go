@@ -72,6 +72,8 @@ func Sniff(data []byte) string {
 	if mt != MediaTypeText {
 		return mt
 	}
+	// A UTF-8 byte order mark (DecodeText drops it) does not hide the first line's syntax.
+	data = bytes.TrimPrefix(data, []byte{0xEF, 0xBB, 0xBF})
 	if isBEIR(data) {
 		return MediaTypeBEIR
 	}

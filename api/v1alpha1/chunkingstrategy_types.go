@@ -43,6 +43,7 @@ const (
 // ChunkingStrategySpec says how to cut documents into chunks and whether to embed them with
 // late chunking.
 // +kubebuilder:validation:XValidation:rule="self.overlap < self.size",fieldPath=".overlap",message="overlap must be less than size"
+// +kubebuilder:validation:XValidation:rule="!has(self.minSize) || self.minSize < self.size",fieldPath=".minSize",message="minSize must be less than size"
 // +kubebuilder:validation:XValidation:rule="self.type != 'SlidingWindow' || has(self.slidingWindow)",fieldPath=".slidingWindow",reason=FieldValueRequired,message="slidingWindow is required when type is SlidingWindow"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Heading' || has(self.heading)",fieldPath=".heading",reason=FieldValueRequired,message="heading is required when type is Heading"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Semantic' || has(self.semantic)",fieldPath=".semantic",reason=FieldValueRequired,message="semantic is required when type is Semantic"
@@ -73,6 +74,19 @@ type ChunkingStrategySpec struct {
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	Overlap int32 `json:"overlap,omitempty"`
+	// MinSize is the smallest chunk in Unit that stands on its own; 0 (the default) keeps
+	// chunks as the strategy cuts them. With MinSize set, a chunk under it merges with a
+	// neighbour in the same section when the merged chunk fits Size (Sentence, Paragraph,
+	// Recursive, Heading, Semantic); a Fixed or SlidingWindow document's last window under
+	// it starts earlier, sharing units with the window before, so that it holds Size units;
+	// a Heading section with no text under its heading folds into its first subsection (the
+	// chunk's heading path keeps both titles), and a document's first heading with nothing
+	// under it (a title) folds into the section after it. Text is never dropped. Cluster
+	// chunks are left as they are. Must be less than Size.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	MinSize int32 `json:"minSize,omitempty"`
 
 	// SlidingWindow options; required for type SlidingWindow.
 	// +optional

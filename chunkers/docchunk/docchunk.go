@@ -29,6 +29,22 @@ func Chunk(ctx context.Context, c chunkers.Chunker, doc reader.Document) ([]chun
 	return h.ChunkOutline(ctx, doc.Text, Merge(Outline(doc), h.LineOutline(doc.Text)))
 }
 
+// Headings returns the headings Chunk cuts doc at with c: for the Heading strategy the
+// reader's outline with the strategy's line headings merged in, or, for a document without
+// an outline, the headings the strategy detects in the text (numbered sections, Dutch
+// decision sections, patterns, Markdown); for every other strategy the reader's outline,
+// which it does not use but a Heading strategy would.
+func Headings(c chunkers.Chunker, doc reader.Document) []chunkers.OutlineEntry {
+	h, ok := c.(*chunkers.HeadingChunker)
+	switch {
+	case !ok:
+		return Outline(doc)
+	case len(doc.Outline) == 0:
+		return h.Outline(doc.Text)
+	}
+	return Merge(Outline(doc), h.LineOutline(doc.Text))
+}
+
 // Merge returns the reader's outline with the detected headings added in document order;
 // a detected heading on a line the reader already has is dropped. A detected heading nests
 // below the innermost reader heading above it: its level becomes that heading's level plus

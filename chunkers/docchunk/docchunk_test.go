@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers"
@@ -406,5 +408,194 @@ func TestLineHeadingsJoinReaderOutline(t *testing.T) {
 	}
 	if got := holding(t, doc.Text, chunks, "het gemeentelijk archief").HeadingPath; !reflect.DeepEqual(got, []string{"Archiefverordening 2026"}) {
 		t.Errorf("without numbered sections: path %q", got)
+	}
+}
+
+// TestMarkdownCodeKeepsLines reads a .md file with a Python block through the Markdown
+// reader and cuts it with Recursive and Heading at 120 code points: the document text holds
+// the code byte for byte, and every chunk inside the code starts and ends at a line
+// boundary (the line separators cut it, not sentence ends or words inside a line that the
+// old flattening made).
+func TestMarkdownCodeKeepsLines(t *testing.T) {
+	var code strings.Builder
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(&code, "def f%d(x):\n    if x > %d:\n        return x  # keep\n", i, i)
+	}
+	in := "# Script\n\nThe helpers.\n\n```python\n" + code.String() + "```\n"
+	doc, err := rd.Read(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(doc.Text, code.String())
+	if at < 0 {
+		t.Fatalf("the code is not in the text byte for byte:\n%q", doc.Text)
+	}
+	codeEnd := at + code.Len() - 1 // the last newline ends the block
+	rec, err := chunkers.NewRecursive(chunkers.RuneSizer{}, 120, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]chunkers.Chunker{"Recursive": rec, "Heading": heading(t, 120, chunkers.HeadingOptions{Markdown: true})} {
+		chunks, err := docchunk.Chunk(context.Background(), c, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inCode := 0
+		for _, ch := range chunks {
+			if ch.Start < at || ch.End > codeEnd {
+				continue
+			}
+			inCode++
+			if doc.Text[ch.Start-1] != '\n' || (ch.End < len(doc.Text) && doc.Text[ch.End] != '\n') {
+				t.Errorf("%s: chunk [%d, %d) cuts inside a line: %q", name, ch.Start, ch.End, doc.Text[ch.Start:ch.End])
+			}
+		}
+		if inCode < code.Len()/120 {
+			t.Errorf("%s: %d chunks inside %d bytes of code", name, inCode, code.Len())
+		}
+	}
+}
+
+// TestMarkdownTableHeaderRepeats reads a .md table of 40 rows (the reader writes it as
+// tab-separated rows) and cuts it with Heading at 160 code points: every chunk that
+// continues the table carries its header row as Prefix, as a BEIR record's pipe table does.
+func TestMarkdownTableHeaderRepeats(t *testing.T) {
+	var md strings.Builder
+	md.WriteString("# Uitslag\n\nDe stemmen per fractie.\n\n| Fractie | Voor | Tegen |\n|---|---|---|\n")
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&md, "| Fractie %d | %d | %d |\n", i, i, 40-i)
+	}
+	md.WriteString("\nAldus besloten.\n")
+	doc, err := rd.Read(context.Background(), []byte(md.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(doc.Text, "Fractie\tVoor\tTegen\nFractie 0\t0\t40\n") {
+		t.Fatalf("the reader's table is not tab-separated rows:\n%q", doc.Text)
+	}
+	beirDoc, _ := beir.FromFields("Uitslag", md.String())
+	for name, d := range map[string]reader.Document{"md": doc, "beir": beirDoc} {
+		chunks, err := docchunk.Chunk(context.Background(), heading(t, 160, chunkers.HeadingOptions{Markdown: true}), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header := map[string]string{"md": "Fractie\tVoor\tTegen\n", "beir": "| Fractie | Voor | Tegen |\n|---|---|---|\n"}[name]
+		continued, withHeader := 0, 0
+		for _, c := range chunks {
+			span := d.Text[c.Start:c.End]
+			if !strings.HasPrefix(span, "Fractie ") && !strings.HasPrefix(span, "| Fractie ") {
+				continue
+			}
+			continued++
+			if c.Prefix == header {
+				withHeader++
+			}
+			if c.TokenCount != len([]rune(c.Text(d.Text))) || c.TokenCount > 160 {
+				t.Errorf("%s: chunk %d measures %d, its text %d code points", name, c.Ordinal, c.TokenCount, len([]rune(c.Text(d.Text))))
+			}
+		}
+		if continued < 4 || withHeader != continued {
+			t.Errorf("%s: %d of %d continued table chunks carry the header %q", name, withHeader, continued, header)
+		}
+	}
+}
+
+// TestTabIndentedCodeIsNoTable: a block of code indented with tabs is not a tab-separated
+// table, so no chunk carries one of its lines as a header.
+func TestTabIndentedCodeIsNoTable(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("func f() {\n")
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&b, "\tx%d := %d\n", i, i)
+	}
+	b.WriteString("}\n")
+	chunks, err := heading(t, 80, chunkers.HeadingOptions{Markdown: true}).Chunk(context.Background(), b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if c.Prefix != "" {
+			t.Fatalf("chunk %d carries prefix %q", c.Ordinal, c.Prefix)
+		}
+	}
+}
+
+// headingMin returns a Heading chunker in code points with spec.minSize set.
+func headingMin(t *testing.T, size, minSize int) chunkers.Chunker {
+	t.Helper()
+	c, err := chunkers.WithMinSize(heading(t, size, chunkers.HeadingOptions{Markdown: true}), minSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestHeadingOnlySectionsFold: with minSize on, a guidance page in BEIR form (the record's
+// title, then its own "# Title" line, a heading-only "## Steps" over its subsections, and a
+// "## Script" heading over code that does not fit with it) has no chunk holding only
+// headings: the two titles and the heading-only section fold into the first subsection
+// (its path keeps both titles), and "## Script" starts the chunk of its code. Without
+// minSize the titles and headings stand alone, and every byte is covered either way.
+func TestHeadingOnlySectionsFold(t *testing.T) {
+	var code strings.Builder
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(&code, "    step_%d = run(%d)\n", i, i)
+	}
+	body := "# Renew a permit\n\n## Steps\n\n### Apply\n\nFill in the form and send it to the office before the permit ends.\n\n" +
+		"### Pay\n\nPay the fee within two weeks of the letter.\n\n## Script\n\n```python\ndef renew():\n" + code.String() + "```\n"
+	doc, _ := beir.FromFields("Renew a permit", body)
+	onlyHeadings := func(c chunkers.Chunk) bool {
+		for _, l := range strings.Split(doc.Text[c.Start:c.End], "\n") {
+			l = strings.TrimSpace(strings.TrimLeft(l, "#"))
+			if l != "" && !slices.ContainsFunc(doc.Outline, func(h reader.Heading) bool { return h.Title == l }) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, minSize := range []int{0, 60} {
+		var c chunkers.Chunker = heading(t, 200, chunkers.HeadingOptions{Markdown: true})
+		if minSize > 0 {
+			c = headingMin(t, 200, minSize)
+		}
+		chunks, err := docchunk.Chunk(context.Background(), c, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		covered := make([]bool, len(doc.Text))
+		alone := 0
+		for _, ch := range chunks {
+			for j := ch.Start; j < ch.End; j++ {
+				covered[j] = true
+			}
+			if onlyHeadings(ch) {
+				alone++
+			}
+		}
+		for j, r := range doc.Text {
+			if !unicode.IsSpace(r) && !covered[j] {
+				t.Fatalf("minSize %d: byte %d (%q) is in no chunk", minSize, j, doc.Text[j:min(len(doc.Text), j+20)])
+			}
+		}
+		if minSize == 0 {
+			if alone == 0 {
+				t.Errorf("minSize 0: no heading-only chunk to fold; the test input is too easy")
+			}
+			continue
+		}
+		if alone != 0 {
+			t.Errorf("minSize %d: %d chunks hold only headings", minSize, alone)
+		}
+		first := chunks[0]
+		if first.Start != 0 || !strings.Contains(doc.Text[first.Start:first.End], "Fill in the form") {
+			t.Errorf("minSize %d: first chunk %q, want the titles folded into Apply's text", minSize, doc.Text[first.Start:first.End])
+		}
+		if want := []string{"Renew a permit", "Steps", "Apply"}; !reflect.DeepEqual(first.HeadingPath, want) {
+			t.Errorf("minSize %d: first chunk's path %q, want %q", minSize, first.HeadingPath, want)
+		}
+		s := holding(t, doc.Text, chunks, "def renew")
+		if !strings.HasPrefix(doc.Text[s.Start:s.End], "## Script\n\n```python\ndef renew") {
+			t.Errorf("minSize %d: the script's first chunk is %q", minSize, doc.Text[s.Start:s.End])
+		}
 	}
 }

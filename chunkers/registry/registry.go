@@ -20,7 +20,8 @@ const DefaultSize = 500
 // embedding model's tokenizer; for Fixed and SlidingWindow it must be a chunkers.SpanSizer);
 // Characters always uses chunkers.RuneSizer. emb embeds sentences for Semantic and Cluster
 // and may be nil otherwise. Defaults follow the CRD: unit Tokens, size DefaultSize, Markdown headings
-// on, percentile threshold 95, buffer of 1 sentence, contiguous clusters. spec.Late is not
+// on, percentile threshold 95, buffer of 1 sentence, contiguous clusters, no minimum size
+// (spec.minSize 0; chunkers.WithMinSize otherwise). spec.Late is not
 // the chunker's concern: the embedder reads it from the spec. Errors name the spec field.
 func New(spec v1alpha1.ChunkingStrategySpec, tokens chunkers.Sizer, emb chunkers.SentenceEmbedder) (chunkers.Chunker, error) {
 	var sizer chunkers.Sizer
@@ -112,6 +113,9 @@ func New(spec v1alpha1.ChunkingStrategySpec, tokens chunkers.Sizer, emb chunkers
 	}
 	if err != nil {
 		return nil, fmt.Errorf("registry: spec.type %s: %w", spec.Type, err)
+	}
+	if c, err = chunkers.WithMinSize(c, int(spec.MinSize)); err != nil {
+		return nil, fmt.Errorf("registry: spec.minSize: %w", err)
 	}
 	return c, nil
 }

@@ -75,6 +75,15 @@ func tokenSpecs() []v1alpha1.ChunkingStrategySpec {
 		{Type: v1alpha1.StrategyHeading, Size: 256},
 		{Type: v1alpha1.StrategySemantic, Size: 512},
 		{Type: v1alpha1.StrategyCluster, Size: 200},
+		// spec.minSize on: tail merges and heading folds re-measure what they join.
+		{Type: v1alpha1.StrategyFixed, Size: 507, MinSize: 256},
+		{Type: v1alpha1.StrategySlidingWindow, Size: 256, MinSize: 128, SlidingWindow: &v1alpha1.SlidingWindowOptions{Stride: 128}},
+		{Type: v1alpha1.StrategySentence, Size: 200, Overlap: 20, MinSize: 64},
+		{Type: v1alpha1.StrategyParagraph, Size: 200, MinSize: 64},
+		{Type: v1alpha1.StrategyRecursive, Size: 512, MinSize: 128},
+		{Type: v1alpha1.StrategyHeading, Size: 256, MinSize: 64},
+		{Type: v1alpha1.StrategySemantic, Size: 512, MinSize: 128},
+		{Type: v1alpha1.StrategyCluster, Size: 200, MinSize: 64},
 	}
 }
 
@@ -82,6 +91,9 @@ func specName(s v1alpha1.ChunkingStrategySpec) string {
 	n := fmt.Sprintf("%s-%d-%d", s.Type, s.Size, s.Overlap)
 	if s.SlidingWindow != nil {
 		n += fmt.Sprintf("-stride%d", s.SlidingWindow.Stride)
+	}
+	if s.MinSize > 0 {
+		n += fmt.Sprintf("-min%d", s.MinSize)
 	}
 	return n
 }
@@ -92,7 +104,8 @@ func specName(s v1alpha1.ChunkingStrategySpec) string {
 // that is embedded (Chunk.Text), and that count is at most the size unless Oversize is set.
 // Semantic and Cluster take their sentence vectors from a hashed bag of words: the property
 // concerns sizes, not where topics change. It also logs how many chunks exceed the model's
-// 510 tokens of text (those the embedder would truncate).
+// 510 tokens of text (those the embedder would truncate). The specs with spec.minSize set
+// check the same property after tail merges and heading folds.
 func TestTokenCountsRetokenise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-tokenises two whole corpora")

@@ -15,7 +15,8 @@ import (
 )
 
 // Markdown reads CommonMark/GFM Markdown. Headings (ATX and setext) give the outline;
-// paragraphs, list items (ordered ones prefixed "n. ") and code blocks become paragraphs;
+// paragraphs and list items (ordered ones prefixed "n. ") become paragraphs; code blocks
+// (fenced and indented) keep their lines byte for byte inside a fence (reader.Builder.Code);
 // GFM tables become rows; footnote references become "[n]" markers with the bodies at the
 // end; raw HTML and images' URLs are dropped (image alt text is kept).
 type Markdown struct{}
@@ -27,7 +28,7 @@ func (Markdown) MediaTypes() []string { return []string{reader.MediaTypeMarkdown
 
 // Read implements reader.FormatReader.
 func (Markdown) Read(_ context.Context, data []byte, mediaType string) (reader.Document, error) {
-	s, err := reader.DecodeText(data)
+	s, enc, err := reader.DecodeTextEncoding(data)
 	if err != nil {
 		return reader.Document{}, reader.Skip(reader.Corrupt, mediaType, err, "cannot decode text")
 	}
@@ -46,7 +47,9 @@ func (Markdown) Read(_ context.Context, data []byte, mediaType string) (reader.D
 		return ast.WalkContinue, nil
 	})
 	w.block(root, "")
-	return w.b.Finish(mediaType), nil
+	doc := w.b.Finish(mediaType)
+	doc.Encoding = enc
+	return doc, nil
 }
 
 type mdWalker struct {
@@ -65,13 +68,25 @@ func (w *mdWalker) block(n ast.Node, prefix string) string {
 		w.b.Paragraph(prefix + w.inline(n))
 		return ""
 	case *ast.FencedCodeBlock, *ast.CodeBlock:
+		// Byte for byte, lines and indentation kept (Builder.Code), as a BEIR record's
+		// Markdown keeps them; a list item's number stands before it on its own.
 		var sb strings.Builder
 		lines := n.Lines()
 		for i := 0; i < lines.Len(); i++ {
 			seg := lines.At(i)
 			sb.Write(seg.Value(w.src))
 		}
-		w.b.Paragraph(prefix + sb.String())
+		info := ""
+		if f, ok := n.(*ast.FencedCodeBlock); ok && f.Info != nil {
+			info = string(f.Language(w.src))
+		}
+		if strings.TrimSpace(sb.String()) == "" {
+			return prefix
+		}
+		if prefix != "" {
+			w.b.Paragraph(prefix)
+		}
+		w.b.Code(info, sb.String())
 		return ""
 	case *ast.HTMLBlock, *ast.ThematicBreak, *extast.FootnoteList:
 		return prefix

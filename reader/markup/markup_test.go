@@ -45,3 +45,23 @@ func TestMarkdownStructure(t *testing.T) {
 		t.Errorf("outline %+v", doc.Outline)
 	}
 }
+
+// TestMarkdownCodeBlocks: fenced and indented code blocks keep their lines byte for byte
+// (indentation, tabs, inner blank lines, a "#" comment that is no heading) inside a fence
+// long enough for the backticks they hold; a list item's number stands before its code.
+func TestMarkdownCodeBlocks(t *testing.T) {
+	py := "def f(x):\n    if x:\n\treturn 1  \n\n    # not a heading\n    return 2"
+	in := "# Code\n\nText.\n\n```python\n" + py + "\n```\n\n    indented  code\n      more\n\n" +
+		"1. item\n\n   ```\n   a ``` b\n     c\n   ```\n\n~~~\n\n~~~\n"
+	doc, err := markup.Markdown{}.Read(context.Background(), []byte(in), reader.MediaTypeMarkdown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Code\n\nText.\n\n```python\n" + py + "\n```\n\n```\nindented  code\n  more\n```\n\n1. item\n\n````\na ``` b\n  c\n````"
+	if doc.Text != want {
+		t.Errorf("text\n%q\nwant\n%q", doc.Text, want)
+	}
+	if len(doc.Outline) != 1 || doc.Outline[0].Title != "Code" {
+		t.Errorf("outline %+v, want only Code", doc.Outline)
+	}
+}

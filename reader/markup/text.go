@@ -15,9 +15,9 @@ func (Text) MediaTypes() []string { return []string{reader.MediaTypeText} }
 
 // Read implements reader.FormatReader.
 func (Text) Read(_ context.Context, data []byte, mediaType string) (reader.Document, error) {
-	s, err := reader.DecodeText(data)
+	s, enc, err := reader.DecodeTextEncoding(data)
 	if err != nil {
 		return reader.Document{}, reader.Skip(reader.Corrupt, mediaType, err, "cannot decode text")
 	}
-	return reader.Document{MediaType: mediaType, Text: s}, nil
+	return reader.Document{MediaType: mediaType, Text: s, Encoding: enc}, nil
 }
