@@ -210,5 +210,8 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := (&IndexReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&EvaluationReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr)
+	if err := (&EvaluationReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&ExperimentReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr)
 }
