@@ -163,6 +163,7 @@ func playEvaluation(t *testing.T, ns, name string, recall float64) {
 // Dense and BM25 Evaluations with the given recalls.
 func playTrial(t *testing.T, ns, trial string, dense, bm25 float64) (rev, collection string) {
 	t.Helper()
+	waitIndex(t, ns, trial)
 	rev, collection = buildRevision(t, ns, trial)
 	playEvaluation(t, ns, trial+"-dense", dense)
 	playEvaluation(t, ns, trial+"-bm25", bm25)
@@ -175,5 +176,15 @@ func readyExperiment(t *testing.T, ns string) *ragopsv1alpha1.Experiment {
 	return waitExperiment(t, ns, "Experiment Ready", func(e *ragopsv1alpha1.Experiment) bool {
 		c := condition(e, ragopsv1alpha1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionTrue
+	})
+}
+
+// waitIndex waits until the Experiment has created the Index.
+func waitIndex(t *testing.T, ns, name string) {
+	t.Helper()
+	eventually(t, 60*time.Second, "Index "+name, func() (bool, error) {
+		var idx ragopsv1alpha1.Index
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &idx)
+		return err == nil, nil
 	})
 }
