@@ -157,3 +157,45 @@ func TestExperimentDoesNotStartATrialPastTheTokenBudget(t *testing.T) {
 		t.Fatalf("Indexes %q", got)
 	}
 }
+
+// Fault: the space changes mid-run. The finished trial still in the new space is kept (no
+// second build), the running trial that left it goes, the new one runs.
+func TestExperimentSpecChangeKeepsFinishedTrialsInTheNewSpace(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	experimentFixture(t, ns, []int32{64, 96}, func(e *ragopsv1alpha1.Experiment) { e.Spec.Cleanup = ragopsv1alpha1.CleanupKeepAll })
+	t64, t96, t128 := trialName(64), trialName(96), trialName(128)
+	playTrial(t, ns, t64, 0.8, 0.6)
+	waitIndex(t, ns, t96)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "revision", func() (bool, error) {
+		idx = getIndex(t, ns, t96)
+		return idx.Status.Revision != "", nil
+	})
+	job := waitJob(t, ns, fmt.Sprintf("%s-%s-build", t96, idx.Status.Revision))
+	exp := getExperiment(t, ns)
+	exp.Spec.Space.Strategies[0].Template.Sizes = []int32{64, 128}
+	if err := env.Client.Update(ctx, exp); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the dropped trial's build stopped", func() (bool, error) {
+		var j batchv1.Job
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), &j)
+		return apierrors.IsNotFound(err) || !j.DeletionTimestamp.IsZero(), nil
+	})
+	playGC(t, *job)
+	playTrial(t, ns, t128, 0.9, 0.5)
+	exp = readyExperiment(t, ns)
+	if counts(exp) != "0/0/0/2/0/0" || trialOf(exp, t96) != nil {
+		t.Fatalf("counts %s, trial %s in status: %v", counts(exp), t96, trialOf(exp, t96))
+	}
+	if got := indexNames(t, ns); got != t128+" "+t64 {
+		t.Fatalf("Indexes %q", got)
+	}
+	if n := buildJobs(t, ns, t64); n != 1 {
+		t.Fatalf("%d build Jobs of the kept trial %s, want 1", n, t64)
+	}
+	if o := exp.Status.CurrentOptimalTrial; o == nil || o.Trial != t128 || o.VsBaseline == nil || o.VsBaseline.Trial != t64 || len(exp.Status.Leaderboard) != 4 {
+		t.Fatalf("optimal %+v leaderboard %d", o, len(exp.Status.Leaderboard))
+	}
+}
