@@ -115,7 +115,7 @@ const (
 	corpusBySource   = ".spec.source.name"
 )
 
-// Finalizer is the one finalizer ragops adds (to Index); ragops never removes any other.
+// Finalizer is the one finalizer ragops adds (to Index and Experiment); ragops never removes any other.
 const Finalizer = "ragops.dev/cleanup"
 
 // AnnotationRetry on an Index, set to a new value (a timestamp), rebuilds its Failed desired
