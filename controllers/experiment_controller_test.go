@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/experiment/budget"
+	"github.com/ragops/ragops/experiment/winner"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/markup"
 )
@@ -133,4 +135,32 @@ func TestExperimentRunsTrialsInParallelRanksThemAndDeletesTheLoser(t *testing.T)
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sweep-fixed-96"}, &cs); err == nil {
 		t.Errorf("the loser's generated strategy is still there")
 	}
+
+	// ragops experiment winner: the winner's strategy under its trial's strategy name and the
+	// Index patch; the leaderboard table lists the six candidates best first.
+	res, err := winner.Get(ctx, env.Client, ns, "sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := res.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"name: fixed-128\n", "size: 128\n", "unit: Characters\n", `{"spec":{"model":{"name":"all-minilm-l6-v2","imagePath":"` + exp.Spec.Space.Models[0].ImagePath + `"},"strategyRef":{"name":"fixed-128"}}}`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("winner output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "ownerReferences") {
+		t.Errorf("winner output carries the Experiment's ownership:\n%s", out.String())
+	}
+	out.Reset()
+	if err := winner.Leaderboard(&out, exp); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if f := strings.Fields(lines[1]); len(lines) != 7 || len(f) < 6 || strings.Join(f[:6], " ") != "1 "+t128+" dense 0.9000 600 6" {
+		t.Errorf("leaderboard table:\n%s", out.String())
+	}
+	t.Logf("ragops experiment winner:\n%s", func() string { var b bytes.Buffer; _ = res.Write(&b); return b.String() }())
 }

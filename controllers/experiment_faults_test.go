@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,7 +25,15 @@ func TestExperimentSurvivesAManagerRestartMidRun(t *testing.T) {
 	experimentFixture(t, ns, []int32{64, 96}, func(e *ragopsv1alpha1.Experiment) { e.Spec.Cleanup = ragopsv1alpha1.CleanupKeepAll })
 	t64, t96 := trialName(64), trialName(96)
 	waitExperiment(t, ns, "one trial building", func(e *ragopsv1alpha1.Experiment) bool { return counts(e) == "1/1/0/0/0/0" })
-	eventually(t, 30*time.Second, "the build Job", func() (bool, error) { return buildJobs(t, ns, t64) == 1, nil })
+	eventually(t, 30*time.Second, "the build Job and the Index's Building revision", func() (bool, error) {
+		idx := getIndex(t, ns, t64)
+		for _, r := range idx.Status.Revisions {
+			if r.Name == idx.Status.Revision && r.Phase == ragopsv1alpha1.RevisionBuilding {
+				return buildJobs(t, ns, t64) == 1, nil
+			}
+		}
+		return false, nil
+	})
 	stopManager()
 	restarted := false
 	t.Cleanup(func() {
@@ -173,9 +182,11 @@ func TestExperimentSpecChangeKeepsFinishedTrialsInTheNewSpace(t *testing.T) {
 		return idx.Status.Revision != "", nil
 	})
 	job := waitJob(t, ns, fmt.Sprintf("%s-%s-build", t96, idx.Status.Revision))
-	exp := getExperiment(t, ns)
-	exp.Spec.Space.Strategies[0].Template.Sizes = []int32{64, 128}
-	if err := env.Client.Update(ctx, exp); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		exp := getExperiment(t, ns)
+		exp.Spec.Space.Strategies[0].Template.Sizes = []int32{64, 128}
+		return env.Client.Update(ctx, exp)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "the dropped trial's build stopped", func() (bool, error) {
@@ -185,7 +196,7 @@ func TestExperimentSpecChangeKeepsFinishedTrialsInTheNewSpace(t *testing.T) {
 	})
 	playGC(t, *job)
 	playTrial(t, ns, t128, 0.9, 0.5)
-	exp = readyExperiment(t, ns)
+	exp := readyExperiment(t, ns)
 	if counts(exp) != "0/0/0/2/0/0" || trialOf(exp, t96) != nil {
 		t.Fatalf("counts %s, trial %s in status: %v", counts(exp), t96, trialOf(exp, t96))
 	}
