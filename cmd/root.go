@@ -25,5 +25,6 @@ The same binary runs the operator (manager) and its Job workers (embed, evaluate
 	root.AddCommand(newChunkCommand())
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newQueryCommand())
+	root.AddCommand(newExperimentCommand())
 	return root
 }

@@ -121,8 +121,9 @@ const (
 	corpusBySource   = ".spec.source.name"
 )
 
-// Finalizer is the finalizer ragops adds to an Index until its alias and collections are gone;
-// CleanupFinalizer holds what that cleanup reads. ragops never removes any other finalizer.
+// Finalizer is the finalizer ragops adds to an Index until its alias and collections are gone,
+// and to an Experiment until its children are; CleanupFinalizer holds what an Index's cleanup
+// reads. ragops never removes any other finalizer.
 const Finalizer = "ragops.dev/cleanup"
 
 // AnnotationRetry on an Index, set to a new value (a timestamp), rebuilds its Failed desired
@@ -222,5 +223,8 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 			return err
 		}
 	}
-	return (&EvaluationReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr)
+	if err := (&EvaluationReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&ExperimentReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr)
 }

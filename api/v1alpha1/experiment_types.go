@@ -388,6 +388,7 @@ const (
 // TrialCounts counts the trials by phase.
 type TrialCounts struct {
 	// Total trials chosen from the space.
+	// +optional
 	Total int32 `json:"total"`
 	// Pending trials (not started).
 	// +optional
@@ -549,6 +550,7 @@ type OptimalTrial struct {
 // BudgetStatus is what the Experiment spent against its budget.
 type BudgetStatus struct {
 	// TokensSpent by the trials' builds (their revisions' token counts).
+	// +optional
 	TokensSpent int64 `json:"tokensSpent"`
 	// MaxTokens copied from spec.budget (absent without a token budget).
 	// +optional

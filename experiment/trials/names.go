@@ -43,3 +43,7 @@ func boundedName(s string) string {
 	}
 	return head + "-" + hex.EncodeToString(sum[:])[:8]
 }
+
+// Label is the value of the ragops.dev/experiment label on an Experiment's children: its name
+// bounded as a label value (see Trial.Labels).
+func Label(experiment string) string { return boundedName(experiment) }

@@ -1,0 +1,661 @@
+package controllers
+
+// Experiment: expand the space into trials (experiment/trials), run them as owned
+// ChunkingStrategies, Indexes and Evaluations under parallelism and the token budget
+// (experiment/budget), rank the candidates and clean up the losers when done.
+//
+// The children are the Experiment's memory: a trial is started exactly when its Index exists
+// (names are deterministic, so a restarted operator finds what it made and creates nothing
+// twice), and its phase is read from the Index's revision and its Evaluations every
+// reconcile. Only what the children cannot tell is kept in status: a trial's token estimate,
+// and the figures of finished trials whose children were cleaned up.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/experiment/budget"
+	"github.com/ragops/ragops/experiment/trials"
+	"github.com/ragops/ragops/internal/conditions"
+)
+
+// Experiment condition reasons (besides ragopsv1alpha1's ReasonTooManyFailedTrials,
+// ReasonInvalidSpace and ReasonBudgetExhausted).
+const (
+	ReasonChildConflict  = "ChildConflict"
+	ReasonExperimentDone = "Completed"
+	ReasonWithinBudget   = "WithinBudget"
+)
+
+// ExperimentReconciler runs an Experiment's trials.
+type ExperimentReconciler struct {
+	client.Client
+	Events  events.EventRecorder
+	Options Options
+	// Estimator estimates a trial's tokens before it starts; nil means a LocalEstimator
+	// reading through Options.APIReader.
+	Estimator TrialEstimator
+}
+
+// +kubebuilder:rbac:groups=ragops.dev,resources=experiments,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=ragops.dev,resources=experiments/status,verbs=patch
+// +kubebuilder:rbac:groups=ragops.dev,resources=experiments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=ragops.dev,resources=evaluations,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=ragops.dev,resources=chunkingstrategies,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=ragops.dev,resources=corpora,verbs=get;list;watch
+
+// experimentChildren are the objects an Experiment controls, by name.
+type experimentChildren struct {
+	indexes     map[string]*ragopsv1alpha1.Index
+	evaluations map[string]*ragopsv1alpha1.Evaluation
+	strategies  map[string]*ragopsv1alpha1.ChunkingStrategy
+}
+
+// Reconcile drives one Experiment.
+func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	var exp ragopsv1alpha1.Experiment
+	if err := r.Get(ctx, req.NamespacedName, &exp); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !exp.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, &exp)
+	}
+	if !controllerutil.ContainsFinalizer(&exp, Finalizer) {
+		before := exp.DeepCopy()
+		controllerutil.AddFinalizer(&exp, Finalizer)
+		if err := r.Patch(ctx, &exp, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	patcher := newStatusPatcher(&exp)
+	defer func() {
+		exp.Status.ObservedGeneration = exp.Generation
+		patcher.done(ctx, r.Client, r.Events, &exp, &res, &retErr)
+	}()
+	if exp.Status.StartTime == nil {
+		exp.Status.StartTime = ptr.To(metav1.Now())
+	}
+	children, err := r.children(ctx, &exp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// Done, and the spec is the one that finished: only the cleanup is left.
+	if exp.Status.CompletionTime != nil && exp.Status.ObservedGeneration == exp.Generation {
+		return ctrl.Result{}, r.cleanup(ctx, &exp, children)
+	}
+
+	var c ragopsv1alpha1.Corpus
+	if err := r.Get(ctx, client.ObjectKey{Namespace: exp.Namespace, Name: exp.Spec.CorpusRef.Name}, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			conditions.MarkStalled(&exp, ReasonCorpusNotFound, fmt.Sprintf("spec.corpusRef.name: Corpus %q not found", exp.Spec.CorpusRef.Name))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	referenced := map[string]ragopsv1alpha1.ChunkingStrategySpec{}
+	for i, s := range exp.Spec.Space.Strategies {
+		if s.StrategyRef == nil {
+			continue
+		}
+		var cs ragopsv1alpha1.ChunkingStrategy
+		if err := r.Get(ctx, client.ObjectKey{Namespace: exp.Namespace, Name: s.StrategyRef.Name}, &cs); err != nil {
+			if apierrors.IsNotFound(err) {
+				conditions.MarkStalled(&exp, ReasonStrategyNotFound, fmt.Sprintf("spec.space.strategies[%d].strategyRef.name: ChunkingStrategy %q not found", i, s.StrategyRef.Name))
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		referenced[cs.Name] = cs.Spec
+	}
+	if err := trials.Validate(&exp.Spec); err != nil {
+		conditions.MarkStalled(&exp, ragopsv1alpha1.ReasonInvalidSpace, err.Error())
+		return ctrl.Result{}, nil
+	}
+	// The generated strategies exist before the revisions are computed: an Index's revision
+	// hashes the strategy as stored (defaults applied), and so must the trials'.
+	stored, msg, err := r.ensureStrategies(ctx, &exp, children)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if msg != "" {
+		conditions.MarkStalled(&exp, ReasonChildConflict, msg)
+		return ctrl.Result{}, nil
+	}
+	for name, s := range referenced {
+		stored[name] = s
+	}
+	p, err := trials.Expand(trials.Input{Experiment: &exp, Referenced: referenced, Format: c.Spec.Format,
+		Revision: func(s ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, f ragopsv1alpha1.DocumentFormat) string {
+			if st, ok := stored[idx.Spec.StrategyRef.Name]; ok {
+				s = st
+			}
+			return Revision(s, idx, f)
+		}})
+	if err != nil {
+		conditions.MarkStalled(&exp, ragopsv1alpha1.ReasonInvalidSpace, err.Error())
+		return ctrl.Result{}, nil
+	}
+	if err := r.pruneChildren(ctx, p, children); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.run(ctx, &exp, &c, p, children)
+}
+
+// children lists the Indexes, Evaluations and ChunkingStrategies exp controls.
+func (r *ExperimentReconciler) children(ctx context.Context, exp *ragopsv1alpha1.Experiment) (*experimentChildren, error) {
+	ch := &experimentChildren{indexes: map[string]*ragopsv1alpha1.Index{}, evaluations: map[string]*ragopsv1alpha1.Evaluation{},
+		strategies: map[string]*ragopsv1alpha1.ChunkingStrategy{}}
+	opts := []client.ListOption{client.InNamespace(exp.Namespace), client.HasLabels{ragopsv1alpha1.LabelExperiment}}
+	var idxs ragopsv1alpha1.IndexList
+	if err := r.List(ctx, &idxs, opts...); err != nil {
+		return nil, err
+	}
+	for i := range idxs.Items {
+		if metav1.IsControlledBy(&idxs.Items[i], exp) {
+			ch.indexes[idxs.Items[i].Name] = &idxs.Items[i]
+		}
+	}
+	var evs ragopsv1alpha1.EvaluationList
+	if err := r.List(ctx, &evs, opts...); err != nil {
+		return nil, err
+	}
+	for i := range evs.Items {
+		if metav1.IsControlledBy(&evs.Items[i], exp) {
+			ch.evaluations[evs.Items[i].Name] = &evs.Items[i]
+		}
+	}
+	var css ragopsv1alpha1.ChunkingStrategyList
+	if err := r.List(ctx, &css, opts...); err != nil {
+		return nil, err
+	}
+	for i := range css.Items {
+		if metav1.IsControlledBy(&css.Items[i], exp) {
+			ch.strategies[css.Items[i].Name] = &css.Items[i]
+		}
+	}
+	return ch, nil
+}
+
+// ensureStrategies creates the ChunkingStrategy of every template combination of the space
+// (all of them, drawn or not, so that a Random draw hashes the same revisions every time) and
+// returns their specs as stored. A strategy of that name the Experiment does not control is a
+// conflict: msg names it.
+func (r *ExperimentReconciler) ensureStrategies(ctx context.Context, exp *ragopsv1alpha1.Experiment, ch *experimentChildren) (stored map[string]ragopsv1alpha1.ChunkingStrategySpec, msg string, err error) {
+	stored = map[string]ragopsv1alpha1.ChunkingStrategySpec{}
+	combos, _ := trials.Strategies(&exp.Spec.Space)
+	for _, c := range combos {
+		if c.Ref != "" {
+			continue
+		}
+		name := trials.StrategyName(exp.Name, c.Name)
+		if _, done := stored[name]; done {
+			continue
+		}
+		gen := hashJSON(c.Spec)[:16]
+		if cs, ok := ch.strategies[name]; ok {
+			if cs.Annotations[annotationGenerated] != gen {
+				cs.Spec = *c.Spec.DeepCopy()
+				metav1.SetMetaDataAnnotation(&cs.ObjectMeta, annotationGenerated, gen)
+				if err := r.Update(ctx, cs); err != nil {
+					return nil, "", err
+				}
+			}
+			stored[name] = cs.Spec
+			continue
+		}
+		cs := &ragopsv1alpha1.ChunkingStrategy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: exp.Namespace,
+			Labels:      map[string]string{ragopsv1alpha1.LabelExperiment: trials.Label(exp.Name)},
+			Annotations: map[string]string{annotationGenerated: gen}}, Spec: *c.Spec.DeepCopy()}
+		if err := controllerutil.SetControllerReference(exp, cs, r.Scheme()); err != nil {
+			return nil, "", err
+		}
+		if err := r.Create(ctx, cs); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil, fmt.Sprintf("%s: ChunkingStrategy %q exists and is not this Experiment's; rename the template or the strategy", c.Field, name), nil
+			}
+			return nil, "", err
+		}
+		ch.strategies[name] = cs
+		stored[name] = cs.Spec // the response: defaults applied
+	}
+	return stored, "", nil
+}
+
+// annotationGenerated on a generated ChunkingStrategy holds a hash of the template
+// combination's spec it was made from (before the apiserver's defaults), so that a changed
+// template updates it and an unchanged one leaves it alone.
+const annotationGenerated = "ragops.dev/generated-from"
+
+// pruneChildren deletes the Indexes and Evaluations of trials (and variants) no longer in the
+// plan: a spec change dropped them.
+func (r *ExperimentReconciler) pruneChildren(ctx context.Context, p *trials.Plan, ch *experimentChildren) error {
+	wantIdx, wantEval := map[string]bool{}, map[string]bool{}
+	for _, t := range p.Trials {
+		wantIdx[t.Name] = true
+		for _, ev := range t.Evaluations {
+			wantEval[ev.Name] = true
+		}
+	}
+	for name, ev := range ch.evaluations {
+		if !wantEval[name] {
+			if err := r.Delete(ctx, ev); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			delete(ch.evaluations, name)
+		}
+	}
+	for name, idx := range ch.indexes {
+		if !wantIdx[name] {
+			if idx.DeletionTimestamp.IsZero() {
+				if err := r.Delete(ctx, idx); client.IgnoreNotFound(err) != nil {
+					return err
+				}
+			}
+			delete(ch.indexes, name)
+		}
+	}
+	return nil
+}
+
+// isTerminal reports whether a trial phase is final.
+func isTerminal(p ragopsv1alpha1.TrialPhase) bool {
+	return p == ragopsv1alpha1.TrialSucceeded || p == ragopsv1alpha1.TrialFailed || p == ragopsv1alpha1.TrialSkipped
+}
+
+// run reads every trial's phase from its children, starts the trials that parallelism, the
+// failure limit and the budget allow, and writes the status.
+func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Experiment, c *ragopsv1alpha1.Corpus, p *trials.Plan, ch *experimentChildren) (ctrl.Result, error) {
+	prev := map[string]ragopsv1alpha1.TrialStatus{}
+	for _, ts := range exp.Status.Trials {
+		prev[ts.Name] = ts
+	}
+	statuses := make([]ragopsv1alpha1.TrialStatus, len(p.Trials))
+	for i := range p.Trials {
+		t := &p.Trials[i]
+		ts := trialStatus(t, ch, exp.Spec.Objective)
+		if old, ok := prev[t.Name]; ok && old.Revision == t.Revision {
+			ts.EstimatedTokens, ts.EstimateSampleDocuments = old.EstimatedTokens, old.EstimateSampleDocuments
+			if _, live := ch.indexes[t.Name]; !live && (old.Phase == ragopsv1alpha1.TrialSucceeded || old.Phase == ragopsv1alpha1.TrialFailed) {
+				ts = old // finished, its children cleaned up: the status is all that is left
+			}
+		}
+		if _, live := ch.indexes[t.Name]; live {
+			if err := r.ensureTrial(ctx, exp, t, ch); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		statuses[i] = ts
+	}
+
+	var spent, reserved int64
+	building, started, failed := 0, 0, 0
+	for _, ts := range statuses {
+		spent += ts.Tokens
+		switch ts.Phase {
+		case ragopsv1alpha1.TrialBuilding:
+			building++
+			reserved += ts.EstimatedTokens
+		case ragopsv1alpha1.TrialFailed:
+			failed++
+		}
+		if ts.Phase != ragopsv1alpha1.TrialPending && ts.Phase != ragopsv1alpha1.TrialSkipped {
+			started++
+		}
+	}
+	// Builds of trials the space no longer has still spent their tokens.
+	var dropped []ragopsv1alpha1.TrialStatus
+	inPlan := map[string]bool{}
+	for _, t := range p.Trials {
+		inPlan[t.Name] = true
+	}
+	for _, old := range exp.Status.Trials {
+		if !inPlan[old.Name] && old.Tokens > 0 {
+			old.Phase = ragopsv1alpha1.TrialSkipped
+			if !strings.HasPrefix(old.Message, droppedMessage) {
+				old.Message = droppedMessage + "; its build's tokens still count against the budget"
+			}
+			dropped = append(dropped, old)
+			spent += old.Tokens
+		}
+	}
+
+	var maxTokens *int64
+	maxTrials := -1
+	if b := exp.Spec.Budget; b != nil {
+		maxTokens = b.MaxTokens
+		if b.MaxTrials != nil {
+			maxTrials = int(*b.MaxTrials)
+		}
+	}
+	parallelism := int(max(exp.Spec.Parallelism, 1))
+	tooManyFailed := failed > int(exp.Spec.MaxFailedTrials)
+	var exhausted []string
+	for i := range p.Trials {
+		ts := &statuses[i]
+		if ts.Phase != ragopsv1alpha1.TrialPending || tooManyFailed {
+			continue
+		}
+		if maxTrials >= 0 && started >= maxTrials {
+			ts.Phase = ragopsv1alpha1.TrialSkipped
+			ts.Message = fmt.Sprintf("trial %s not started: budget.maxTrials %d trials were started", ts.Name, maxTrials)
+			exhausted = append(exhausted, ts.Message)
+			continue
+		}
+		if building >= parallelism {
+			continue
+		}
+		t := &p.Trials[i]
+		est, estErr := r.estimate(ctx, exp, c, t, ts)
+		if maxTokens != nil {
+			if estErr == nil {
+				d := budget.Check(t.Name, maxTokens, spent, reserved, est)
+				if !d.Fits {
+					if reserved > 0 {
+						ts.Message = "waiting for the running builds' token counts: " + d.Message()
+						continue
+					}
+					ts.Phase, ts.Message = ragopsv1alpha1.TrialSkipped, d.Message()
+					exhausted = append(exhausted, d.Message())
+					continue
+				}
+			} else if spent+reserved >= *maxTokens {
+				ts.Phase = ragopsv1alpha1.TrialSkipped
+				ts.Message = fmt.Sprintf("trial %s not started: %d of the budget's %d tokens are spent or held and it has no estimate (%v)", t.Name, spent+reserved, *maxTokens, estErr)
+				exhausted = append(exhausted, ts.Message)
+				continue
+			}
+		}
+		if err := r.ensureTrial(ctx, exp, t, ch); err != nil {
+			return ctrl.Result{}, err
+		}
+		ts.Phase, ts.Message = ragopsv1alpha1.TrialBuilding, ""
+		if estErr != nil {
+			ts.Message = fmt.Sprintf("started without a token estimate: %v", estErr)
+		}
+		building++
+		started++
+		reserved += ts.EstimatedTokens
+	}
+
+	exp.Status.Trials = append(statuses, dropped...)
+	exp.Status.TrialCounts = countTrials(statuses)
+	exp.Status.Budget = budgetStatus(maxTokens, spent, reserved)
+	exp.Status.Leaderboard, exp.Status.CurrentOptimalTrial = leaderboard(exp, p, statuses, ch)
+	exp.Status.Progress = progress(exp.Status.TrialCounts)
+	summarizeExperiment(exp, tooManyFailed, exhausted)
+	return ctrl.Result{}, nil
+}
+
+// droppedMessage starts the message of a trial a spec change took out of the space.
+const droppedMessage = "no longer in the space"
+
+// estimate returns the trial's token estimate, computed once per revision and kept in ts.
+func (r *ExperimentReconciler) estimate(ctx context.Context, exp *ragopsv1alpha1.Experiment, c *ragopsv1alpha1.Corpus, t *trials.Trial, ts *ragopsv1alpha1.TrialStatus) (budget.Estimate, error) {
+	if ts.EstimateSampleDocuments > 0 {
+		return budget.Estimate{Tokens: ts.EstimatedTokens, SampleDocuments: int(ts.EstimateSampleDocuments),
+			Population: budget.Population{Documents: c.Status.Documents, Bytes: c.Status.Bytes}, ScaledBy: "bytes"}, nil
+	}
+	est := r.Estimator
+	if est == nil {
+		est = &LocalEstimator{Reader: r.Options.reader(r.Client)}
+		r.Estimator = est
+	}
+	e, err := est.EstimateTrial(ctx, exp, c, t)
+	if err != nil {
+		return budget.Estimate{}, err
+	}
+	ts.EstimatedTokens, ts.EstimateSampleDocuments = e.Tokens, int64(e.SampleDocuments)
+	return e, nil
+}
+
+// ensureTrial creates the trial's Index and Evaluations where missing and brings their specs
+// to the plan's (a spec change that keeps the trial's name).
+func (r *ExperimentReconciler) ensureTrial(ctx context.Context, exp *ragopsv1alpha1.Experiment, t *trials.Trial, ch *experimentChildren) error {
+	if idx, ok := ch.indexes[t.Name]; ok {
+		want := t.Index.Spec
+		if !idx.DeletionTimestamp.IsZero() {
+			return nil // a deleted trial Index goes first; the next reconcile starts it anew
+		}
+		if idx.Spec.StrategyRef != want.StrategyRef || idx.Spec.CorpusRef != want.CorpusRef ||
+			!equality.Semantic.DeepEqual(idx.Spec.Model, want.Model) || !equality.Semantic.DeepEqual(idx.Spec.Weaviate, want.Weaviate) ||
+			(idx.Status.Revision != "" && idx.Status.Revision != t.Revision) {
+			idx.Spec.StrategyRef, idx.Spec.CorpusRef, idx.Spec.Model, idx.Spec.Weaviate = want.StrategyRef, want.CorpusRef, want.Model, want.Weaviate
+			idx.Spec.Embedder, idx.Spec.VectorIndex = want.Embedder, want.VectorIndex
+			if err := r.Update(ctx, idx); err != nil {
+				return err
+			}
+		}
+	} else {
+		idx := t.Index.DeepCopy()
+		if err := controllerutil.SetControllerReference(exp, idx, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, idx); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		ch.indexes[idx.Name] = idx
+	}
+	for _, want := range t.Evaluations {
+		if ev, ok := ch.evaluations[want.Name]; ok {
+			if ev.Spec.Revision != want.Spec.Revision || ev.Spec.IndexRef != want.Spec.IndexRef {
+				ev.Spec = *want.Spec.DeepCopy()
+				if err := r.Update(ctx, ev); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		ev := want.DeepCopy()
+		if err := controllerutil.SetControllerReference(exp, ev, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		ch.evaluations[ev.Name] = ev
+	}
+	return nil
+}
+
+// reconcileDelete deletes the children (the Indexes first, which delete their collections
+// through their own finalizer) and removes the finalizer once none is left.
+func (r *ExperimentReconciler) reconcileDelete(ctx context.Context, exp *ragopsv1alpha1.Experiment) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(exp, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	ch, err := r.children(ctx, exp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, ev := range ch.evaluations {
+		if err := r.Delete(ctx, ev); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for _, idx := range ch.indexes {
+		if idx.DeletionTimestamp.IsZero() {
+			if err := r.Delete(ctx, idx); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if len(ch.indexes) > 0 {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	for _, cs := range ch.strategies {
+		if err := r.Delete(ctx, cs); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := exp.DeepCopy()
+	controllerutil.RemoveFinalizer(exp, Finalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Patch(ctx, exp, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+}
+
+// cleanup deletes, once the Experiment is done, the Indexes and Evaluations of the trials
+// spec.cleanup does not keep, and the generated strategies no kept trial uses.
+func (r *ExperimentReconciler) cleanup(ctx context.Context, exp *ragopsv1alpha1.Experiment, ch *experimentChildren) error {
+	if exp.Spec.Cleanup == ragopsv1alpha1.CleanupKeepAll {
+		return nil
+	}
+	keep := map[string]bool{}
+	if o := exp.Status.CurrentOptimalTrial; o != nil {
+		keep[o.Trial] = true
+	}
+	if b := baselineTrial(exp, exp.Status.Trials); b != "" {
+		keep[b] = true
+	}
+	if exp.Spec.Cleanup == ragopsv1alpha1.CleanupKeepLeaderboard {
+		for _, e := range exp.Status.Leaderboard {
+			keep[e.Trial] = true
+		}
+	}
+	usedStrategies := map[string]bool{}
+	for name, idx := range ch.indexes {
+		if keep[name] {
+			usedStrategies[idx.Spec.StrategyRef.Name] = true
+			continue
+		}
+		if idx.DeletionTimestamp.IsZero() {
+			if err := r.Delete(ctx, idx); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	for _, ev := range ch.evaluations {
+		if !keep[ev.Labels[ragopsv1alpha1.LabelTrial]] {
+			if err := r.Delete(ctx, ev); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	for name, cs := range ch.strategies {
+		if !usedStrategies[name] {
+			if err := r.Delete(ctx, cs); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// trialStatus reads one trial's phase and figures from its children.
+func trialStatus(t *trials.Trial, ch *experimentChildren, obj ragopsv1alpha1.ExperimentObjective) ragopsv1alpha1.TrialStatus {
+	ts := ragopsv1alpha1.TrialStatus{Name: t.Name, Strategy: t.Strategy.Name, StrategyRef: t.Index.Spec.StrategyRef.Name,
+		Model: t.Model.Name, Parameters: t.Parameters, Revision: t.Revision, Phase: ragopsv1alpha1.TrialPending}
+	for _, ev := range t.Evaluations {
+		ts.Evaluations = append(ts.Evaluations, ragopsv1alpha1.TrialEvaluation{Retrieval: ev.Labels[ragopsv1alpha1.LabelRetrieval], Evaluation: ev.Name})
+	}
+	idx, ok := ch.indexes[t.Name]
+	if !ok {
+		return ts
+	}
+	ts.Phase = ragopsv1alpha1.TrialBuilding
+	rev := findRevision(idx, t.Revision)
+	if rev == nil {
+		return ts
+	}
+	switch rev.Phase {
+	case ragopsv1alpha1.RevisionBuilding, ragopsv1alpha1.RevisionSuperseded:
+		return ts
+	case ragopsv1alpha1.RevisionFailed:
+		ts.Phase, ts.Message = ragopsv1alpha1.TrialFailed, "build failed: "+rev.Message
+		if rev.Message == "" {
+			if c := meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionReady); c != nil {
+				ts.Message = "build failed: " + c.Message
+			}
+		}
+		ts.Tokens, ts.Chunks = rev.Tokens, rev.Chunks
+		return ts
+	}
+	ts.Tokens, ts.Chunks = rev.Tokens, rev.Chunks
+	if rev.CreationTime != nil && rev.CompletionTime != nil {
+		ts.BuildSeconds = int64(rev.CompletionTime.Sub(rev.CreationTime.Time).Seconds())
+	}
+	done, failedEval := 0, ""
+	for i, want := range t.Evaluations {
+		ev, ok := ch.evaluations[want.Name]
+		if !ok {
+			continue
+		}
+		if v, ok := objectiveOf(ev, t.Revision, obj.K); ok {
+			ts.Evaluations[i].Objective = ptr.To(v.value(obj.Metric))
+			done++
+			continue
+		}
+		if c := meta.FindStatusCondition(ev.Status.Conditions, ragopsv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
+			c.Reason == ReasonEvaluationFailed && c.ObservedGeneration == ev.Generation && failedEval == "" {
+			failedEval = fmt.Sprintf("Evaluation %s failed: %s", ev.Name, c.Message)
+		}
+	}
+	switch {
+	case failedEval != "":
+		ts.Phase, ts.Message = ragopsv1alpha1.TrialFailed, failedEval
+	case done == len(t.Evaluations):
+		ts.Phase = ragopsv1alpha1.TrialSucceeded
+	default:
+		ts.Phase = ragopsv1alpha1.TrialEvaluating
+	}
+	return ts
+}
+
+// evalMetrics is an Evaluation's finished figures at the objective's cut-off.
+type evalMetrics struct {
+	at      ragopsv1alpha1.MetricsAtK
+	queries int32
+}
+
+// value returns the objective metric m of the figures (0 for spanHit without spans).
+func (e evalMetrics) value(m ragopsv1alpha1.ObjectiveMetric) float64 {
+	switch m {
+	case ragopsv1alpha1.ObjectiveNDCG:
+		return e.at.NDCG
+	case ragopsv1alpha1.ObjectiveMRR:
+		return e.at.MRR
+	case ragopsv1alpha1.ObjectiveSpanHit:
+		if e.at.SpanHit != nil {
+			return *e.at.SpanHit
+		}
+		return 0
+	}
+	return e.at.Recall
+}
+
+// objectiveOf returns ev's figures at cut-off k when ev has finished on rev.
+func objectiveOf(ev *ragopsv1alpha1.Evaluation, rev string, k int32) (evalMetrics, bool) {
+	if ev.Status.Revision != rev || !conditions.IsReady(ev) {
+		return evalMetrics{}, false
+	}
+	for _, m := range ev.Status.Metrics {
+		if m.K == k {
+			return evalMetrics{at: m, queries: ev.Status.Queries}, true
+		}
+	}
+	return evalMetrics{}, false
+}
+
+// SetupWithManager watches Experiments and the Indexes, Evaluations and ChunkingStrategies
+// they control.
+func (r *ExperimentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&ragopsv1alpha1.Experiment{}).
+		Owns(&ragopsv1alpha1.Index{}).
+		Owns(&ragopsv1alpha1.Evaluation{}).
+		Owns(&ragopsv1alpha1.ChunkingStrategy{}).
+		Named("experiment").
+		Complete(r)
+}

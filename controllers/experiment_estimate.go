@@ -1,0 +1,141 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/corpus"
+	"github.com/ragops/ragops/experiment/budget"
+	"github.com/ragops/ragops/experiment/trials"
+	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/reader/beir"
+	"github.com/ragops/ragops/reader/markup"
+	"github.com/ragops/ragops/reader/office"
+)
+
+// TrialEstimator estimates the tokens a trial's build will embed before it starts
+// (experiment/budget). An error means no estimate can be had; the Experiment then starts the
+// trial only while the budget is not spent and says so in the trial's message.
+type TrialEstimator interface {
+	EstimateTrial(ctx context.Context, exp *ragopsv1alpha1.Experiment, c *ragopsv1alpha1.Corpus, t *trials.Trial) (budget.Estimate, error)
+}
+
+// ErrNoEstimate wraps the reasons LocalEstimator cannot estimate a trial.
+var ErrNoEstimate = errors.New("no token estimate")
+
+// Sample size of LocalEstimator: max(estimateMinDocs, estimateFraction x N) documents.
+const (
+	estimateMinDocs  = 32
+	estimateFraction = 0.05
+)
+
+// LocalEstimator estimates in the operator's process: it reads a ConfigMap Corpus (as the
+// Corpus controller does: include/exclude, maxDocumentBytes), samples it with the
+// Experiment's algorithm seed (budget.Sample: max(32, 5%) of the documents), reads the sample
+// with the text, Markdown, HTML, DOCX, ODT and BEIR readers (a document none of them reads
+// counts as read and skipped, 0 tokens) and chunks it with the model's tokenizer from
+// ModelDir. Other Corpus sources and models not on the operator's disk give ErrNoEstimate.
+type LocalEstimator struct {
+	// Reader reads the Corpus's ConfigMap.
+	Reader client.Reader
+	// ModelDir returns the local folder of a model; nil means the model's imagePath when
+	// that folder exists on the operator's file system.
+	ModelDir func(ragopsv1alpha1.ModelSpec) (string, error)
+
+	mu     sync.Mutex
+	models map[string]budget.Model
+}
+
+func (e *LocalEstimator) modelDir(m ragopsv1alpha1.ModelSpec) (string, error) {
+	if e.ModelDir != nil {
+		return e.ModelDir(m)
+	}
+	if m.ImagePath == "" {
+		return "", fmt.Errorf("%w: model %s is not an imagePath model", ErrNoEstimate, m.Name)
+	}
+	if st, err := os.Stat(m.ImagePath); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%w: model folder %s is not on the operator's file system", ErrNoEstimate, m.ImagePath)
+	}
+	return m.ImagePath, nil
+}
+
+func (e *LocalEstimator) model(m ragopsv1alpha1.ModelSpec) (budget.Model, error) {
+	dir, err := e.modelDir(m)
+	if err != nil {
+		return budget.Model{}, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if bm, ok := e.models[dir]; ok {
+		return bm, nil
+	}
+	bm, err := budget.LoadModel(dir)
+	if err != nil {
+		return budget.Model{}, fmt.Errorf("%w: %v", ErrNoEstimate, err)
+	}
+	if e.models == nil {
+		e.models = map[string]budget.Model{}
+	}
+	e.models[dir] = bm
+	return bm, nil
+}
+
+// EstimateTrial implements TrialEstimator.
+func (e *LocalEstimator) EstimateTrial(ctx context.Context, exp *ragopsv1alpha1.Experiment, c *ragopsv1alpha1.Corpus, t *trials.Trial) (budget.Estimate, error) {
+	if c.Spec.ConfigMap == nil {
+		return budget.Estimate{}, fmt.Errorf("%w: Corpus %s is not a ConfigMap corpus (only those are sampled in the operator)", ErrNoEstimate, c.Name)
+	}
+	m, err := e.model(t.Model)
+	if err != nil {
+		return budget.Estimate{}, err
+	}
+	var cm corev1.ConfigMap
+	if err := e.Reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.ConfigMap.Name}, &cm); err != nil {
+		return budget.Estimate{}, fmt.Errorf("%w: %v", ErrNoEstimate, err)
+	}
+	files := map[string][]byte{}
+	for k, v := range cm.Data {
+		files[k] = []byte(v)
+	}
+	for k, v := range cm.BinaryData {
+		files[k] = v
+	}
+	var units []budget.Unit
+	var pop budget.Population
+	for k, v := range files {
+		ok, err := corpus.Selected(k, c.Spec.Include, c.Spec.Exclude)
+		if err != nil {
+			return budget.Estimate{}, fmt.Errorf("%w: %v", ErrNoEstimate, err)
+		}
+		if !ok || (c.Spec.MaxDocumentBytes > 0 && int64(len(v)) > c.Spec.MaxDocumentBytes) {
+			continue
+		}
+		units = append(units, budget.Unit{Key: k, Bytes: int64(len(v))})
+		pop.Documents++
+		pop.Bytes += int64(len(v))
+	}
+	if len(units) == 0 {
+		return budget.Estimate{}, fmt.Errorf("%w: Corpus %s selects no document", ErrNoEstimate, c.Name)
+	}
+	sort.Slice(units, func(i, j int) bool { return units[i].Key < units[j].Key })
+	fraction := math.Max(estimateFraction, float64(estimateMinDocs)/float64(len(units)))
+	mux := reader.NewMux(0, markup.Text{}, markup.Markdown{}, markup.HTML{}, office.DOCX{}, office.ODT{}, beir.Reader{})
+	var docs []budget.Document
+	for _, u := range budget.Sample(units, fraction, exp.Spec.Algorithm.Seed) {
+		doc, err := mux.Read(ctx, files[u.Key])
+		if err != nil {
+			doc = reader.Document{} // skipped as a build skips it: no chunk, no token
+		}
+		docs = append(docs, budget.Document{Unit: u, Doc: doc})
+	}
+	return budget.EstimateTokens(ctx, *t.Strategy.Spec, m, docs, pop)
+}

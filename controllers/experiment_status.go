@@ -1,0 +1,268 @@
+package controllers
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/experiment/trials"
+	"github.com/ragops/ragops/internal/conditions"
+)
+
+// RankCandidates orders leaderboard candidates best first, in place. It ranks by the point
+// objective (the Evaluation's mean, 4 decimals); ties go to fewer tokens, then to the trial
+// and retrieval names, so the order is total and the same on every reconcile.
+//
+// This is the seam for ranking with confidence: once Evaluations report per-query values
+// and intervals (the evaluation-statistics work), the leaderboard fills ObjectiveValue's
+// interval and CurrentOptimalTrial's paired comparisons, and a ranker that treats
+// overlapping candidates as tied can replace this one.
+func RankCandidates(entries []ragopsv1alpha1.LeaderboardEntry) {
+	slices.SortStableFunc(entries, func(a, b ragopsv1alpha1.LeaderboardEntry) int {
+		if c := cmp.Compare(b.Objective.Value, a.Objective.Value); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Tokens, b.Tokens); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Trial, b.Trial); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Retrieval, b.Retrieval)
+	})
+}
+
+// leaderboard ranks every measured candidate (trial x retrieval variant) and returns the top
+// spec.leaderboardSize and the optimal candidate with its comparisons (point differences;
+// intervals and p-values wait for the evaluation statistics, see RankCandidates). Candidates
+// whose Evaluations were cleaned up keep their previous entry.
+func leaderboard(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []ragopsv1alpha1.TrialStatus, ch *experimentChildren) ([]ragopsv1alpha1.LeaderboardEntry, *ragopsv1alpha1.OptimalTrial) {
+	obj := exp.Spec.Objective
+	prev := map[[2]string]ragopsv1alpha1.LeaderboardEntry{}
+	for _, e := range exp.Status.Leaderboard {
+		prev[[2]string{e.Trial, e.Retrieval}] = e
+	}
+	retrievals := map[string]trials.Retrieval{}
+	for _, rv := range p.Retrievals {
+		retrievals[rv.Name] = rv
+	}
+	var all []ragopsv1alpha1.LeaderboardEntry
+	for _, ts := range statuses {
+		for _, te := range ts.Evaluations {
+			if te.Objective == nil {
+				continue
+			}
+			e := ragopsv1alpha1.LeaderboardEntry{Trial: ts.Name, Retrieval: te.Retrieval, Parameters: candidateParameters(ts, retrievals[te.Retrieval]),
+				Objective: ragopsv1alpha1.ObjectiveValue{Value: *te.Objective},
+				Tokens:    ts.Tokens, Chunks: ts.Chunks, StorageBytes: ts.StorageBytes, BuildSeconds: ts.BuildSeconds}
+			if ev, ok := ch.evaluations[te.Evaluation]; ok {
+				if m, ok := objectiveOf(ev, ts.Revision, obj.K); ok {
+					e.Metrics = m.at.DeepCopy()
+					e.Objective.Queries = m.queries
+				}
+			} else if old, ok := prev[[2]string{ts.Name, te.Retrieval}]; ok {
+				e.Metrics, e.Objective = old.Metrics, old.Objective
+			}
+			all = append(all, e)
+		}
+	}
+	if len(all) == 0 {
+		return nil, nil
+	}
+	RankCandidates(all)
+	for i := range all {
+		all[i].Rank = int32(i + 1)
+	}
+	best := all[0]
+	opt := &ragopsv1alpha1.OptimalTrial{Trial: best.Trial, Retrieval: best.Retrieval, Objective: best.Objective}
+	bt, br := baselineCandidate(exp, p)
+	for _, e := range all[1:] {
+		if e.Trial == bt && e.Retrieval == br {
+			opt.VsBaseline = compare(best, e)
+		}
+	}
+	if len(all) > 1 {
+		opt.VsRunnerUp = compare(best, all[1])
+	}
+	n := int(exp.Spec.LeaderboardSize)
+	if n <= 0 {
+		n = 10
+	}
+	return all[:min(n, len(all))], opt
+}
+
+func compare(best, other ragopsv1alpha1.LeaderboardEntry) *ragopsv1alpha1.CandidateComparison {
+	return &ragopsv1alpha1.CandidateComparison{Trial: other.Trial, Retrieval: other.Retrieval,
+		Difference: Round(best.Objective.Value - other.Objective.Value)}
+}
+
+// candidateParameters are a trial's parameters plus the retrieval variant's.
+func candidateParameters(ts ragopsv1alpha1.TrialStatus, rv trials.Retrieval) map[string]string {
+	out := make(map[string]string, len(ts.Parameters)+3)
+	for k, v := range ts.Parameters {
+		out[k] = v
+	}
+	if rv.Name == "" {
+		return out
+	}
+	out["mode"] = string(rv.Mode)
+	if h := rv.Hybrid; h != nil {
+		if h.Alpha != nil {
+			out["alpha"] = strconv.FormatFloat(*h.Alpha, 'f', -1, 64)
+		}
+		out["fusion"] = string(h.Fusion)
+	}
+	return out
+}
+
+// baselineCandidate names the baseline's trial and retrieval variant: spec.baseline, or the
+// space's first strategy, model and variant. The trial is "" when the baseline's (strategy,
+// model) is not among the chosen trials.
+func baselineCandidate(exp *ragopsv1alpha1.Experiment, p *trials.Plan) (trial, retrieval string) {
+	var strategy, model string
+	if combos, _ := trials.Strategies(&exp.Spec.Space); len(combos) > 0 {
+		strategy = combos[0].Name
+	}
+	if len(exp.Spec.Space.Models) > 0 {
+		model = exp.Spec.Space.Models[0].Name
+	}
+	if len(p.Retrievals) > 0 {
+		retrieval = p.Retrievals[0].Name
+	}
+	if b := exp.Spec.Baseline; b != nil {
+		strategy = b.Strategy
+		if b.Model != "" {
+			model = b.Model
+		}
+		if b.Retrieval != "" {
+			retrieval = b.Retrieval
+		}
+	}
+	for _, t := range p.Trials {
+		if t.Model.Name == model && (t.Strategy.Name == strategy || slices.Contains(t.Merged, strategy)) {
+			return t.Name, retrieval
+		}
+	}
+	return "", retrieval
+}
+
+// baselineTrial is the baseline's trial as the status records it (the optimal trial's
+// comparison names it), for the cleanup.
+func baselineTrial(exp *ragopsv1alpha1.Experiment, _ []ragopsv1alpha1.TrialStatus) string {
+	if o := exp.Status.CurrentOptimalTrial; o != nil && o.VsBaseline != nil {
+		return o.VsBaseline.Trial
+	}
+	return ""
+}
+
+func countTrials(statuses []ragopsv1alpha1.TrialStatus) ragopsv1alpha1.TrialCounts {
+	c := ragopsv1alpha1.TrialCounts{Total: int32(len(statuses))}
+	for _, ts := range statuses {
+		switch ts.Phase {
+		case ragopsv1alpha1.TrialPending:
+			c.Pending++
+		case ragopsv1alpha1.TrialBuilding:
+			c.Building++
+		case ragopsv1alpha1.TrialEvaluating:
+			c.Evaluating++
+		case ragopsv1alpha1.TrialSucceeded:
+			c.Succeeded++
+		case ragopsv1alpha1.TrialFailed:
+			c.Failed++
+		case ragopsv1alpha1.TrialSkipped:
+			c.Skipped++
+		}
+	}
+	return c
+}
+
+// progress is the TRIALS column: finished (succeeded, failed or skipped) of total, e.g.
+// "5/12 (1 failed, 2 skipped)".
+func progress(c ragopsv1alpha1.TrialCounts) string {
+	s := fmt.Sprintf("%d/%d", c.Succeeded+c.Failed+c.Skipped, c.Total)
+	var extra []string
+	if c.Failed > 0 {
+		extra = append(extra, fmt.Sprintf("%d failed", c.Failed))
+	}
+	if c.Skipped > 0 {
+		extra = append(extra, fmt.Sprintf("%d skipped", c.Skipped))
+	}
+	if len(extra) > 0 {
+		s += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return s
+}
+
+func budgetStatus(maxTokens *int64, spent, reserved int64) ragopsv1alpha1.BudgetStatus {
+	b := ragopsv1alpha1.BudgetStatus{TokensSpent: spent, TokensReserved: reserved, Display: humanTokens(spent)}
+	if maxTokens != nil {
+		b.MaxTokens = ptr.To(*maxTokens)
+		b.Display += "/" + humanTokens(*maxTokens)
+	}
+	return b
+}
+
+// humanTokens writes n as 950, 12.5k or 1.2M.
+func humanTokens(n int64) string {
+	f := func(v float64, unit string) string {
+		return strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), ".0") + unit
+	}
+	switch {
+	case n >= 1_000_000:
+		return f(float64(n)/1e6, "M")
+	case n >= 1_000:
+		return f(float64(n)/1e3, "k")
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// summarizeExperiment sets the kstatus conditions, BudgetExhausted and the completion time.
+func summarizeExperiment(exp *ragopsv1alpha1.Experiment, tooManyFailed bool, exhausted []string) {
+	c := exp.Status.TrialCounts
+	switch {
+	case len(exhausted) > 0:
+		msg := exhausted[0]
+		if len(exhausted) > 1 {
+			msg += fmt.Sprintf(" (%d more trials not started)", len(exhausted)-1)
+		}
+		conditions.Set(exp, ragopsv1alpha1.ConditionBudgetExhausted, metav1.ConditionTrue, ragopsv1alpha1.ReasonBudgetExhausted, msg)
+	case exp.Spec.Budget != nil:
+		conditions.Set(exp, ragopsv1alpha1.ConditionBudgetExhausted, metav1.ConditionFalse, ReasonWithinBudget,
+			fmt.Sprintf("%s tokens spent, %s held by running trials", exp.Status.Budget.Display, humanTokens(exp.Status.Budget.TokensReserved)))
+	default:
+		conditions.Remove(exp, ragopsv1alpha1.ConditionBudgetExhausted)
+	}
+	running := c.Building + c.Evaluating
+	switch {
+	case tooManyFailed:
+		var names []string
+		for _, ts := range exp.Status.Trials {
+			if ts.Phase == ragopsv1alpha1.TrialFailed {
+				names = append(names, ts.Name)
+			}
+		}
+		exp.Status.CompletionTime = nil
+		conditions.MarkStalled(exp, ragopsv1alpha1.ReasonTooManyFailedTrials,
+			fmt.Sprintf("%d trials failed, more than spec.maxFailedTrials %d (%s); no further trial starts, %d still running",
+				c.Failed, exp.Spec.MaxFailedTrials, strings.Join(names, ", "), running))
+	case running+c.Pending == 0:
+		if exp.Status.CompletionTime == nil {
+			exp.Status.CompletionTime = ptr.To(metav1.Now())
+		}
+		msg := fmt.Sprintf("%d trials done (%d succeeded, %d failed, %d skipped)", c.Total, c.Succeeded, c.Failed, c.Skipped)
+		if o := exp.Status.CurrentOptimalTrial; o != nil {
+			msg += fmt.Sprintf("; best %s/%s %s@%d %.4f", o.Trial, o.Retrieval, exp.Spec.Objective.Metric, exp.Spec.Objective.K, o.Objective.Value)
+		}
+		conditions.MarkReady(exp, ReasonExperimentDone, msg)
+	default:
+		exp.Status.CompletionTime = nil
+		conditions.MarkReconciling(exp, conditions.ReasonProgressing,
+			fmt.Sprintf("%s trials done; %d building, %d evaluating, %d pending", exp.Status.Progress, c.Building, c.Evaluating, c.Pending))
+	}
+}
