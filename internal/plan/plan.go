@@ -139,6 +139,10 @@ type Build struct {
 	// OutageSeconds bounds how long the worker waits out an unavailable Weaviate before the
 	// shard fails (0: the worker's --weaviate-outage-wait, default 5 minutes).
 	OutageSeconds int64 `json:"outageSeconds,omitempty"`
+	// ModelServer is the base URL of the revision's model server (ragops serve): a new
+	// collection is created with Weaviate's text2vec-transformers vectorizer pointing its
+	// passage and query URLs there; an existing collection keeps its vectorizer. Empty: none.
+	ModelServer string `json:"modelServer,omitempty"`
 }
 
 // BuildResult is the termination message of one embedder pod.
