@@ -71,7 +71,7 @@ const annotationSpecHash = "ragops.dev/spec-hash"
 // servingGrace is how long a model server is kept after its creation even when no Index
 // seems to need it: another Index's reconcile may have created it for a revision not yet in
 // that Index's written status.
-const servingGrace = time.Minute
+var servingGrace = time.Minute
 
 // servingKey is what a model server serves: a model folder in the precision a revision was
 // embedded in.
