@@ -130,7 +130,14 @@ func servingNeeds(idx *ragopsv1alpha1.Index, desired string) map[string]servingK
 
 // transformersModules remembers, per Weaviate URL, whether the server has the
 // text2vec-transformers module (as the serving step last read it), for the build step's plan.
-var transformersModules sync.Map // URL -> bool
+// It is read again after a minute.
+var transformersModules sync.Map // URL -> moduleAnswer
+
+// moduleAnswer is one reading of a Weaviate's modules.
+type moduleAnswer struct {
+	has bool
+	at  time.Time
+}
 
 // moduleStore is a Store that lists Weaviate's modules and reads a collection's settings
 // (vectorstore.Store does).
@@ -184,7 +191,9 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 	for name := range servingNeeds(idx, st.revision) {
 		names[name] = true
 	}
-	for _, d := range deps.Items {
+	existing := map[string]*appsv1.Deployment{}
+	for i, d := range deps.Items {
+		existing[d.Name] = &deps.Items[i]
 		names[d.Name] = true
 		if len(users[d.Name]) == 0 && time.Since(d.CreationTimestamp.Time) > servingGrace {
 			if err := r.deleteServer(ctx, idx.Namespace, d.Name); err != nil {
@@ -198,16 +207,21 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 		if len(users[name]) == 0 {
 			continue // created moments ago for a revision not yet recorded
 		}
-		if err := r.ensureServer(ctx, keys[name], users[name]); err != nil {
+		if err := r.ensureServer(ctx, keys[name], users[name], existing[name]); err != nil {
 			return stop, err
 		}
 	}
 	return r.servingStatus(ctx, st), nil
 }
 
+// annotationSetHash on a model server Deployment hashes all of the server's desired objects:
+// a Deployment that carries the desired one needs no further reads or writes.
+const annotationSetHash = "ragops.dev/set-hash"
+
 // ensureServer creates or updates a model server's objects, owned by every Index in users;
-// replicas, resources and scheduling come from the oldest of them.
-func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users []*ragopsv1alpha1.Index) error {
+// replicas, resources and scheduling come from the oldest of them. listed is the server's
+// Deployment as listed (nil when none).
+func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users []*ragopsv1alpha1.Index, listed *appsv1.Deployment) error {
 	slices.SortFunc(users, func(a, b *ragopsv1alpha1.Index) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
@@ -251,12 +265,23 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 	}
 	dep := srv.Deployment()
 	restrictPod(&dep.Spec.Template.Spec)
-	objs := []client.Object{dep, srv.Service(), srv.NetworkPolicy()}
-	if pdb := srv.PodDisruptionBudget(); pdb != nil {
+	objs := []client.Object{srv.Service(), srv.NetworkPolicy()}
+	pdb := srv.PodDisruptionBudget()
+	if pdb != nil {
 		objs = append(objs, pdb)
-	} else if err := r.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: srv.Namespace, Name: srv.Name}}); client.IgnoreNotFound(err) != nil {
-		return err
 	}
+	setHash := hashJSON([]any{dep, objs})[:16]
+	if listed != nil && listed.Annotations[annotationSetHash] == setHash {
+		return nil
+	}
+	if pdb == nil {
+		if err := r.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: srv.Namespace, Name: srv.Name}}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	// The Deployment last: its set hash says the others are written.
+	dep.Annotations = map[string]string{annotationSetHash: setHash}
+	objs = append(objs, dep)
 	for _, o := range objs {
 		if err := r.ensureObject(ctx, o); err != nil {
 			return fmt.Errorf("model server %s: %w", srv.Name, err)
@@ -269,7 +294,12 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 // wrote (annotationSpecHash) differs. A Service keeps its allocated cluster IPs.
 func (r *IndexReconciler) ensureObject(ctx context.Context, desired client.Object) error {
 	hash := hashJSON(desired)[:16]
-	desired.SetAnnotations(map[string]string{annotationSpecHash: hash})
+	ann := desired.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[annotationSpecHash] = hash
+	desired.SetAnnotations(ann)
 	existing := desired.DeepCopyObject().(client.Object)
 	err := r.Options.reader(r.Client).Get(ctx, client.ObjectKeyFromObject(desired), existing)
 	if apierrors.IsNotFound(err) {
@@ -415,6 +445,10 @@ func moduleMissing(url, endpoint string) string {
 // weaviateHasTransformers asks Weaviate whether it has the text2vec-transformers module and
 // remembers the answer for the build step. A Store that cannot tell answers an error.
 func (r *IndexReconciler) weaviateHasTransformers(ctx context.Context, st *indexState) (bool, error) {
+	url := st.idx.Spec.Weaviate.URL
+	if v, ok := transformersModules.Load(url); ok && time.Since(v.(moduleAnswer).at) < time.Minute {
+		return v.(moduleAnswer).has, nil
+	}
 	ms, ok := unwrapStore(st.store).(moduleStore)
 	if !ok {
 		return false, fmt.Errorf("the store does not list modules")
@@ -424,7 +458,7 @@ func (r *IndexReconciler) weaviateHasTransformers(ctx context.Context, st *index
 		return false, err
 	}
 	has := slices.Contains(mods, vectorstore.ModuleTransformers)
-	transformersModules.Store(st.idx.Spec.Weaviate.URL, has)
+	transformersModules.Store(url, moduleAnswer{has: has, at: time.Now()})
 	return has, nil
 }
 
@@ -434,7 +468,7 @@ func modelServerFor(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatu
 	if !idx.Spec.Serving.ServingEnabled() {
 		return ""
 	}
-	if has, _ := transformersModules.Load(idx.Spec.Weaviate.URL); has != true {
+	if v, ok := transformersModules.Load(idx.Spec.Weaviate.URL); !ok || !v.(moduleAnswer).has {
 		return ""
 	}
 	return servingEndpoint(idx.Namespace, servingKeyFor(idx, rev))
