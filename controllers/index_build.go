@@ -190,6 +190,9 @@ func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildR
 		tokens += br.Tokens
 		embedded += br.Tokens - br.ResumedTokens
 		seconds = max(seconds, br.Seconds)
+		if br.ModelHash != "" {
+			rev.ModelHash = br.ModelHash
+		}
 		for k, v := range br.Skipped {
 			skipped[k] += v
 		}

@@ -509,5 +509,8 @@ func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev 
 // revModelHash is the content hash of the model folder a revision was built with ("" when
 // not recorded).
 func revModelHash(rev *ragopsv1alpha1.RevisionStatus) string {
-	return ""
+	if rev == nil {
+		return ""
+	}
+	return rev.ModelHash
 }

@@ -549,6 +549,11 @@ type RevisionStatus struct {
 	// are retried automatically with exponential back-off (30 s doubling, at most 5 times).
 	// +optional
 	SyncFailures int32 `json:"syncFailures,omitempty"`
+	// ModelHash is the content hash (embedder.FolderHash, "sha256:...") of the model folder the
+	// revision's build embedded with; a model server whose folder has another hash is not
+	// wired to it (ServingReady names both).
+	// +optional
+	ModelHash string `json:"modelHash,omitempty"`
 	// Precision the revision's vectors were embedded in (spec.embedder.precision at its first
 	// build); Evaluations of the revision embed their queries in it.
 	// +optional

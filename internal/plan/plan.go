@@ -175,6 +175,10 @@ type BuildResult struct {
 	Skipped map[string]int64 `json:"skipped,omitempty"`
 	Error   string           `json:"error,omitempty"`
 
+	// ModelHash is the content hash of the model folder the shard embedded with
+	// (embedder.FolderHash); a model server that loaded another is not wired to the revision.
+	ModelHash string `json:"modelHash,omitempty"`
+
 	// TruncatedChunks counts chunks cut to the model's positions (embedder.Stats.TruncatedChunks).
 	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
 	// OCR counts the pages read by OCR (reader.OCRStats summed over the shard's documents).

@@ -117,6 +117,13 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 		mopts.WindowTokens, mopts.WindowOverlap = int(p.Strategy.Late.Window), int(p.Strategy.Late.WindowOverlap)
 	}
 	model, err := loadModel(p.ModelDir, mopts)
+	if err == nil {
+		// Recorded on the revision; a folder that cannot be hashed only goes unchecked.
+		if res.ModelHash, err = embedder.FolderHash(p.ModelDir); err != nil {
+			log.Info("model folder not hashed", "dir", p.ModelDir, "error", err.Error())
+			err = nil
+		}
+	}
 	if err != nil {
 		return res, err
 	}
