@@ -496,9 +496,12 @@ func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev 
 		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonModelServerNotReady, fmt.Sprintf("revision %s: model server %s not read: %v", rev.Name, k.name(), err)), true
 	case s.endpoint != info.Vectorizer.QueryURL:
 		msg := fmt.Sprintf("revision %s: collection %s queries through %s, not its model server %s; it does not take the alias", rev.Name, rev.Collection, info.Vectorizer.QueryURL, s.endpoint)
-		return stalled(ReasonModelHashMismatch, msg), true
+		return stalled(ReasonModelHashMismatch, msg).requeue(jitter(r.Options.DriftInterval)), true
 	case s.problem != "":
-		return stalled(ReasonModelHashMismatch, fmt.Sprintf("revision %s does not take the alias: %s", rev.Name, s.problem)), true
+		// The build step may have recorded the revision's hash after the serving step ran.
+		conditions.Set(st.idx, ragopsv1alpha1.ConditionServingReady, metav1.ConditionFalse, ReasonModelHashMismatch, s.problem)
+		// Looked at again: the folder may be fixed and the server restarted.
+		return stalled(ReasonModelHashMismatch, fmt.Sprintf("revision %s does not take the alias: %s", rev.Name, s.problem)).requeue(jitter(r.Options.DriftInterval)), true
 	case s.ready == 0:
 		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonModelServerNotReady,
 			fmt.Sprintf("revision %s waits for its model server %s (0/%d replicas ready) before it takes the alias", rev.Name, s.name, s.want)), true

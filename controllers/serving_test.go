@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,26 +167,24 @@ func TestModelServerShared(t *testing.T) {
 	}
 }
 
-// TestAliasWaitsForModelServer: against a Weaviate with text2vec-transformers, the build plan
-// wires the revision's collection to its model server, and the revision takes the alias only
-// once that server's Deployment has a ready replica.
-func TestAliasWaitsForModelServer(t *testing.T) {
-	srv := weaviatetest.StartWith(t, weaviatetest.Options{Modules: []string{weaviatetest.ModuleTransformers}})
-	ns := newNamespace(t)
+// buildWired plays the build of the first revision of fixture's Index on a Weaviate with
+// text2vec-transformers: it checks that the plan names the model server, creates the
+// collection wired to it, writes a chunk and finishes the Job reporting modelHash.
+func buildWired(t *testing.T, srv *weaviatetest.Server, ns, modelHash string) (dep *appsv1.Deployment, rev ragopsv1alpha1.RevisionStatus, s *vectorstore.Store) {
+	t.Helper()
 	ctx := context.Background()
 	fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
 		ix.Spec.Weaviate = ragopsv1alpha1.WeaviateSpec{URL: "http://" + srv.HTTPAddr, GRPCAddress: srv.GRPCAddr}
 	})
-	dep := modelServer(t, ns)
+	dep = modelServer(t, ns)
 	endpoint := fmt.Sprintf("http://%s.%s.svc:%d", dep.Name, ns, specs.Port)
-	// The build: the plan names the model server; the collection is created wired to it.
 	var idx *ragopsv1alpha1.Index
 	eventually(t, 30*time.Second, "a building revision", func() (bool, error) {
 		idx = getIndex(t, ns, "besluiten")
 		r := idx.Status.Revisions
 		return len(r) == 1 && r[0].Phase == ragopsv1alpha1.RevisionBuilding, nil
 	})
-	rev := idx.Status.Revisions[0]
+	rev = idx.Status.Revisions[0]
 	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", rev.Name))
 	var p plan.Build
 	if err := json.Unmarshal([]byte(planOf(t, ns, job.Name)), &p); err != nil {
@@ -208,9 +207,20 @@ func TestAliasWaitsForModelServer(t *testing.T) {
 	if err := s.Upsert(ctx, rev.Collection, []vectorstore.Chunk{{DocID: "a.md", Text: "a", End: 1, Vector: v}}); err != nil {
 		t.Fatal(err)
 	}
-	msg, _ := json.Marshal(plan.BuildResult{Documents: 1, Chunks: 1, Tokens: 10, Seconds: 1})
+	msg, _ := json.Marshal(plan.BuildResult{Documents: 1, Chunks: 1, Tokens: 10, Seconds: 1, ModelHash: modelHash})
 	finishJob(t, job, 0, string(msg))
+	return dep, rev, s
+}
 
+// TestAliasWaitsForModelServer: against a Weaviate with text2vec-transformers, the build plan
+// wires the revision's collection to its model server, and the revision takes the alias only
+// once that server's Deployment has a ready replica.
+func TestAliasWaitsForModelServer(t *testing.T) {
+	srv := weaviatetest.StartWith(t, weaviatetest.Options{Modules: []string{weaviatetest.ModuleTransformers}})
+	ns := newNamespace(t)
+	ctx := context.Background()
+	dep, rev, s := buildWired(t, srv, ns, "")
+	var idx *ragopsv1alpha1.Index
 	eventually(t, 30*time.Second, "the revision waiting for its model server", func() (bool, error) {
 		idx = getIndex(t, ns, "besluiten")
 		c := condition(idx, ragopsv1alpha1.ConditionReady)
@@ -231,5 +241,52 @@ func TestAliasWaitsForModelServer(t *testing.T) {
 	}
 	if c := condition(idx, ragopsv1alpha1.ConditionServingReady); c == nil || c.Status != metav1.ConditionTrue || c.Reason != controllers.ReasonModelServerReady {
 		t.Errorf("ServingReady %+v", c)
+	}
+}
+
+// TestModelHashMismatchKeepsTheAlias: the build records the model folder's hash; a ready
+// model server whose /meta reports another is refused: no alias, ServingReady and Ready name
+// both hashes.
+func TestModelHashMismatchKeepsTheAlias(t *testing.T) {
+	srv := weaviatetest.StartWith(t, weaviatetest.Options{Modules: []string{weaviatetest.ModuleTransformers}})
+	ns := newNamespace(t)
+	ctx := context.Background()
+	const built, served = "sha256:0123built", "sha256:4567served"
+	restore := controllers.SetServerModelHash(func(_ context.Context, endpoint string) (string, error) {
+		if strings.Contains(endpoint, "."+ns+".svc") {
+			return served, nil
+		}
+		return "", fmt.Errorf("no server at %s", endpoint)
+	})
+	t.Cleanup(restore)
+	dep, rev, s := buildWired(t, srv, ns, built)
+	setReadyReplicas(t, dep, 1)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "the mismatch named", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionServingReady)
+		if c != nil && c.Reason != controllers.ReasonModelHashMismatch {
+			return false, fmt.Errorf("ServingReady %+v, revisions %+v, serving %+v", c, idx.Status.Revisions, idx.Status.Serving)
+		}
+		return c != nil, nil
+	})
+	c := condition(idx, ragopsv1alpha1.ConditionServingReady)
+	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, built) || !strings.Contains(c.Message, served) || !strings.Contains(c.Message, dep.Name) {
+		t.Errorf("ServingReady %+v: want False naming %s, %s and %s", c, dep.Name, built, served)
+	}
+	if got := idx.Status.Revisions[0].ModelHash; got != built {
+		t.Errorf("revision modelHash %q, want %q", got, built)
+	}
+	if idx.Status.Serving == nil || idx.Status.Serving.ModelHash != served {
+		t.Errorf("status.serving %+v, want modelHash %s", idx.Status.Serving, served)
+	}
+	eventually(t, 30*time.Second, "Ready naming the mismatch", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		r := condition(idx, ragopsv1alpha1.ConditionReady)
+		return r != nil && r.Reason == controllers.ReasonModelHashMismatch && r.Status == metav1.ConditionFalse, nil
+	})
+	alias, _ := vectorstore.AliasName(ns, "besluiten")
+	if _, found, err := s.GetAlias(ctx, alias); err != nil || found || idx.Status.ActiveRevision != "" {
+		t.Fatalf("alias found=%v (%v), active %q for revision %s with another model's server", found, err, idx.Status.ActiveRevision, rev.Name)
 	}
 }
