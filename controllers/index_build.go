@@ -321,6 +321,7 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
 			Consistency: writeConsistency(idx)},
 		OutageSeconds: int64(r.Options.WeaviateOutageWait.Seconds()),
+		ModelServer:   modelServerFor(idx, rev),
 	}
 	return w
 }

@@ -121,6 +121,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	var result stepResult
 	for _, step := range []func(context.Context, *indexState) (stepResult, error){
 		r.resolveInputs,
+		r.reconcileServing,
 		r.reconcileReplicaHealth,
 		r.reconcileCorpusSync,
 		r.reconcileBuild,

@@ -96,6 +96,10 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		res.Stop = true
 		return res, err
 	}
+	// A collection wired to a model server takes the alias once that server is ready.
+	if res, wait := r.awaitServing(ctx, st, rev); wait {
+		return res, nil
+	}
 	if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
 		return r.collectionError(ctx, st, rev, fmt.Sprintf("point alias %s at %s", st.alias, rev.Collection), err)
 	}

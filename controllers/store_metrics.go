@@ -28,6 +28,9 @@ func InstrumentStores(next StoreFactory) StoreFactory {
 
 type instrumentedStore struct{ next Store }
 
+// Unwrap returns the wrapped Store (for its optional methods, such as modules and collections).
+func (s instrumentedStore) Unwrap() Store { return s.next }
+
 // instrumentedHealthStore is an instrumentedStore whose next Store reads replica health.
 type instrumentedHealthStore struct{ instrumentedStore }
 

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -49,6 +50,81 @@ type IndexSpec struct {
 	// Suspend stops new builds; the active revision keeps serving.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+	// Serving runs the model server (ragops serve) that embeds query text for the revisions'
+	// collections, so apps query through the alias with no model of their own.
+	// +optional
+	// +kubebuilder:default={enabled: true, replicas: 1, device: "cpu"}
+	Serving ServingSpec `json:"serving,omitempty"`
+}
+
+// ServingSpec configures the model servers of an Index's revisions: one Deployment and
+// Service per (model folder, precision) in the Index's namespace, shared by every revision
+// and Index that uses it, so a collection's model server URL never changes. Where Indexes
+// sharing a server ask for another device, precision, replicas, resources or scheduling, the
+// oldest Index's settings apply; a change updates the Deployment in place.
+type ServingSpec struct {
+	// Enabled runs model servers for the kept revisions; false builds and serves as without
+	// them (apps embed their queries themselves).
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+	// Replicas of each model server Deployment; above 1 a PodDisruptionBudget keeps one
+	// replica up through voluntary disruptions.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Replicas int32 `json:"replicas,omitempty"`
+	// Device runs the model server on the CPU or an NVIDIA GPU (nvidia.com/gpu: 1 per pod).
+	// +optional
+	// +kubebuilder:default=cpu
+	Device Device `json:"device,omitempty"`
+	// Precision of the served model; empty serves each revision in the precision it was
+	// embedded in (fp16 and fp32 vectors differ by cosine < 0.001).
+	// +optional
+	Precision Precision `json:"precision,omitempty"`
+	// Resources of the model server container; unset CPU and memory requests default to
+	// 500m and 512Mi (a CPU request is needed by a HorizontalPodAutoscaler).
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// NodeSelector of the model server pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations of the model server pods.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// ServingEnabled reports whether spec.serving.enabled is true or unset.
+func (s ServingSpec) ServingEnabled() bool { return s.Enabled == nil || *s.Enabled }
+
+// ConditionServingReady is an Index condition, informational like UnderReplicated (not part
+// of Ready): True when the model server of the revision behind the alias (or of the desired
+// revision while none serves) has ready replicas and serves the revision's model.
+const ConditionServingReady = "ServingReady"
+
+// ServingStatus is the model server of the revision behind the alias (of the desired revision
+// while none serves): where apps that embed through the OpenAI embeddings API send their
+// queries, and what they get.
+type ServingStatus struct {
+	// Endpoint is the model server's base URL inside the cluster, e.g.
+	// http://ragops-serve-1a2b3c4d5e.docs.svc:8080.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// Deployment names the model server's Deployment.
+	// +optional
+	Deployment string `json:"deployment,omitempty"`
+	// Revision is the revision the endpoint serves.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// ReadyReplicas of the Deployment.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// ModelHash is the content hash (embedder.FolderHash, "sha256:...") of the model folder
+	// the server loaded, as its /meta reports it; empty until it was read.
+	// +optional
+	ModelHash string `json:"modelHash,omitempty"`
 }
 
 // ModelSpec names an embedding (or reranking) model folder: model.onnx, tokenizer.json and
@@ -499,7 +575,8 @@ type RevisionStatus struct {
 	// ModelHash is the content hash of the model folder the revision was embedded with
 	// ("sha256:" and 64 hex digits, embedder.FolderHash), recorded when its first build
 	// completes. Later builds, re-runs and corpus syncs into the revision refuse a folder with
-	// another hash (ModelChanged): vectors of two models never mix in one collection.
+	// another hash (ModelChanged): vectors of two models never mix in one collection; a
+	// model server whose folder has another hash is not wired to it (ServingReady names both).
 	// +optional
 	ModelHash string `json:"modelHash,omitempty"`
 	// CreationTime is when the build started.
@@ -594,6 +671,9 @@ type IndexStatus struct {
 	// value rebuilds a Failed revision once.
 	// +optional
 	LastHandledRetry string `json:"lastHandledRetry,omitempty"`
+	// Serving is the model server of the revision behind the alias.
+	// +optional
+	Serving *ServingStatus `json:"serving,omitempty"`
 }
 
 // Index is a Corpus chunked by a ChunkingStrategy, embedded and stored in Weaviate,

@@ -146,6 +146,10 @@ type Build struct {
 	// OutageSeconds bounds how long the worker waits out an unavailable Weaviate before the
 	// shard fails (0: the worker's --weaviate-outage-wait, default 5 minutes).
 	OutageSeconds int64 `json:"outageSeconds,omitempty"`
+	// ModelServer is the base URL of the revision's model server (ragops serve): a new
+	// collection is created with Weaviate's text2vec-transformers vectorizer pointing its
+	// passage and query URLs there; an existing collection keeps its vectorizer. Empty: none.
+	ModelServer string `json:"modelServer,omitempty"`
 }
 
 // BuildResult is the termination message of one embedder pod.
@@ -177,7 +181,8 @@ type BuildResult struct {
 	Seconds float64          `json:"seconds"`
 	Skipped map[string]int64 `json:"skipped,omitempty"`
 	Error   string           `json:"error,omitempty"`
-	// ModelHash is the hash of the model folder the shard embedded with (embedder.FolderHash).
+	// ModelHash is the content hash of the model folder the shard embedded with
+	// (embedder.FolderHash); a model server that loaded another is not wired to the revision.
 	ModelHash string `json:"modelHash,omitempty"`
 
 	// TruncatedChunks counts chunks cut to the model's positions (embedder.Stats.TruncatedChunks).

@@ -152,6 +152,14 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	spec := vectorstore.CollectionSpec{Name: p.Collection, Revision: p.Revision, Dimensions: model.Dimension(),
 		Index: vectorIndex(p.VectorIndex)}
 	vectorstore.ApplyLayout(&spec, p.Replication, p.Sharding, p.Compression)
+	if p.ModelServer != "" {
+		spec.Vectorizer = vectorstore.Transformers{PassageURL: p.ModelServer, QueryURL: p.ModelServer,
+			Pooling: vectorstore.TransformersPooling(string(model.Config().Pooling))}
+	}
+	if info, err := store.Collection(ctx, p.Collection); err == nil {
+		// A resumed build or a sync keeps the collection's wiring (Weaviate refuses to change it).
+		spec.Vectorizer = info.Vectorizer
+	}
 	if err := store.EnsureCollection(ctx, spec); err != nil {
 		return res, err
 	}

@@ -1,0 +1,292 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/serving/specs"
+	"github.com/ragops/ragops/vectorstore"
+	"github.com/ragops/ragops/vectorstore/weaviatetest"
+)
+
+// modelServer waits for the one model server Deployment in ns and returns it.
+func modelServer(t *testing.T, ns string) *appsv1.Deployment {
+	t.Helper()
+	var deps appsv1.DeploymentList
+	eventually(t, 30*time.Second, "a model server Deployment", func() (bool, error) {
+		err := env.Client.List(context.Background(), &deps, client.InNamespace(ns), client.MatchingLabels{controllers.LabelComponent: "model-server"})
+		return err == nil && len(deps.Items) == 1, err
+	})
+	return &deps.Items[0]
+}
+
+func setReadyReplicas(t *testing.T, dep *appsv1.Deployment, n int32) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+		t.Fatal(err)
+	}
+	dep.Status.Replicas, dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = *dep.Spec.Replicas, n, n
+	if err := env.Client.Status().Update(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitServingReady(t *testing.T, ns, name string, want metav1.ConditionStatus) *ragopsv1alpha1.Index {
+	t.Helper()
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "ServingReady="+string(want), func() (bool, error) {
+		idx = getIndex(t, ns, name)
+		c := condition(idx, ragopsv1alpha1.ConditionServingReady)
+		return c != nil && c.Status == want, nil
+	})
+	return idx
+}
+
+// TestModelServerShared: an Index gets a model server (restricted Deployment with a CPU
+// request, Service, NetworkPolicy, no PDB at one replica); a second Index with the same model
+// shares it (both own it); ServingReady follows the Deployment's ready replicas and names the
+// missing text2vec-transformers module of the suite's Weaviate; two replicas add a PDB; the
+// server is deleted once neither Index needs it.
+func TestModelServerShared(t *testing.T) {
+	controllers.SetServingGrace(0)
+	t.Cleanup(func() { controllers.SetServingGrace(time.Minute) })
+	ns := newNamespace(t)
+	ctx := context.Background()
+	fixture(t, ns, nil)
+	_, second := strategyAndIndex(ns)
+	second.Name = "tweede"
+	if err := env.Client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	dep := modelServer(t, ns)
+	eventually(t, 30*time.Second, "both Indexes owning the model server", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep)
+		return err == nil && len(dep.OwnerReferences) == 2, err
+	})
+	var owners []string
+	for _, o := range dep.OwnerReferences {
+		owners = append(owners, o.Name)
+		if o.Kind != "Index" || ptr.Deref(o.Controller, false) {
+			t.Errorf("owner %+v: want a non-controller Index reference", o)
+		}
+	}
+	slices.Sort(owners)
+	if !slices.Equal(owners, []string{"besluiten", "tweede"}) {
+		t.Errorf("owners %v", owners)
+	}
+	pod := dep.Spec.Template.Spec
+	c := pod.Containers[0]
+	if !ptr.Deref(pod.SecurityContext.RunAsNonRoot, false) || ptr.Deref(pod.AutomountServiceAccountToken, true) ||
+		!ptr.Deref(c.SecurityContext.ReadOnlyRootFilesystem, false) || ptr.Deref(c.SecurityContext.AllowPrivilegeEscalation, true) {
+		t.Errorf("pod not restricted: %+v %+v", pod.SecurityContext, c.SecurityContext)
+	}
+	if q := c.Resources.Requests[corev1.ResourceCPU]; q.IsZero() {
+		t.Errorf("no CPU request: %+v", c.Resources)
+	}
+	if i := slices.Index(c.Args, "--model-dir"); c.Image != "ragops:test" || i < 0 || c.Args[i+1] != "/models/all-minilm-l6-v2" {
+		t.Errorf("container %s %v", c.Image, c.Args)
+	}
+	var svc corev1.Service
+	var np networkingv1.NetworkPolicy
+	for _, o := range []client.Object{&svc, &np} {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), o); err != nil {
+			t.Fatalf("%T: %v", o, err)
+		}
+	}
+	if svc.Spec.Selector[specs.LabelServer] != dep.Name || svc.Spec.Ports[0].Port != specs.Port {
+		t.Errorf("service %+v", svc.Spec)
+	}
+	var pdb policyv1.PodDisruptionBudget
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &pdb); !apierrors.IsNotFound(err) {
+		t.Errorf("PDB at one replica: %v", err)
+	}
+
+	idx := waitServingReady(t, ns, "besluiten", metav1.ConditionFalse)
+	want := fmt.Sprintf("http://%s.%s.svc:%d", dep.Name, ns, specs.Port)
+	if s := idx.Status.Serving; s == nil || s.Endpoint != want || s.Deployment != dep.Name || s.ReadyReplicas != 0 {
+		t.Errorf("status.serving %+v, want endpoint %s", s, want)
+	}
+	setReadyReplicas(t, dep, 1)
+	idx = waitServingReady(t, ns, "besluiten", metav1.ConditionTrue)
+	cond := condition(idx, ragopsv1alpha1.ConditionServingReady)
+	if cond.Reason != controllers.ReasonTransformersModuleMissing || idx.Status.Serving.ReadyReplicas != 1 {
+		t.Errorf("ServingReady %+v, serving %+v: want the missing module named", cond, idx.Status.Serving)
+	}
+	// Two replicas: a PodDisruptionBudget.
+	base := getIndex(t, ns, "besluiten")
+	patch := client.MergeFrom(base.DeepCopy())
+	base.Spec.Serving.Replicas = 2
+	if err := env.Client.Patch(ctx, base, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "a PodDisruptionBudget", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &pdb)
+		return err == nil && pdb.Spec.MaxUnavailable.IntVal == 1, err
+	})
+	// Neither Index needs it any more: the server goes.
+	for _, name := range []string{"besluiten", "tweede"} {
+		ix := getIndex(t, ns, name)
+		patch := client.MergeFrom(ix.DeepCopy())
+		ix.Spec.Serving.Enabled = ptr.To(false)
+		if err := env.Client.Patch(ctx, ix, patch); err != nil {
+			t.Fatal(err)
+		}
+		if name == "besluiten" {
+			eventually(t, 30*time.Second, "the second Index as sole owner", func() (bool, error) {
+				err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep)
+				return err == nil && len(dep.OwnerReferences) == 1 && dep.OwnerReferences[0].Name == "tweede", err
+			})
+		}
+	}
+	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}, &policyv1.PodDisruptionBudget{}} {
+		eventually(t, 30*time.Second, fmt.Sprintf("%T deleted", o), func() (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), o)
+			return apierrors.IsNotFound(err), nil
+		})
+	}
+	if ix := getIndex(t, ns, "besluiten"); ix.Status.Serving != nil || condition(ix, ragopsv1alpha1.ConditionServingReady) != nil {
+		t.Errorf("serving disabled: status.serving %+v, ServingReady %+v", ix.Status.Serving, condition(ix, ragopsv1alpha1.ConditionServingReady))
+	}
+}
+
+// buildWired plays the build of the first revision of fixture's Index on a Weaviate with
+// text2vec-transformers: it checks that the plan names the model server, creates the
+// collection wired to it, writes a chunk and finishes the Job reporting modelHash.
+func buildWired(t *testing.T, srv *weaviatetest.Server, ns, modelHash string) (dep *appsv1.Deployment, rev ragopsv1alpha1.RevisionStatus, s *vectorstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
+		ix.Spec.Weaviate = ragopsv1alpha1.WeaviateSpec{URL: "http://" + srv.HTTPAddr, GRPCAddress: srv.GRPCAddr}
+	})
+	dep = modelServer(t, ns)
+	endpoint := fmt.Sprintf("http://%s.%s.svc:%d", dep.Name, ns, specs.Port)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "a building revision", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		r := idx.Status.Revisions
+		return len(r) == 1 && r[0].Phase == ragopsv1alpha1.RevisionBuilding, nil
+	})
+	rev = idx.Status.Revisions[0]
+	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", rev.Name))
+	var p plan.Build
+	if err := json.Unmarshal([]byte(planOf(t, ns, job.Name)), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.ModelServer != endpoint {
+		t.Fatalf("plan modelServer %q, want %q", p.ModelServer, endpoint)
+	}
+	s, err := vectorstore.New(vectorstore.Config{HTTPHost: srv.HTTPAddr, GRPCHost: srv.GRPCAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := vectorstore.CollectionSpec{Name: rev.Collection, Revision: rev.Name, Dimensions: dims,
+		Vectorizer: vectorstore.Transformers{PassageURL: p.ModelServer, QueryURL: p.ModelServer}}
+	if err := s.EnsureCollection(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	v := make([]float32, dims)
+	v[0] = 1
+	if err := s.Upsert(ctx, rev.Collection, []vectorstore.Chunk{{DocID: "a.md", Text: "a", End: 1, Vector: v}}); err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := json.Marshal(plan.BuildResult{Documents: 1, Chunks: 1, Tokens: 10, Seconds: 1, ModelHash: modelHash})
+	finishJob(t, job, 0, string(msg))
+	return dep, rev, s
+}
+
+// TestAliasWaitsForModelServer: against a Weaviate with text2vec-transformers, the build plan
+// wires the revision's collection to its model server, and the revision takes the alias only
+// once that server's Deployment has a ready replica.
+func TestAliasWaitsForModelServer(t *testing.T) {
+	srv := weaviatetest.StartWith(t, weaviatetest.Options{Modules: []string{weaviatetest.ModuleTransformers}})
+	ns := newNamespace(t)
+	ctx := context.Background()
+	dep, rev, s := buildWired(t, srv, ns, "")
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "the revision waiting for its model server", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionReady)
+		return c != nil && c.Reason == controllers.ReasonModelServerNotReady, nil
+	})
+	alias, _ := vectorstore.AliasName(ns, "besluiten")
+	if _, found, err := s.GetAlias(ctx, alias); err != nil || found || idx.Status.ActiveRevision != "" {
+		t.Fatalf("alias found=%v (%v), active %q before the model server is ready", found, err, idx.Status.ActiveRevision)
+	}
+	setReadyReplicas(t, dep, 1)
+	eventually(t, 30*time.Second, "the alias on the revision", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		return idx.Status.ActiveRevision == rev.Name, nil
+	})
+	target, found, err := s.GetAlias(ctx, alias)
+	if err != nil || !found || target != rev.Collection {
+		t.Fatalf("alias -> %q found=%v (%v), want %s", target, found, err, rev.Collection)
+	}
+	if c := condition(idx, ragopsv1alpha1.ConditionServingReady); c == nil || c.Status != metav1.ConditionTrue || c.Reason != controllers.ReasonModelServerReady {
+		t.Errorf("ServingReady %+v", c)
+	}
+}
+
+// TestModelHashMismatchKeepsTheAlias: the build records the model folder's hash; a ready
+// model server whose /meta reports another is refused: no alias, ServingReady and Ready name
+// both hashes.
+func TestModelHashMismatchKeepsTheAlias(t *testing.T) {
+	srv := weaviatetest.StartWith(t, weaviatetest.Options{Modules: []string{weaviatetest.ModuleTransformers}})
+	ns := newNamespace(t)
+	ctx := context.Background()
+	const built, served = "sha256:0123built", "sha256:4567served"
+	restore := controllers.SetServerModelHash(func(_ context.Context, endpoint string) (string, error) {
+		if strings.Contains(endpoint, "."+ns+".svc") {
+			return served, nil
+		}
+		return "", fmt.Errorf("no server at %s", endpoint)
+	})
+	t.Cleanup(restore)
+	dep, rev, s := buildWired(t, srv, ns, built)
+	setReadyReplicas(t, dep, 1)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "the mismatch named", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionServingReady)
+		if c != nil && c.Reason != controllers.ReasonModelHashMismatch {
+			return false, fmt.Errorf("ServingReady %+v, revisions %+v, serving %+v", c, idx.Status.Revisions, idx.Status.Serving)
+		}
+		return c != nil, nil
+	})
+	c := condition(idx, ragopsv1alpha1.ConditionServingReady)
+	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, built) || !strings.Contains(c.Message, served) || !strings.Contains(c.Message, dep.Name) {
+		t.Errorf("ServingReady %+v: want False naming %s, %s and %s", c, dep.Name, built, served)
+	}
+	if got := idx.Status.Revisions[0].ModelHash; got != built {
+		t.Errorf("revision modelHash %q, want %q", got, built)
+	}
+	if idx.Status.Serving == nil || idx.Status.Serving.ModelHash != served {
+		t.Errorf("status.serving %+v, want modelHash %s", idx.Status.Serving, served)
+	}
+	eventually(t, 30*time.Second, "Ready naming the mismatch", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		r := condition(idx, ragopsv1alpha1.ConditionReady)
+		return r != nil && r.Reason == controllers.ReasonModelHashMismatch && r.Status == metav1.ConditionFalse, nil
+	})
+	alias, _ := vectorstore.AliasName(ns, "besluiten")
+	if _, found, err := s.GetAlias(ctx, alias); err != nil || found || idx.Status.ActiveRevision != "" {
+		t.Fatalf("alias found=%v (%v), active %q for revision %s with another model's server", found, err, idx.Status.ActiveRevision, rev.Name)
+	}
+}
