@@ -25,8 +25,9 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 
 // stopRunningJobs deletes the Index's running Jobs (foreground: each goes once its pods are
-// gone) and describes those whose pods have not stopped yet. A Job counts as stopped once the
-// API server lists no pod of it (its own removal may lag behind the garbage collector). Pods
+// gone) and describes those not gone yet. After JobStopTimeout a Job whose pods the API
+// server no longer lists counts as stopped (its own removal may lag behind the garbage
+// collector). Pods
 // still there JobStopTimeout after the Index's deletion (stuck Terminating on a lost node)
 // are force-deleted, with a Warning Event naming them and their nodes: a process on a node
 // that cannot be reached may still run, and a person should look at that node.
@@ -54,6 +55,10 @@ func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alph
 			return nil, false, err
 		}
 		if len(pods.Items) == 0 {
+			if overdue {
+				continue // its pods are gone; the Job's own removal lags (or no collector runs)
+			}
+			waiting = append(waiting, j.Name)
 			continue
 		}
 		var stuck []string

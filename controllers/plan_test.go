@@ -34,6 +34,12 @@ func TestRecreatedJobGetsItsOwnPlan(t *testing.T) {
 	if err := env.Client.Update(ctx, &idx); err != nil {
 		t.Fatal(err)
 	}
+	// Delete the Job only once the controller has seen the change: a reconcile from the cache's
+	// older copy would rightly recreate it with 4 shards (the next one fixes it).
+	eventually(t, 30*time.Second, "the change observed", func() (bool, error) {
+		got := getIndex(t, ns, "besluiten")
+		return got.Status.ObservedGeneration == idx.Generation, nil
+	})
 	// kubectl delete job (the plan ConfigMap stays: envtest has no garbage collector).
 	if err := env.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)

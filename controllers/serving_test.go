@@ -202,12 +202,16 @@ func buildWired(t *testing.T, srv *weaviatetest.Server, ns, modelHash string) (d
 	if err := s.EnsureCollection(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	v := make([]float32, dims)
-	v[0] = 1
-	if err := s.Upsert(ctx, rev.Collection, []vectorstore.Chunk{{DocID: "a.md", Text: "a", End: 1, Vector: v}}); err != nil {
+	var chunks []vectorstore.Chunk
+	for d, doc := range []string{"a.md", "b.md", "c.md"} { // fixture's three documents
+		v := make([]float32, dims)
+		v[d] = 1
+		chunks = append(chunks, vectorstore.Chunk{DocID: doc, Text: doc, End: 1, Vector: v})
+	}
+	if err := s.Upsert(ctx, rev.Collection, chunks); err != nil {
 		t.Fatal(err)
 	}
-	msg, _ := json.Marshal(plan.BuildResult{Documents: 1, Chunks: 1, Tokens: 10, Seconds: 1, ModelHash: modelHash})
+	msg, _ := json.Marshal(plan.BuildResult{Documents: 3, Chunks: 3, Tokens: 30, Seconds: 1, ModelHash: modelHash})
 	finishJob(t, job, 0, string(msg))
 	return dep, rev, s
 }

@@ -110,7 +110,7 @@ func buildJobOf(t *testing.T, ns string) string {
 
 // Defect 12 of issue 32: an Index deletion waited with no bound for the pods of its running
 // Jobs; a pod stuck on a lost node held it forever. Now the wait names the pod and its node,
-// and JobStopTimeout (4 s in this suite) after the deletion the pod is force-deleted, a
+// and JobStopTimeout (8 s in this suite) after the deletion the pod is force-deleted, a
 // Warning Event says so, and the cleanup goes on.
 func TestIndexDeletionForceDeletesPodsStuckOnALostNode(t *testing.T) {
 	ns := newNamespace(t)

@@ -133,7 +133,7 @@ func startManagerWith(wrap func(client.Client) client.Client) error {
 		DriftInterval:    2 * time.Second,
 		FinalizerTimeout: 10 * time.Minute,
 		PodStartTimeout:  3 * time.Second,
-		JobStopTimeout:   4 * time.Second,
+		JobStopTimeout:   8 * time.Second,
 		NewStore:         controllers.InstrumentStores(testStore), // as the manager wraps its stores
 	}
 	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
