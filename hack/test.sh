@@ -40,4 +40,6 @@ step "go vet"
 go vet ./...
 
 step "go test"
-go test -count=1 -timeout 45m ./... "$@"
+# One package at a time: the envtest suites (controllers, test/...) wait on real reconciles with timeouts, and
+# on 2 cores a second package beside them made their waits flaky; CI has time for it.
+go test -p 1 -count=1 -timeout 45m ./... "$@"
