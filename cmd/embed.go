@@ -55,7 +55,7 @@ The result (documents, chunks, tokens, skipped by reason) is written to the term
 					outage = time.Duration(p.OutageSeconds) * time.Second
 				}
 				return build.Run(ctx, log, p, build.Options{Shard: shard, LibraryPath: lib, ProgressEvery: w.progressEvery, OutageWait: outage})
-			}, func(r *plan.BuildResult, e string) { r.Error = e })
+			}, func(r *plan.BuildResult, err error) { r.Error, r.Reason = err.Error(), plan.ReasonOf(err) })
 		},
 	}
 	w.bind(c)

@@ -28,7 +28,7 @@ func newEvaluateCommand() *cobra.Command {
 					return plan.EvaluateResult{}, err
 				}
 				return evaluate.Run(ctx, log, p, evaluate.Options{LibraryPath: lib, OutDir: outDir, Frames: os.Stdout})
-			}, func(r *plan.EvaluateResult, e string) { r.Error = e })
+			}, func(r *plan.EvaluateResult, err error) { r.Error = err.Error() })
 		},
 	}
 	w.bind(c)

@@ -24,7 +24,7 @@ func newScanCommand() *cobra.Command {
 					return plan.ScanResult{}, err
 				}
 				return scan.Run(ctx, log, p.Source, os.TempDir())
-			}, func(r *plan.ScanResult, e string) { r.Error = e })
+			}, func(r *plan.ScanResult, err error) { r.Error = err.Error() })
 		},
 	}
 	w.bind(c)

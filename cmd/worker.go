@@ -29,13 +29,13 @@ func (w *workerFlags) bind(c *cobra.Command) {
 
 // runWorker runs fn with a context cancelled by SIGTERM/SIGINT, writes its result to the
 // termination log and turns a failure into a non-zero exit with the error in the result.
-func runWorker[R any](w *workerFlags, fn func(ctx context.Context, log *slog.Logger) (R, error), withError func(*R, string)) error {
+func runWorker[R any](w *workerFlags, fn func(ctx context.Context, log *slog.Logger) (R, error), withError func(*R, error)) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	res, err := fn(ctx, log)
 	if err != nil {
-		withError(&res, err.Error())
+		withError(&res, err)
 	}
 	if werr := plan.WriteResult(w.terminationPath, res); werr != nil {
 		log.Error("cannot write result", "path", w.terminationPath, "error", werr)

@@ -55,6 +55,8 @@ type CorpusReconciler struct {
 	Options Options
 	// Now returns the current time (tests replace it).
 	Now func() time.Time
+
+	written ownWrites
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=corpora,verbs=get;list;watch
@@ -77,8 +79,13 @@ func (r *CorpusReconciler) now() time.Time {
 func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var c ragopsv1alpha1.Corpus
 	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
+		r.written.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.written.behind(&c) {
+		return ctrl.Result{RequeueAfter: cacheCatchUp}, nil
+	}
+	defer r.written.record(&c, c.ResourceVersion)
 	if !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // scan Jobs are owned and garbage-collected
 	}
@@ -236,7 +243,7 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 			conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s is listing the source", current.Name))
 			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
 		case jobFailed:
-			msg, err := jobFailure(ctx, r.Options.reader(r.Client), current, failure)
+			msg, _, err := jobFailure(ctx, r.Options.reader(r.Client), current, failure)
 			if err != nil {
 				return ctrl.Result{}, err
 			}

@@ -52,6 +52,8 @@ type EvaluationReconciler struct {
 	// PodLogs reads the evaluate pod's log, where the per-query results are framed
 	// (SetupWithManager sets NewPodLogs of the manager's config when nil).
 	PodLogs PodLogs
+
+	written ownWrites
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations,verbs=get;list;watch;create;delete
@@ -64,9 +66,14 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, req.NamespacedName, &ev); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.ForgetEvaluation(req.Namespace, req.Name)
+			r.written.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.written.behind(&ev) {
+		return ctrl.Result{RequeueAfter: cacheCatchUp}, nil
+	}
+	defer r.written.record(&ev, ev.ResourceVersion)
 	if !ev.DeletionTimestamp.IsZero() {
 		metrics.ForgetEvaluation(ev.Namespace, ev.Name)
 		return ctrl.Result{}, nil
@@ -169,7 +176,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonEvaluating, fmt.Sprintf("Job %s evaluates revision %s", job.Name, revName))
 		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
 	case jobFailed:
-		msg, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
+		msg, _, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

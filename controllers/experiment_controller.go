@@ -48,6 +48,8 @@ type ExperimentReconciler struct {
 	// Estimator estimates a trial's tokens before it starts; nil means a LocalEstimator
 	// reading through Options.APIReader.
 	Estimator TrialEstimator
+
+	written ownWrites
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=experiments,verbs=get;list;watch;patch
@@ -69,8 +71,13 @@ type experimentChildren struct {
 func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var exp ragopsv1alpha1.Experiment
 	if err := r.Get(ctx, req.NamespacedName, &exp); err != nil {
+		r.written.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.written.behind(&exp) {
+		return ctrl.Result{RequeueAfter: cacheCatchUp}, nil
+	}
+	defer r.written.record(&exp, exp.ResourceVersion)
 	if !exp.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, &exp)
 	}

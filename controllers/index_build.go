@@ -49,7 +49,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionFailed {
 		retry := idx.Annotations[AnnotationRetry]
 		if retry == "" || retry == idx.Status.LastHandledRetry {
-			return stalled(buildFailureReason(rev.Message), fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
+			return stalled(failedReason(rev), fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
 		}
 		idx.Status.LastHandledRetry = retry
 		if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("retry requested (%s=%s)", AnnotationRetry, retry)); err != nil {
@@ -82,6 +82,9 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	if err != nil {
 		return ensureFailed(err)
 	}
+	if !job.DeletionTimestamp.IsZero() {
+		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonBuilding, jobGoingMessage(job, "revision "+rev.Name)), nil
+	}
 	state, failure := stateOf(job)
 	switch state {
 	case jobRunning:
@@ -91,23 +94,23 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		r.refreshProgress(ctx, st, rev, job)
 		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress)), nil
 	case jobFailed:
-		msg, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
+		msg, reason, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 		if err != nil {
 			return stop, err
 		}
-		rev.Phase, rev.Message = ragopsv1alpha1.RevisionFailed, truncate(msg, 1024)
+		rev.Phase, rev.Message, rev.Reason = ragopsv1alpha1.RevisionFailed, truncate(msg, 1024), buildFailureReason(reason)
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		return stalled(buildFailureReason(rev.Message), fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx))), nil
+		return stalled(rev.Reason, fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx))), nil
 	}
 	results, lost, err := r.shardResults(ctx, job)
 	if err != nil {
 		return stop, err
 	}
 	if hashes := modelHashes(results); len(hashes) > 1 {
-		rev.Phase = ragopsv1alpha1.RevisionFailed
-		rev.Message = fmt.Sprintf("%s: the shards embedded with different model folders (%s): the folder changed during the build; retry once it is stable", plan.ReasonModelChanged, strings.Join(hashes, ", "))
+		rev.Phase, rev.Reason = ragopsv1alpha1.RevisionFailed, ReasonModelChanged
+		rev.Message = fmt.Sprintf("%s: the shards embedded with different model folders (%s): the folder changed during the build; retry once it is stable", plan.FailureModelChanged, strings.Join(hashes, ", "))
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
 		return stalled(ReasonModelChanged, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
@@ -121,7 +124,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 			return stop, err
 		}
 		rev.IncompleteRuns = runs + 1
-		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Rebuild", "revision %s: %s", rev.Name, rev.Message)
+		st.events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Rebuild", "revision %s: %s", rev.Name, rev.Message)
 		return stopFor(time.Second).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 	}
 	if len(lost) == 0 {
@@ -130,7 +133,7 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		}
 	}
 	embedded, seconds := applyBuildResults(rev, results, job)
-	r.observeTruncation(idx, rev, results)
+	observeTruncation(st.events, idx, rev, results)
 	if len(lost) > 0 {
 		// The pods went before their results were read: count what Weaviate holds.
 		n, err := st.store.Count(ctx, rev.Collection)
@@ -143,12 +146,12 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		}
 		rev.Chunks, rev.Documents = int64(n), int64(d)
 		rev.Message = fmt.Sprintf("the results of shard(s) %s were lost (pods deleted before they were read) in %d re-runs: documents and chunks counted in Weaviate, tokens and skipped documents unknown", strings.Join(lost, ","), rev.IncompleteRuns)
-		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Build", "revision %s: %s", rev.Name, rev.Message)
+		st.events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Build", "revision %s: %s", rev.Name, rev.Message)
 	}
 	metrics.ObserveBuild(idx.Namespace, idx.Name, rev.Name, rev.Documents, rev.Chunks, embedded, seconds)
 	rev.Phase = ragopsv1alpha1.RevisionReady
 	idx.Status.Build, idx.Status.Progress = nil, ""
-	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
+	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
 	return proceed, nil
 }
 
@@ -335,7 +338,7 @@ func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev 
 		return err
 	}
 	rev.Attempt = max(rev.Attempt, 1) + 1
-	rev.Phase = ragopsv1alpha1.RevisionBuilding
+	rev.Phase, rev.Reason = ragopsv1alpha1.RevisionBuilding, ""
 	rev.Message = fmt.Sprintf("%s: rebuilding (attempt %d)", why, rev.Attempt)
 	rev.CorpusRevision = st.corpus.Status.Revision
 	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped, rev.IncompleteRuns, rev.OCR = 0, 0, 0, 0, nil, 0, nil
@@ -365,13 +368,28 @@ func (r *IndexReconciler) stopSupersededBuilds(ctx context.Context, st *indexSta
 		rev.Message = fmt.Sprintf("superseded by revision %s before its build finished: its Job was stopped", st.revision)
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
-		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "BuildSuperseded", "Build", "revision %s: %s", rev.Name, rev.Message)
+		st.events.Eventf(idx, nil, corev1.EventTypeNormal, "BuildSuperseded", "Build", "revision %s: %s", rev.Name, rev.Message)
 	}
 	return nil
 }
 
 // ensureFailed turns a failed Job creation into the step's result: a Job of that name that
 // another object controls stalls the Index with a condition naming it.
+// failedReason is the Stalled reason of a Failed revision: the one recorded when it failed,
+// BuildFailed for a revision recorded before the field.
+func failedReason(rev *ragopsv1alpha1.RevisionStatus) string {
+	if rev.Reason != "" {
+		return rev.Reason
+	}
+	return ReasonBuildFailed
+}
+
+// jobGoingMessage says that the Job the status names for what is being deleted (by a user,
+// or by a reconcile whose status patch was then refused) and runs again once it is gone.
+func jobGoingMessage(job *batchv1.Job, what string) string {
+	return fmt.Sprintf("%s: Job %s is being deleted; it runs again once it is gone", what, job.Name)
+}
+
 func ensureFailed(err error) (stepResult, error) {
 	var conflict *JobConflictError
 	if errors.As(err, &conflict) {

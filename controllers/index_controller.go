@@ -61,6 +61,7 @@ type IndexReconciler struct {
 	client.Client
 	Events  events.EventRecorder
 	Options Options
+	written ownWrites
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;patch
@@ -77,6 +78,8 @@ type indexState struct {
 	store    Store
 	alias    string
 	revision string
+	// events holds the Events of the steps until the status they report is stored.
+	events *eventBuffer
 }
 
 // Reconcile drives one Index: the steps (resolve inputs, replica health, sync of the
@@ -87,11 +90,21 @@ type indexState struct {
 func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var idx ragopsv1alpha1.Index
 	if err := r.Get(ctx, req.NamespacedName, &idx); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.written.behind(&idx) {
+		return ctrl.Result{RequeueAfter: cacheCatchUp}, nil
+	}
+	defer r.written.record(&idx, idx.ResourceVersion)
 	patcher := newStatusPatcher(&idx)
+	held := &eventBuffer{}
 	defer func() {
-		patcher.done(ctx, r.Client, r.Events, &idx, &res, &retErr)
+		if patcher.done(ctx, r.Client, r.Events, &idx, &res, &retErr) {
+			held.flush(r.Events)
+		}
 	}()
 	if !idx.DeletionTimestamp.IsZero() {
 		result, err := r.reconcileDelete(ctx, &idx)
@@ -109,7 +122,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 		// Nothing is built, synced, rolled out or pruned; the active revision keeps serving.
 		return summarize(&idx, suspended("the Index is suspended (spec.suspend): nothing is built")), nil
 	}
-	st := &indexState{idx: &idx}
+	st := &indexState{idx: &idx, events: held}
 	defer func() {
 		b := idx.Status.Build
 		if b == nil {

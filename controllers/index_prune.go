@@ -68,7 +68,7 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (s
 		}
 		_ = client.IgnoreNotFound(r.Delete(ctx, &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: gateEvaluationName(idx, rev.Name)}}))
 		metrics.ForgetRevision(idx.Namespace, idx.Name, rev.Name)
-		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionPruned", "Prune", "revision %s and collection %s deleted (revisionHistoryLimit %d)", rev.Name, rev.Collection, limit)
+		st.events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionPruned", "Prune", "revision %s and collection %s deleted (revisionHistoryLimit %d)", rev.Name, rev.Collection, limit)
 	}
 	idx.Status.Revisions = keep
 	return proceed, nil

@@ -82,7 +82,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 			return stalled(ReasonGateEvaluationFailed, v.message+retryHint(idx)), nil
 		case gateRejected:
 			rev.Phase, rev.Message = ragopsv1alpha1.RevisionRejected, v.message
-			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonGateFailed, "Rollout", "%s", v.message)
+			st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonGateFailed, "Rollout", "%s", v.message)
 			return stalled(ReasonGateFailed, v.message), nil
 		}
 	}
@@ -114,9 +114,9 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	idx.Status.Chunks = rev.Chunks
 	metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
 	if gatedNow && rev.GateMessage != "" {
-		r.Events.Eventf(idx, nil, corev1.EventTypeNormal, ReasonGatePassed, "Rollout", "%s", rev.GateMessage)
+		st.events.Eventf(idx, nil, corev1.EventTypeNormal, ReasonGatePassed, "Rollout", "%s", rev.GateMessage)
 	}
-	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
+	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
 	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
 	// It caught up with the Corpus just above: it serves (the sync step ran before the move).
 	return proceedFor(jitter(r.Options.DriftInterval)).with(outcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
@@ -140,7 +140,7 @@ func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, r
 	if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("collection %s is missing from Weaviate", rev.Collection)); err != nil {
 		return stop, err
 	}
-	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCollectionLost, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
+	st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCollectionLost, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
 	return stopFor(time.Second).with(outcomeRetrying, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 }
 

@@ -203,15 +203,28 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 			delete(names, d.Name)
 		}
 	}
+	raced := false
 	for name := range names {
 		if len(users[name]) == 0 {
 			continue // created moments ago for a revision not yet recorded
 		}
-		if err := r.ensureServer(ctx, keys[name], users[name], existing[name]); err != nil {
+		err := r.ensureServer(ctx, keys[name], users[name], existing[name])
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			// The reconcile of another Index that shares the server wrote it meanwhile: the
+			// next look, on a fresh read, finds what it wrote.
+			log.FromContext(ctx).V(1).Info("model server written by another reconcile; looking again", "server", name, "error", err.Error())
+			raced = true
+			continue
+		}
+		if err != nil {
 			return stop, err
 		}
 	}
-	return r.servingStatus(ctx, st), nil
+	res := r.servingStatus(ctx, st)
+	if raced && (res.RequeueAfter == 0 || res.RequeueAfter > conflictRequeue) {
+		res.RequeueAfter = conflictRequeue
+	}
+	return res, nil
 }
 
 // annotationSetHash on a model server Deployment hashes all of the server's desired objects:

@@ -111,6 +111,9 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 		res, err := ensureFailed(err)
 		return false, res, err
 	}
+	if !job.DeletionTimestamp.IsZero() {
+		return false, stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, jobGoingMessage(job, "corpus sync into revision "+rev.Name)), nil
+	}
 	state, failure := stateOf(job)
 	switch state {
 	case jobRunning:
@@ -178,7 +181,7 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 	if rev.Name == st.revision {
 		idx.Status.Build, idx.Status.Progress = nil, ""
 	}
-	r.Events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted, %d unreadable kept their chunks", rev.Name, changed, deleted, kept)
+	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted, %d unreadable kept their chunks", rev.Name, changed, deleted, kept)
 	// The sync Job goes in a later reconcile, once this status (its result) is persisted: a
 	// failed status patch then reads the result again instead of re-embedding the diff.
 	return rev.CorpusRevision == corpusRev, proceedFor(time.Second), nil
@@ -190,7 +193,7 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 func (r *IndexReconciler) syncFailed(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, job *batchv1.Job, failure string) (stepResult, error) {
 	idx := st.idx
 	corpusRev := st.corpus.Status.Revision
-	msg, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
+	msg, why, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 	if err != nil {
 		return stop, err
 	}
@@ -203,7 +206,7 @@ func (r *IndexReconciler) syncFailed(ctx context.Context, st *indexState, rev *r
 		return stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("retry requested (%s=%s): syncing corpus revision %s into revision %s again", AnnotationRetry, retry, corpusRev, rev.Name)), nil
 	}
 	failed := fmt.Sprintf("corpus sync Job %s failed: %s; revision %s keeps serving corpus revision %s", job.Name, truncate(msg, 1024), rev.Name, rev.CorpusRevision)
-	if reason := buildFailureReason(msg); reason != ReasonBuildFailed {
+	if reason := buildFailureReason(why); reason != ReasonBuildFailed {
 		// A refusal (the model folder changed, the strategy does not fit) does not pass by
 		// itself: no automatic retry; a fix and ragops.dev/retry run it again.
 		return stalled(reason, failed+retryHint(idx)), nil
@@ -262,7 +265,7 @@ func (r *IndexReconciler) stopSupersededSyncs(ctx context.Context, st *indexStat
 			}
 			rev.SyncAttempt++
 			rev.CorpusRevision = ""
-			r.Events.Eventf(st.idx, nil, corev1.EventTypeNormal, "SyncSuperseded", "Sync", "revision %s: sync Job %s stopped: the Corpus moved to revision %s", rev.Name, j.Name, st.corpus.Status.Revision)
+			st.events.Eventf(st.idx, nil, corev1.EventTypeNormal, "SyncSuperseded", "Sync", "revision %s: sync Job %s stopped: the Corpus moved to revision %s", rev.Name, j.Name, st.corpus.Status.Revision)
 		}
 		stopping = append(stopping, j.Name)
 	}

@@ -121,16 +121,16 @@ func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *
 	}
 	runs := rev.IncompleteRuns
 	if runs >= maxIncompleteRuns {
-		rev.Phase, rev.Message = ragopsv1alpha1.RevisionFailed, fmt.Sprintf("%s after %d re-runs", what, runs)
+		rev.Phase, rev.Reason, rev.Message = ragopsv1alpha1.RevisionFailed, ReasonIncompleteCollection, fmt.Sprintf("%s after %d re-runs", what, runs)
 		idx.Status.Build, idx.Status.Progress = nil, ""
-		r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Verify", "revision %s: %s", rev.Name, rev.Message)
+		st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Verify", "revision %s: %s", rev.Name, rev.Message)
 		return false, stalled(ReasonIncompleteCollection, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
 	}
 	if err := r.restartBuild(ctx, st, rev, what+": re-running the build for the missing documents"); err != nil {
 		return false, stop, err
 	}
 	rev.IncompleteRuns = runs + 1
-	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
+	st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
 	return false, stopFor(time.Second).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 }
 
@@ -169,6 +169,6 @@ func (r *IndexReconciler) verifySync(ctx context.Context, st *indexState, rev *r
 		return false, stop, err
 	}
 	rev.IncompleteRuns++
-	r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Resync", "revision %s: %s: syncing again (re-run %d)", rev.Name, what, rev.IncompleteRuns)
+	st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Resync", "revision %s: %s: syncing again (re-run %d)", rev.Name, what, rev.IncompleteRuns)
 	return false, stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("%s: syncing again (re-run %d)", what, rev.IncompleteRuns)), nil
 }

@@ -345,8 +345,8 @@ func stateOf(job *batchv1.Job) (jobState, string) {
 
 // podResults returns the termination messages of the Job's terminated worker containers,
 // newest pod per completion index first, keyed by completion index ("0" for non-indexed Jobs);
-// failed holds the messages of failed pods.
-func podResults(ctx context.Context, c client.Reader, job *batchv1.Job) (succeeded map[string]string, failed []string, err error) {
+// failed holds the failures of failed pods, oldest first.
+func podResults(ctx context.Context, c client.Reader, job *batchv1.Job) (succeeded map[string]string, failed []podFailure, err error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
 		return nil, nil, err
@@ -366,7 +366,7 @@ func podResults(ctx context.Context, c client.Reader, job *batchv1.Job) (succeed
 				if msg == "" {
 					msg = t.Reason
 				}
-				failed = append(failed, fmt.Sprintf("pod %s: init container %s exited with code %d: %s", p.Name, cs.Name, t.ExitCode, msg))
+				failed = append(failed, podFailure{text: fmt.Sprintf("pod %s: init container %s exited with code %d: %s", p.Name, cs.Name, t.ExitCode, msg)})
 			}
 		}
 		for _, cs := range p.Status.ContainerStatuses {
@@ -377,11 +377,11 @@ func podResults(ctx context.Context, c client.Reader, job *batchv1.Job) (succeed
 			if t.ExitCode == 0 {
 				succeeded[idx] = t.Message
 			} else {
-				msg := strings.TrimSpace(t.Message)
+				msg, reason := resultError(t.Message)
 				if msg == "" {
 					msg = t.Reason
 				}
-				failed = append(failed, fmt.Sprintf("pod %s exited with code %d: %s", p.Name, t.ExitCode, msg))
+				failed = append(failed, podFailure{text: fmt.Sprintf("pod %s exited with code %d: %s", p.Name, t.ExitCode, msg), reason: reason})
 			}
 		}
 	}
@@ -439,15 +439,16 @@ func sameController(a, b metav1.Object) bool {
 // termination message, else the Job's Failed condition. Callers pass the API reader: the
 // Job's Failed condition can reach the cache before its pods do, and the reason read once is
 // what the revision keeps.
-func jobFailure(ctx context.Context, c client.Reader, job *batchv1.Job, condition string) (string, error) {
+func jobFailure(ctx context.Context, c client.Reader, job *batchv1.Job, condition string) (string, plan.FailureReason, error) {
 	_, failed, err := podResults(ctx, c, job)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if len(failed) > 0 {
-		return errorOf(failed[len(failed)-1]), nil
+		f := failed[len(failed)-1]
+		return f.text, f.reason, nil
 	}
-	return condition, nil
+	return condition, "", nil
 }
 
 // enqueueReferrers maps an object to the objects of its namespace whose field index `field`
@@ -473,15 +474,24 @@ func enqueueReferrers(c client.Client, newList func() client.ObjectList, field s
 	})
 }
 
-// errorOf extracts the "error" field of a JSON result message, or returns the message itself.
-func errorOf(msg string) string {
+// podFailure is why one pod of a Job failed: text names the pod, its exit code and the
+// worker's error; reason is the worker's typed reason (empty for a plain failure).
+type podFailure struct {
+	text   string
+	reason plan.FailureReason
+}
+
+// resultError reads a failed worker's termination message: the "error" and "reason" fields
+// of its JSON result, or the trimmed message itself when it is no such result (a crash).
+func resultError(msg string) (string, plan.FailureReason) {
 	var r struct {
-		Error string `json:"error"`
+		Error  string             `json:"error"`
+		Reason plan.FailureReason `json:"reason"`
 	}
 	if json.Unmarshal([]byte(msg), &r) == nil && r.Error != "" {
-		return r.Error
+		return r.Error, r.Reason
 	}
-	return msg
+	return strings.TrimSpace(msg), ""
 }
 
 // sourceMounts maps a Corpus or dataset source into a workload: PVCs and ConfigMaps become

@@ -57,7 +57,7 @@ func TestRevisionRecordsItsModelHashAndASyncRefusingAChangedFolderStalls(t *test
 	if p.ModelHash != built {
 		t.Fatalf("sync plan modelHash %q, want the revision's %q", p.ModelHash, built)
 	}
-	refusal, _ := json.Marshal(plan.BuildResult{Error: fmt.Sprintf("%s: the model folder /models/m holds %s, but revision %s was embedded with %s", plan.ReasonModelChanged, changed, rev.Name, built)})
+	refusal, _ := json.Marshal(plan.BuildResult{Reason: plan.FailureModelChanged, Error: fmt.Sprintf("%s: the model folder /models/m holds %s, but revision %s was embedded with %s", plan.FailureModelChanged, changed, rev.Name, built)})
 	finishJob(t, sync, 1, string(refusal))
 	eventually(t, 30*time.Second, "Stalled ModelChanged", func() (bool, error) {
 		idx = getIndex(t, ns, "besluiten")

@@ -38,7 +38,7 @@ func TestModelLimitIsAStalledConditionNamingBothNumbers(t *testing.T) {
 	if refusal == nil {
 		t.Fatal("CheckModelLimits accepted 800 tokens for 512 positions")
 	}
-	msg, _ := json.Marshal(plan.BuildResult{Error: refusal.Error()})
+	msg, _ := json.Marshal(plan.BuildResult{Reason: plan.FailureModelLimitExceeded, Error: (&plan.Failure{Reason: plan.FailureModelLimitExceeded, Err: refusal}).Error()})
 	finishJob(t, job, 1, string(msg))
 	eventually(t, 30*time.Second, "Stalled ModelLimitExceeded", func() (bool, error) {
 		idx = getIndex(t, ns, "besluiten")

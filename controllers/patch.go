@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,16 +43,49 @@ const conflictRequeue = 200 * time.Millisecond
 // done patches obj's status at the end of a reconcile (patch) and folds the outcome into the
 // reconcile's result: an object already gone is no error, and a Conflict with no other error
 // runs the reconcile again after conflictRequeue, on a fresh copy, instead of logging one.
-func (p *statusPatcher) done(ctx context.Context, c client.Client, rec events.EventRecorder, obj statusObject, res *ctrl.Result, retErr *error) {
+// stored reports whether the status the reconcile computed is the stored one (patched, or
+// unchanged).
+func (p *statusPatcher) done(ctx context.Context, c client.Client, rec events.EventRecorder, obj statusObject, res *ctrl.Result, retErr *error) (stored bool) {
 	err := p.patch(ctx, c, rec, obj)
 	switch {
-	case err == nil || apierrors.IsNotFound(err):
+	case err == nil:
+		return true
+	case apierrors.IsNotFound(err):
 	case apierrors.IsConflict(err) && *retErr == nil:
 		log.FromContext(ctx).V(1).Info("status patch conflicted: the reconcile read a stale copy; running it again", "error", err.Error())
 		*res = ctrl.Result{RequeueAfter: conflictRequeue}
 	default:
 		*retErr = errors.Join(*retErr, err)
 	}
+	return false
+}
+
+// eventBuffer is the events.EventRecorder of one reconcile: it holds the Events that report a
+// status change (AliasMoved, RevisionBuilt, GateFailed) until that status is stored, so a
+// reconcile whose patch conflicted and runs again reports its decision once, not twice.
+type eventBuffer struct {
+	held []heldEvent
+}
+
+type heldEvent struct {
+	regarding, related              runtime.Object
+	eventtype, reason, action, note string
+	args                            []any
+}
+
+// Eventf holds an Event; see events.EventRecorder.
+func (b *eventBuffer) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	b.held = append(b.held, heldEvent{regarding, related, eventtype, reason, action, note, args})
+}
+
+// flush records the held Events with rec (none when rec is nil) and empties the buffer.
+func (b *eventBuffer) flush(rec events.EventRecorder) {
+	if rec != nil {
+		for _, e := range b.held {
+			rec.Eventf(e.regarding, e.related, e.eventtype, e.reason, e.action, e.note, e.args...)
+		}
+	}
+	b.held = nil
 }
 
 // patch writes obj's status when it differs from the status at fetch time. The patch carries

@@ -30,6 +30,7 @@ import (
 	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/embedder/tokenize"
+	"github.com/ragops/ragops/internal/plan"
 )
 
 // Units a Result's Size is counted in.
@@ -121,7 +122,8 @@ type Chunker struct {
 func NewChunker(s Strategy, model *Model) (*Chunker, error) {
 	if model != nil {
 		if err := registry.CheckModelLimits(s.Spec, model.Limits()); err != nil {
-			return nil, fmt.Errorf("strategy %s: a build with model %s would be refused (Index Stalled): %w", s.Name, model.Config.Name, err)
+			return nil, fmt.Errorf("strategy %s: a build with model %s would be refused (Index Stalled): %w", s.Name, model.Config.Name,
+				&plan.Failure{Reason: plan.FailureModelLimitExceeded, Err: err})
 		}
 	}
 	var sizer chunkers.Sizer

@@ -539,6 +539,10 @@ type RevisionStatus struct {
 	// Message explains a Failed or Rejected phase.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Reason is the Index's Stalled reason for a Failed revision (BuildFailed,
+	// ModelLimitExceeded, ModelChanged, IncompleteCollection), kept while it stays Failed.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 	// Model is the model the revision's vectors were embedded with, recorded when its first
 	// build starts. Evaluations of the revision embed their queries with it, so a revision
 	// measured while spec.model names another model is still queried in its own vector space.

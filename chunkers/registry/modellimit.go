@@ -7,11 +7,6 @@ import (
 	"github.com/ragops/ragops/api/v1alpha1"
 )
 
-// ReasonModelLimitExceeded starts the message of a build refused by CheckModelLimits
-// ("ModelLimitExceeded: spec.size ..."); the Index controller turns it into the Stalled
-// condition's reason.
-const ReasonModelLimitExceeded = "ModelLimitExceeded"
-
 // ModelLimits are the figures of an embedding model that bound a strategy's chunk size,
 // read from the model folder's ragops.json (embedder.Config) and its tokenizer.
 type ModelLimits struct {
@@ -54,8 +49,8 @@ type ModelLimitError struct {
 
 // Error names the field, its value, the positions it needs and the model's limit.
 func (e *ModelLimitError) Error() string {
-	return fmt.Sprintf("%s: %s %d tokens needs %d positions, over model %s's limit of %d positions (room for %d tokens of text per chunk)",
-		ReasonModelLimitExceeded, e.Field, e.Value, e.Need, e.Model, e.Limit, e.Value-(e.Need-e.Limit))
+	return fmt.Sprintf("%s %d tokens needs %d positions, over model %s's limit of %d positions (room for %d tokens of text per chunk)",
+		e.Field, e.Value, e.Need, e.Model, e.Limit, e.Value-(e.Need-e.Limit))
 }
 
 // IsModelLimit reports whether err is or wraps a *ModelLimitError.

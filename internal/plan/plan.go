@@ -113,10 +113,6 @@ type ScanResult struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// ReasonModelChanged starts the error of a build or sync refused because its model folder's
-// hash is not the one its revision was embedded with (Build.ModelHash).
-const ReasonModelChanged = "ModelChanged"
-
 // Build asks `ragops embed` to chunk, embed and write one shard of a corpus into a revision
 // collection.
 type Build struct {
@@ -181,6 +177,9 @@ type BuildResult struct {
 	Seconds float64          `json:"seconds"`
 	Skipped map[string]int64 `json:"skipped,omitempty"`
 	Error   string           `json:"error,omitempty"`
+	// Reason says why the shard failed when it is a refusal the controller names (see
+	// FailureReason); empty for any other failure.
+	Reason FailureReason `json:"reason,omitempty"`
 	// ModelHash is the content hash of the model folder the shard embedded with
 	// (embedder.FolderHash); a model server that loaded another is not wired to the revision.
 	ModelHash string `json:"modelHash,omitempty"`

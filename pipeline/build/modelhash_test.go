@@ -58,7 +58,7 @@ func TestRunRefusesAModelFolderThatChangedUnderItsRevision(t *testing.T) {
 	if err == nil {
 		t.Fatal("Run embedded with a changed model folder")
 	}
-	for _, s := range []string{plan.ReasonModelChanged + ":", "revision r1 was embedded with " + recorded} {
+	for _, s := range []string{string(plan.FailureModelChanged) + ":", "revision r1 was embedded with " + recorded} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("%q does not contain %q", err.Error(), s)
 		}

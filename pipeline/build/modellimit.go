@@ -12,8 +12,8 @@ import (
 
 // checkModelLimits refuses a build whose strategy cannot fit the model in p.ModelDir
 // (registry.CheckModelLimits against its ragops.json and, for a document prefix, its
-// tokenizer) before the model is loaded; the error starts with
-// registry.ReasonModelLimitExceeded.
+// tokenizer) before the model is loaded, with a *plan.Failure of
+// plan.FailureModelLimitExceeded wrapping the *registry.ModelLimitError.
 func checkModelLimits(p plan.Build) error {
 	cfg, err := embedder.ReadConfig(p.ModelDir)
 	if err != nil {
@@ -27,5 +27,8 @@ func checkModelLimits(p plan.Build) error {
 		}
 		l.DocumentPrefixTokens = tok.Size(cfg.DocumentPrefix)
 	}
-	return registry.CheckModelLimits(p.Strategy, l)
+	if err := registry.CheckModelLimits(p.Strategy, l); err != nil {
+		return &plan.Failure{Reason: plan.FailureModelLimitExceeded, Err: err}
+	}
+	return nil
 }

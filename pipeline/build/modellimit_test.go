@@ -30,7 +30,7 @@ func TestRunRefusesAStrategyOverTheModelLimit(t *testing.T) {
 	if !registry.IsModelLimit(err) {
 		t.Fatalf("Run: %v, want a ModelLimitError", err)
 	}
-	for _, s := range []string{registry.ReasonModelLimitExceeded + ":", "spec.size 800", "802 positions", "limit of 512"} {
+	for _, s := range []string{string(plan.FailureModelLimitExceeded) + ":", "spec.size 800", "802 positions", "limit of 512"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("%q does not contain %q", err.Error(), s)
 		}
