@@ -62,7 +62,7 @@ func TestQueryCommandThroughTheKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := store.Search(ctx, idx.Alias, vectorstore.Query{Mode: vectorstore.ModeNearVector, Vector: qv[0], Limit: 3})
+	want, err := store.Search(ctx, idx.Alias, vectorstore.Query{Mode: vectorstore.ModeDense, Vector: qv[0], Limit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,7 @@ import (
 
 // ChunkingStrategy condition reasons.
 const (
-	ReasonInvalidStrategy = "InvalidStrategy"
-	ReasonValid           = "Valid"
+	ReasonValid = "Valid"
 )
 
 // ChunkingStrategyReconciler validates what CEL cannot (regular expressions compile in Go's
@@ -63,7 +62,7 @@ func (r *ChunkingStrategyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	cs.Status.Indexes = names
 
 	if err := registry.Validate(cs.Spec); err != nil {
-		conditions.MarkStalled(&cs, ReasonInvalidStrategy, err.Error())
+		conditions.MarkStalled(&cs, conditions.ReasonInvalidStrategy, err.Error())
 	} else {
 		conditions.MarkReady(&cs, ReasonValid, fmt.Sprintf("%s strategy, size %d %s", cs.Spec.Type, cs.Spec.Size, cs.Spec.Unit))
 	}

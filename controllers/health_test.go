@@ -58,7 +58,7 @@ func TestReplicaHealthOfTheActiveRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := vectorstore.CollectionSpec{Name: p.Collection, Revision: rev, Dimensions: dims}
-	vectorstore.ApplyLayout(&spec, p.Replication, p.Sharding, p.Compression)
+	p.ApplyLayout(&spec)
 	if err := store.EnsureCollection(ctx, spec); err != nil {
 		t.Fatal(err)
 	}

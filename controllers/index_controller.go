@@ -32,7 +32,6 @@ const (
 	ReasonCorpusNotFound   = "CorpusNotFound"
 	ReasonCorpusNotReady   = "CorpusNotReady"
 	ReasonStrategyNotFound = "StrategyNotFound"
-	ReasonStrategyInvalid  = "StrategyInvalid"
 	ReasonInvalidSpec      = "InvalidSpec"
 	ReasonBuilding         = "Building"
 	ReasonBuildFailed      = "BuildFailed"
@@ -299,7 +298,7 @@ func (r *IndexReconciler) resolveInputs(ctx context.Context, st *indexState) (st
 		return stop, err
 	}
 	if err := registry.Validate(cs.Spec); err != nil {
-		return stalled(ReasonStrategyInvalid, fmt.Sprintf("ChunkingStrategy %q: %v", cs.Name, err)), nil
+		return stalled(conditions.ReasonInvalidStrategy, fmt.Sprintf("ChunkingStrategy %q: %v", cs.Name, err)), nil
 	}
 	st.strategy = &cs
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {

@@ -511,7 +511,11 @@ func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev 
 		msg := fmt.Sprintf("revision %s: collection %s queries through %s, not its model server %s; it does not take the alias", rev.Name, rev.Collection, info.Vectorizer.QueryURL, s.endpoint)
 		return stalled(ReasonModelHashMismatch, msg).requeue(jitter(r.Options.DriftInterval)), true
 	case s.problem != "":
-		// The build step may have recorded the revision's hash after the serving step ran.
+		// The build step may have recorded the revision's hash after the serving step ran:
+		// status.serving and ServingReady say what this read found, together.
+		if sv := st.idx.Status.Serving; sv != nil && sv.Deployment == s.name {
+			sv.ReadyReplicas, sv.ModelHash = s.ready, s.modelHash
+		}
 		conditions.Set(st.idx, ragopsv1alpha1.ConditionServingReady, metav1.ConditionFalse, ReasonModelHashMismatch, s.problem)
 		// Looked at again: the folder may be fixed and the server restarted.
 		return stalled(ReasonModelHashMismatch, fmt.Sprintf("revision %s does not take the alias: %s", rev.Name, s.problem)).requeue(jitter(r.Options.DriftInterval)), true

@@ -28,11 +28,11 @@ func (r StoreRetriever) Search(ctx context.Context, q Query, limit int) ([]Chunk
 	vq := vectorstore.Query{Text: q.Text, Vector: q.Vector, Limit: limit, WithText: r.WithText}
 	switch q.Mode {
 	case Dense:
-		vq.Mode = vectorstore.ModeNearVector
+		vq.Mode = vectorstore.ModeDense
 	case BM25:
 		vq.Mode, vq.Vector = vectorstore.ModeBM25, nil
 	case Hybrid:
-		vq.Mode, vq.Alpha, vq.Fusion = vectorstore.ModeHybrid, float32(q.Alpha), q.Fusion
+		vq.Mode, vq.Alpha, vq.Fusion = vectorstore.ModeHybrid, float32(q.Alpha), vectorstore.Fusion(q.Fusion)
 	default:
 		return nil, fmt.Errorf("evaluator: retrieval mode %q, want Dense, BM25 or Hybrid", q.Mode)
 	}

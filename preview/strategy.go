@@ -18,8 +18,8 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/config/crd"
-	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/admission"
+	"github.com/ragops/ragops/internal/conditions"
 )
 
 // strategyCRD is the file in config/crd/bases holding the ChunkingStrategy CRD.
@@ -104,7 +104,7 @@ func ParseStrategy(ctx context.Context, data []byte) (Strategy, error) {
 		return Strategy{}, fmt.Errorf("ChunkingStrategy %q: %w", u.GetName(), err)
 	}
 	if err := registry.Validate(cs.Spec); err != nil {
-		return Strategy{}, fmt.Errorf("ChunkingStrategy %q would be Stalled (%s): %w", cs.Name, controllers.ReasonInvalidStrategy, err)
+		return Strategy{}, fmt.Errorf("ChunkingStrategy %q would be Stalled (%s): %w", cs.Name, conditions.ReasonInvalidStrategy, err)
 	}
 	return Strategy{Name: cs.Name, Spec: cs.Spec}, nil
 }

@@ -100,7 +100,7 @@ func secretKey(ctx context.Context, c client.Reader, ns string, ref *ragopsv1alp
 //
 // Errors: any other value, naming the three.
 func ParseMode(s string) (vectorstore.Mode, error) {
-	for _, m := range []vectorstore.Mode{vectorstore.ModeNearVector, vectorstore.ModeBM25, vectorstore.ModeHybrid} {
+	for _, m := range []vectorstore.Mode{vectorstore.ModeDense, vectorstore.ModeBM25, vectorstore.ModeHybrid} {
 		if strings.EqualFold(s, string(m)) {
 			return m, nil
 		}
@@ -130,7 +130,7 @@ func Run(ctx context.Context, s *vectorstore.Store, alias string, req Request) (
 	q := vectorstore.Query{Mode: req.Mode, Text: req.Text, Limit: req.K, WithText: true}
 	switch req.Mode {
 	case vectorstore.ModeBM25:
-	case vectorstore.ModeNearVector, vectorstore.ModeHybrid:
+	case vectorstore.ModeDense, vectorstore.ModeHybrid:
 		q.EmbedText, q.Alpha = true, req.Alpha
 		coll, found, err := s.GetAlias(ctx, alias)
 		if err != nil {
@@ -147,7 +147,7 @@ func Run(ctx context.Context, s *vectorstore.Store, alias string, req Request) (
 			return nil, fmt.Errorf("query: revision %s (collection %s) has no model server wired, so Weaviate cannot embed a %s query; use --mode bm25, or rebuild with serving enabled", info.Revision, coll, req.Mode)
 		}
 	default:
-		return nil, fmt.Errorf("query: mode %q: want %s, %s or %s", req.Mode, vectorstore.ModeNearVector, vectorstore.ModeBM25, vectorstore.ModeHybrid)
+		return nil, fmt.Errorf("query: mode %q: want %s, %s or %s", req.Mode, vectorstore.ModeDense, vectorstore.ModeBM25, vectorstore.ModeHybrid)
 	}
 	return s.Search(ctx, alias, q)
 }

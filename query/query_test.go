@@ -98,11 +98,11 @@ func TestRunAndPrint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := store.Search(ctx, idx.Alias, vectorstore.Query{Mode: vectorstore.ModeNearVector, Vector: qv[0], Limit: 5})
+	want, err := store.Search(ctx, idx.Alias, vectorstore.Query{Mode: vectorstore.ModeDense, Vector: qv[0], Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []vectorstore.Mode{vectorstore.ModeNearVector, vectorstore.ModeBM25, vectorstore.ModeHybrid} {
+	for _, mode := range []vectorstore.Mode{vectorstore.ModeDense, vectorstore.ModeBM25, vectorstore.ModeHybrid} {
 		hits, err := query.Run(ctx, store, idx.Alias, query.Request{Text: q, Mode: mode, K: 5, Alpha: 0.5})
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
@@ -110,7 +110,7 @@ func TestRunAndPrint(t *testing.T) {
 		if len(hits) != 5 {
 			t.Fatalf("%s: %d hits, want 5", mode, len(hits))
 		}
-		if mode == vectorstore.ModeNearVector {
+		if mode == vectorstore.ModeDense {
 			for i := range hits {
 				if hits[i].ID != want[i].ID {
 					t.Fatalf("dense through the alias: rank %d is %s, nearVector with the embedder's vector has %s", i+1, hits[i].DocID, want[i].DocID)
@@ -143,7 +143,7 @@ func TestRunAndPrint(t *testing.T) {
 			t.Errorf("%s json (%v):\n%s", mode, err, js.String())
 		}
 	}
-	for in, want := range map[string]vectorstore.Mode{"dense": vectorstore.ModeNearVector, "BM25": vectorstore.ModeBM25, "hybrid": vectorstore.ModeHybrid} {
+	for in, want := range map[string]vectorstore.Mode{"dense": vectorstore.ModeDense, "BM25": vectorstore.ModeBM25, "hybrid": vectorstore.ModeHybrid} {
 		if got, err := query.ParseMode(in); err != nil || got != want {
 			t.Errorf("ParseMode(%q) = %q, %v", in, got, err)
 		}
@@ -164,7 +164,7 @@ func TestRunAndPrint(t *testing.T) {
 	if err := store.SetAlias(ctx, alias, name); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := query.Run(ctx, store, alias, query.Request{Text: q, Mode: vectorstore.ModeNearVector, K: 5}); err == nil || !strings.Contains(err.Error(), "--mode bm25") {
+	if _, err := query.Run(ctx, store, alias, query.Request{Text: q, Mode: vectorstore.ModeDense, K: 5}); err == nil || !strings.Contains(err.Error(), "--mode bm25") {
 		t.Errorf("dense on a collection without a model server: %v", err)
 	}
 	if _, err := query.Run(ctx, store, "Missing_alias", query.Request{Text: q, Mode: vectorstore.ModeHybrid, K: 5}); err == nil || !strings.Contains(err.Error(), "no active revision") {

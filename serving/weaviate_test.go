@@ -43,11 +43,11 @@ func TestWeaviateNearTextThroughTheAliasEqualsNearVector(t *testing.T) {
 			}
 			same, hitsAtOne := 0, 0
 			for k, q := range queries {
-				byText, err := store.Search(t.Context(), idx.Alias, vectorstore.Query{Mode: vectorstore.ModeNearVector, Text: q.Text, EmbedText: true, Limit: 10})
+				byText, err := store.Search(t.Context(), idx.Alias, vectorstore.Query{Mode: vectorstore.ModeDense, Text: q.Text, EmbedText: true, Limit: 10})
 				if err != nil {
 					t.Fatal(err)
 				}
-				byVector, err := store.Search(t.Context(), idx.Alias, vectorstore.Query{Mode: vectorstore.ModeNearVector, Vector: vecs[k], Limit: 10})
+				byVector, err := store.Search(t.Context(), idx.Alias, vectorstore.Query{Mode: vectorstore.ModeDense, Vector: vecs[k], Limit: 10})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -273,7 +273,7 @@ func topIDs(ctx context.Context, t *testing.T, s *Store, target string, queries 
 	t.Helper()
 	out := make([][]string, len(queries))
 	for i, q := range queries {
-		hits, err := s.Search(ctx, target, Query{Mode: ModeNearVector, Vector: q, Limit: k})
+		hits, err := s.Search(ctx, target, Query{Mode: ModeDense, Vector: q, Limit: k})
 		if err != nil {
 			t.Fatalf("query %d on %s: %v", i, target, err)
 		}
@@ -388,7 +388,7 @@ func TestClusterShardedTopKEqualsSingleShard(t *testing.T) {
 			}
 		}
 		for _, q := range queries {
-			hits, err := s.Search(ctx, coll, Query{Mode: ModeNearVector, Vector: q, Limit: 10})
+			hits, err := s.Search(ctx, coll, Query{Mode: ModeDense, Vector: q, Limit: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -450,7 +450,7 @@ func TestClusterAliasMovesAtomically(t *testing.T) {
 	for i := range c.Nodes {
 		s := nodeStore(t, c, i, Config{})
 		for deadline := time.Now().Add(30 * time.Second); ; {
-			_, err := s.Search(ctx, alias, Query{Mode: ModeNearVector, Vector: unitVector("warm", dims), Limit: 10})
+			_, err := s.Search(ctx, alias, Query{Mode: ModeDense, Vector: unitVector("warm", dims), Limit: 10})
 			if err == nil {
 				break
 			}
@@ -474,7 +474,7 @@ func TestClusterAliasMovesAtomically(t *testing.T) {
 					return
 				default:
 				}
-				hits, err := s.Search(ctx, alias, Query{Mode: ModeNearVector, Vector: unitVector(fmt.Sprintf("q%d-%d", i, k), dims), Limit: 10})
+				hits, err := s.Search(ctx, alias, Query{Mode: ModeDense, Vector: unitVector(fmt.Sprintf("q%d-%d", i, k), dims), Limit: 10})
 				queries.Add(1)
 				if err != nil {
 					failed.Add(1)

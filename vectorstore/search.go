@@ -7,40 +7,38 @@ import (
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
-
-	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 )
 
-// Mode is a retrieval mode: the type the API (Evaluation.spec.mode), the evaluator and the
-// store share.
-type Mode = ragopsv1alpha1.RetrievalMode
+// Mode is a retrieval mode. Its values are the API's (Evaluation.spec.mode), so an API
+// value converts with Mode(v); the store does not import the API.
+type Mode string
 
 // Retrieval modes.
 const (
-	// ModeNearVector ranks chunks by vector distance to Query.Vector (Weaviate nearVector).
-	ModeNearVector = ragopsv1alpha1.ModeDense
+	// ModeDense ranks chunks by vector distance to Query.Vector (Weaviate nearVector).
+	ModeDense Mode = "Dense"
 	// ModeBM25 ranks chunks by BM25 (Robertson & Zaragoza 2009) of Query.Text over the text property.
-	ModeBM25 = ragopsv1alpha1.ModeBM25
+	ModeBM25 Mode = "BM25"
 	// ModeHybrid fuses BM25 of Query.Text and vector similarity to Query.Vector, weighted by Alpha.
-	ModeHybrid = ragopsv1alpha1.ModeHybrid
+	ModeHybrid Mode = "Hybrid"
 )
 
-// Fusion is how hybrid search merges its BM25 and vector result lists: the type the API,
-// the evaluator and the store share.
-type Fusion = ragopsv1alpha1.FusionType
+// Fusion is how hybrid search merges its BM25 and vector result lists. Its values are the
+// API's (fusion), so an API value converts with Fusion(v).
+type Fusion string
 
 // Hybrid fusion methods (Weaviate's rankedFusion and relativeScoreFusion).
 const (
 	// FusionRanked adds 1/(60+rank) per list (reciprocal rank fusion, Cormack et al. 2009).
-	FusionRanked = ragopsv1alpha1.FusionRanked
+	FusionRanked Fusion = "RankedFusion"
 	// FusionRelativeScore min-max normalises each list's scores, then adds them weighted by alpha.
-	FusionRelativeScore = ragopsv1alpha1.FusionRelativeScore
+	FusionRelativeScore Fusion = "RelativeScoreFusion"
 )
 
 // Query is one search. Limit is required (> 0).
 type Query struct {
 	Mode Mode
-	// Vector is the query embedding (ModeNearVector, ModeHybrid).
+	// Vector is the query embedding (ModeDense, ModeHybrid).
 	Vector []float32
 	// Text is the keyword query (ModeBM25, ModeHybrid).
 	Text string
@@ -53,7 +51,7 @@ type Query struct {
 	// WithText also returns each hit's chunk text.
 	WithText bool
 	// EmbedText lets Weaviate embed Text with the collection's vectorizer (the model server
-	// of a [Transformers] collection) instead of sending Vector: ModeNearVector runs as
+	// of a [Transformers] collection) instead of sending Vector: ModeDense runs as
 	// nearText, ModeHybrid as hybrid without a vector. Vector must be empty. Through an alias
 	// the query is embedded by the model of the collection the alias points at.
 	EmbedText bool
@@ -75,9 +73,9 @@ type Hit struct {
 	// Text is the chunk text when Query.WithText was set.
 	Text string
 	// Score is higher-is-better: BM25 score (ModeBM25), fused score (ModeHybrid), or
-	// 1 - distance (ModeNearVector; the cosine similarity for cosine distance).
+	// 1 - distance (ModeDense; the cosine similarity for cosine distance).
 	Score float32
-	// Distance is the vector distance (ModeNearVector only).
+	// Distance is the vector distance (ModeDense only).
 	Distance float32
 }
 
@@ -87,8 +85,8 @@ func (q *Query) validate(target string) error {
 	}
 	if q.EmbedText {
 		switch {
-		case q.Mode != ModeNearVector && q.Mode != ModeHybrid:
-			return fmt.Errorf("vectorstore: search %s: EmbedText applies to %s and %s, not %s", target, ModeNearVector, ModeHybrid, q.Mode)
+		case q.Mode != ModeDense && q.Mode != ModeHybrid:
+			return fmt.Errorf("vectorstore: search %s: EmbedText applies to %s and %s, not %s", target, ModeDense, ModeHybrid, q.Mode)
 		case len(q.Vector) != 0:
 			return fmt.Errorf("vectorstore: search %s: EmbedText with a Query.Vector: send one or the other", target)
 		case q.Text == "":
@@ -96,7 +94,7 @@ func (q *Query) validate(target string) error {
 		}
 	}
 	switch q.Mode {
-	case ModeNearVector:
+	case ModeDense:
 		if len(q.Vector) == 0 && !q.EmbedText {
 			return fmt.Errorf("vectorstore: search %s: nearVector needs Query.Vector", target)
 		}
@@ -117,7 +115,7 @@ func (q *Query) validate(target string) error {
 			return fmt.Errorf("vectorstore: search %s: Fusion %q: want %s or %s", target, q.Fusion, FusionRanked, FusionRelativeScore)
 		}
 	default:
-		return fmt.Errorf("vectorstore: search %s: Mode %q: want %s, %s or %s", target, q.Mode, ModeNearVector, ModeBM25, ModeHybrid)
+		return fmt.Errorf("vectorstore: search %s: Mode %q: want %s, %s or %s", target, q.Mode, ModeDense, ModeBM25, ModeHybrid)
 	}
 	return nil
 }
@@ -137,12 +135,12 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 	}
 	req := s.client.Experimental().Search().WithCollection(target).WithLimit(q.Limit).
 		WithProperties(props...).
-		WithMetadata(&graphql.Metadata{ID: true, Distance: q.Mode == ModeNearVector, Score: q.Mode != ModeNearVector})
+		WithMetadata(&graphql.Metadata{ID: true, Distance: q.Mode == ModeDense, Score: q.Mode != ModeDense})
 	if s.cfg.ReadConsistency != "" {
 		req = req.WithConsistencyLevel(s.cfg.ReadConsistency)
 	}
 	switch q.Mode {
-	case ModeNearVector:
+	case ModeDense:
 		if q.EmbedText {
 			req = req.WithNearText((&graphql.NearTextArgumentBuilder{}).WithConcepts([]string{q.Text}))
 		} else {
@@ -189,7 +187,7 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 		if lv, ok := r.Properties[PropHeadingPath].(*pb.ListValue); ok {
 			h.HeadingPath = lv.GetTextValues().GetValues()
 		}
-		if q.Mode == ModeNearVector {
+		if q.Mode == ModeDense {
 			h.Distance = r.Metadata.Distance
 			h.Score = 1 - r.Metadata.Distance
 		} else {

@@ -178,7 +178,7 @@ func TestSearchModes(t *testing.T) {
 	}
 	target := chunks[len(chunks)/2]
 
-	hits, err := s.Search(ctx, name, Query{Mode: ModeNearVector, Vector: target.Vector, Limit: 5})
+	hits, err := s.Search(ctx, name, Query{Mode: ModeDense, Vector: target.Vector, Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestAliasRepointUnderConcurrentQueries(t *testing.T) {
 			for i := 0; !stop.Load(); i++ {
 				c := chunks[(w*31+i)%len(chunks)]
 				qs := []Query{
-					{Mode: ModeNearVector, Vector: c.Vector, Limit: 10},
+					{Mode: ModeDense, Vector: c.Vector, Limit: 10},
 					{Mode: ModeBM25, Text: c.Text, Limit: 10},
 					{Mode: ModeHybrid, Text: c.Text, Vector: c.Vector, Alpha: 0.5, Limit: 10},
 				}
@@ -392,7 +392,7 @@ func TestTypedErrors(t *testing.T) {
 
 	t.Run("dimension mismatch on query", func(t *testing.T) {
 		var de *DimensionError
-		_, err := s.Search(ctx, name, Query{Mode: ModeNearVector, Vector: unitVector("q", dims+3), Limit: 3})
+		_, err := s.Search(ctx, name, Query{Mode: ModeDense, Vector: unitVector("q", dims+3), Limit: 3})
 		if !errors.As(err, &de) || de.Expected != dims || de.Actual != dims+3 || IsRetryable(err) {
 			t.Fatalf("got %v, want *DimensionError expected %d actual %d", err, dims, dims+3)
 		}
@@ -427,7 +427,7 @@ func TestTypedErrors(t *testing.T) {
 		}
 		checks := map[string]error{}
 		checks["upsert"] = s2.Upsert(ctx, c2, chunks)
-		_, checks["search"] = s2.Search(ctx, c2, Query{Mode: ModeNearVector, Vector: chunks[0].Vector, Limit: 3})
+		_, checks["search"] = s2.Search(ctx, c2, Query{Mode: ModeDense, Vector: chunks[0].Vector, Limit: 3})
 		_, checks["count"] = s2.Count(ctx, c2)
 		_, _, checks["get alias"] = s2.GetAlias(ctx, "Rag_x")
 		checks["ready"] = s2.Ready(ctx)

@@ -41,7 +41,7 @@ func TestTLSWithPrivateCAForRESTAndGRPC(t *testing.T) {
 	if err := s.Upsert(ctx, coll, chunks); err != nil {
 		t.Fatalf("gRPC batch over TLS: %v", err)
 	}
-	hits, err := s.Search(ctx, coll, Query{Mode: ModeNearVector, Vector: []float32{0, 1, 0, 0}, Limit: 2})
+	hits, err := s.Search(ctx, coll, Query{Mode: ModeDense, Vector: []float32{0, 1, 0, 0}, Limit: 2})
 	if err != nil || len(hits) != 2 || hits[0].DocID != "b" {
 		t.Fatalf("gRPC nearVector over TLS: hits %+v err %v, want b first of 2", hits, err)
 	}
@@ -72,7 +72,7 @@ func TestTLSWithPrivateCAForRESTAndGRPC(t *testing.T) {
 	if err := bad.Upsert(ctx, coll, chunks[:1]); err == nil {
 		t.Error("gRPC batch with an untrusted server certificate succeeded")
 	}
-	if _, err := bad.Search(ctx, coll, Query{Mode: ModeNearVector, Vector: []float32{1, 0, 0, 0}, Limit: 1}); err == nil {
+	if _, err := bad.Search(ctx, coll, Query{Mode: ModeDense, Vector: []float32{1, 0, 0, 0}, Limit: 1}); err == nil {
 		t.Error("gRPC search with an untrusted server certificate succeeded")
 	}
 	// The proxy records a refused handshake when it reads the client's alert: wait for it.

@@ -100,7 +100,7 @@ func TestTransformersCollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	query := "cerebral white matter in newborns"
-	got, err := s.Search(ctx, alias, Query{Mode: ModeNearVector, Text: query, EmbedText: true, Limit: 5})
+	got, err := s.Search(ctx, alias, Query{Mode: ModeDense, Text: query, EmbedText: true, Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestTransformersCollection(t *testing.T) {
 	if len(calls) != 1 || calls[0] != (inferenceCall{Path: "/query/vectors", Text: query, Task: "query", Pooling: "masked_mean"}) {
 		t.Fatalf("nearText called %+v, want one query call at /query/vectors", calls)
 	}
-	want, err := s.Search(ctx, alias, Query{Mode: ModeNearVector, Vector: unitVector(query, dims), Limit: 5})
+	want, err := s.Search(ctx, alias, Query{Mode: ModeDense, Vector: unitVector(query, dims), Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +131,8 @@ func TestTransformersCollection(t *testing.T) {
 	}
 	for _, bad := range []Query{
 		{Mode: ModeBM25, Text: query, EmbedText: true, Limit: 1},
-		{Mode: ModeNearVector, Text: query, Vector: unitVector(query, dims), EmbedText: true, Limit: 1},
-		{Mode: ModeNearVector, EmbedText: true, Limit: 1},
+		{Mode: ModeDense, Text: query, Vector: unitVector(query, dims), EmbedText: true, Limit: 1},
+		{Mode: ModeDense, EmbedText: true, Limit: 1},
 	} {
 		if _, err := s.Search(ctx, alias, bad); err == nil {
 			t.Errorf("query %+v accepted", bad)

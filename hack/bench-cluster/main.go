@@ -165,7 +165,7 @@ func importAndQuery(ctx context.Context, s *vectorstore.Store, spec vectorstore.
 	var lat []float64
 	for _, q := range qvecs {
 		t := time.Now()
-		if _, err := s.Search(ctx, spec.Name, vectorstore.Query{Mode: vectorstore.ModeNearVector, Vector: q, Limit: 10}); err != nil {
+		if _, err := s.Search(ctx, spec.Name, vectorstore.Query{Mode: vectorstore.ModeDense, Vector: q, Limit: 10}); err != nil {
 			log.Fatal(err)
 		}
 		lat = append(lat, float64(time.Since(t).Microseconds())/1000)

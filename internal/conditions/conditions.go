@@ -11,10 +11,14 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 )
 
-// Reasons shared by every kind. Kind-specific reasons live with their controllers.
+// Reasons shared by more than one kind (and by the preview, which reports what a
+// controller would). Kind-specific reasons live with their controllers.
 const (
 	ReasonSucceeded   = "Succeeded"
 	ReasonProgressing = "Progressing"
+	// ReasonInvalidStrategy: a ChunkingStrategy fails the chunker's own checks; the
+	// strategy and every Index that uses it are Stalled with it.
+	ReasonInvalidStrategy = "InvalidStrategy"
 )
 
 // Getter is a resource with conditions and a generation.

@@ -151,7 +151,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	}
 	spec := vectorstore.CollectionSpec{Name: p.Collection, Revision: p.Revision, Dimensions: model.Dimension(),
 		Index: vectorIndex(p.VectorIndex)}
-	vectorstore.ApplyLayout(&spec, p.Replication, p.Sharding, p.Compression)
+	p.ApplyLayout(&spec)
 	if p.ModelServer != "" {
 		spec.Vectorizer = vectorstore.Transformers{PassageURL: p.ModelServer, QueryURL: p.ModelServer,
 			Pooling: vectorstore.TransformersPooling(string(model.Config().Pooling))}
