@@ -1,5 +1,16 @@
-// Command ragops is the ragops operator and its workers: one binary, one image, with the
-// subcommands manager, embed, evaluate and version.
+// Command ragops is the ragops operator, its workers and its command-line tools: one binary,
+// one image. Subcommands:
+//
+//   - manager: the operator (the Corpus, ChunkingStrategy, Index, Evaluation and Experiment
+//     reconcilers);
+//   - scan, embed, evaluate, fetch: the Job workers (list a corpus, build or sync a revision,
+//     run an Evaluation, fetch a model or data set);
+//   - serve: the model server that embeds queries for a revision (text2vec-transformers API);
+//   - chunk: preview a ChunkingStrategy on local files;
+//   - query: search an Index through its alias;
+//   - report, compare: render Evaluations, and compare two paired;
+//   - experiment winner|leaderboard: read an Experiment's outcome;
+//   - version.
 package main
 
 import (

@@ -10,8 +10,10 @@ func NewRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "ragops",
 		Short: "A Kubernetes operator that manages RAG indexes declaratively",
-		Long: `ragops reconciles Corpus, ChunkingStrategy, Index and Evaluation resources.
-The same binary runs the operator (manager) and its Job workers (embed, evaluate).`,
+		Long: `ragops reconciles Corpus, ChunkingStrategy, Index, Evaluation and Experiment resources.
+The same binary runs the operator (manager), its Job workers (scan, embed, evaluate, fetch),
+the model server (serve) and the tools that read what it built (chunk, query, report,
+compare, experiment).`,
 		SilenceUsage: true,
 	}
 	root.AddCommand(newVersionCommand())
