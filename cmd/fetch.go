@@ -1,12 +1,11 @@
 package cmd
 
 import (
-	"net/http"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ragops/ragops/corpus"
+	"github.com/ragops/ragops/internal/fetch"
 )
 
 func newFetchCommand() *cobra.Command {
@@ -19,8 +18,7 @@ func newFetchCommand() *cobra.Command {
 			if err := os.MkdirAll(dest, 0o755); err != nil {
 				return err
 			}
-			_, err := corpus.Fetch(c.Context(), url, sum, http.Header{}, dest)
-			return err
+			return fetch.Fetch(c.Context(), url, dest, fetch.Options{SHA256: sum, RequireSHA256: true})
 		},
 	}
 	f := c.Flags()

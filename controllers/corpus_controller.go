@@ -175,36 +175,26 @@ func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.
 	for k, v := range cm.BinaryData {
 		files[k] = v
 	}
-	keys := make([]string, 0, len(files))
-	for k := range files {
-		keys = append(keys, k)
+	// Listed as a scan Job lists the same files on a volume (one formula for every source):
+	// the format decides whether a .jsonl is one BEIR record per line.
+	listed, skips, err := corpus.List(ctx, files, plan.Source{Format: c.Spec.Format, Include: c.Spec.Include, Exclude: c.Spec.Exclude, MaxDocumentBytes: c.Spec.MaxDocumentBytes})
+	if err != nil {
+		conditions.MarkStalled(c, ReasonSourceUnreadable, fmt.Sprintf("ConfigMap %s: %v", cm.Name, err))
+		return ctrl.Result{}, nil
 	}
-	sort.Strings(keys)
-	h := sha256.New()
-	var docs, size int64
-	skipped := map[string]int64{}
-	for _, k := range keys {
-		ok, err := corpus.Selected(k, c.Spec.Include, c.Spec.Exclude)
-		if err != nil {
-			conditions.MarkStalled(c, ReasonSourceUnreadable, err.Error())
-			return ctrl.Result{}, nil
-		}
-		if !ok {
-			continue
-		}
-		if c.Spec.MaxDocumentBytes > 0 && int64(len(files[k])) > c.Spec.MaxDocumentBytes {
-			skipped["TooLarge"]++
-			continue
-		}
-		sum := sha256.Sum256(files[k])
-		fmt.Fprintf(h, "%s\x00%x\n", k, sum)
-		docs++
-		size += int64(len(files[k]))
+	var size int64
+	for _, d := range listed {
+		size += d.Size
 	}
-	if len(skipped) == 0 {
-		skipped = nil
+	var skipped map[string]int64
+	for _, sk := range skips {
+		if skipped == nil {
+			skipped = map[string]int64{}
+		}
+		skipped[sk.Reason]++
 	}
-	rev := hex.EncodeToString(h.Sum(nil))[:12]
+	docs := int64(len(listed))
+	rev := corpus.Revision(listed)
 	if rev != c.Status.Revision || c.Status.LastSyncTime == nil {
 		c.Status.LastSyncTime = &metav1.Time{Time: r.now().Truncate(time.Second)}
 	}

@@ -10,12 +10,14 @@ package corpus
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -242,7 +244,27 @@ func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep
 		return nil
 	}
 	cr := &countingReader{r: f}
-	sc := bufio.NewScanner(cr)
+	line, err := scanRecords(ctx, cr, rel, s.spec.MaxDocumentBytes, list, keep, visit, skip)
+	if err != nil {
+		return err
+	}
+	// A file truncated or rewritten in place while it was read ends early, or ends with
+	// another size or modification time than listed.
+	err = sameFile(listed, f)
+	if err == nil && cr.n != listed.Size() {
+		err = fmt.Errorf("read %d of its %d listed bytes", cr.n, listed.Size())
+	}
+	if err != nil {
+		skip(Skipped{ID: rel, Reason: ReasonChangedWhileRead, Err: fmt.Errorf("changed while it was read (after line %d): %w", line, err), Container: true})
+	}
+	return nil
+}
+
+// scanRecords visits the BEIR records of r, one JSON document per line, as Walk does for the
+// file rel: a line that does not parse is skipped as rel:line, a record over maxBytes as
+// TooLarge. It returns the lines read; a read error (a line over beir.MaxLineBytes) ends it.
+func scanRecords(ctx context.Context, r io.Reader, rel string, maxBytes int64, list bool, keep func(string) bool, visit func(Document) error, skip func(Skipped)) (int, error) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), beir.MaxLineBytes)
 	line := 0
 	for sc.Scan() {
@@ -263,8 +285,8 @@ func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep
 		if keep != nil && !keep(id) {
 			continue
 		}
-		if max := s.spec.MaxDocumentBytes; max > 0 && int64(len(raw)) > max {
-			skip(Skipped{ID: id, Reason: string(reader.TooLarge), Err: fmt.Errorf("%d bytes, limit %d", len(raw), max)})
+		if maxBytes > 0 && int64(len(raw)) > maxBytes {
+			skip(Skipped{ID: id, Reason: string(reader.TooLarge), Err: fmt.Errorf("%d bytes, limit %d", len(raw), maxBytes)})
 			continue
 		}
 		d := Document{ID: id, Hash: hashOf(raw), Size: int64(len(raw))}
@@ -272,25 +294,57 @@ func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep
 			d.Doc = doc
 		}
 		if err := visit(d); err != nil {
-			return err
+			return line, err
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return line, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s line %d: %w", rel, line+1, err)
+		return line, fmt.Errorf("%s line %d: %w", rel, line+1, err)
 	}
-	// A file truncated or rewritten in place while it was read ends early, or ends with
-	// another size or modification time than listed.
-	err = sameFile(listed, f)
-	if err == nil && cr.n != listed.Size() {
-		err = fmt.Errorf("read %d of its %d listed bytes", cr.n, listed.Size())
+	return line, nil
+}
+
+// List lists documents held in memory, files by flat name (a ConfigMap's keys), exactly as
+// Open and Walk with list set list a folder holding those files: the same selection
+// (src.Include, src.Exclude), the same BEIR split by src.Format (one document per
+// corpus.jsonl record), src.MaxDocumentBytes and hashes, so that Revision(docs) is the
+// revision a scan of the folder reports. Doc is unset; skipped documents come with reasons.
+// Errors: a bad glob, a read error inside a BEIR file (a line over beir.MaxLineBytes).
+func List(ctx context.Context, files map[string][]byte, src plan.Source) (docs []Document, skipped []Skipped, err error) {
+	s := &Source{spec: src}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		if strings.HasPrefix(name, "..") {
+			continue
+		}
+		ok, err := Selected(name, src.Include, src.Exclude)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			names = append(names, name)
+		}
 	}
-	if err != nil {
-		skip(Skipped{ID: rel, Reason: ReasonChangedWhileRead, Err: fmt.Errorf("changed while it was read (after line %d): %w", line, err), Container: true})
+	sort.Strings(names)
+	visit := func(d Document) error { docs = append(docs, d); return nil }
+	skip := func(sk Skipped) { skipped = append(skipped, sk) }
+	for _, name := range names {
+		data := files[name]
+		if s.isBEIR(name) {
+			if _, err := scanRecords(ctx, bytes.NewReader(data), name, src.MaxDocumentBytes, true, nil, visit, skip); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		if max := src.MaxDocumentBytes; max > 0 && int64(len(data)) > max {
+			skip(Skipped{ID: name, Reason: string(reader.TooLarge), Err: fmt.Errorf("%d bytes, limit %d", len(data), max)})
+			continue
+		}
+		_ = visit(Document{ID: name, Hash: hashOf(data), Size: int64(len(data))})
 	}
-	return nil
+	return docs, skipped, nil
 }
 
 // sameFile returns an error saying what differs when the open file f is not the file listed

@@ -256,3 +256,70 @@ func TestWalkReportsAContainerTruncatedWhileRead(t *testing.T) {
 		}
 	}
 }
+
+// The same files listed from memory (a ConfigMap's keys) and from a folder (a PVC) give the
+// same documents, skips and revision: a BEIR corpus.jsonl counts one document per record in
+// both, not one per file.
+func TestListInMemoryMatchesAScanOfTheSameFolder(t *testing.T) {
+	big := strings.Repeat("x", 300)
+	files := map[string][]byte{
+		"corpus.jsonl": []byte(`{"_id":"d1","title":"Beslispunt","text":"De raad besluit."}
+{"_id":"d2","text":"Motivering van het besluit."}
+
+not json
+{"_id":"d3","text":"` + big + `"}
+{"_id":"d4","text":"Stemverhouding: 21 voor, 8 tegen."}
+`),
+		"notulen.md":  []byte("# Notulen\n\nDe vergadering opent om 19.30 uur.\n"),
+		"concept.txt": []byte("excluded by the glob"),
+		"bijlage.md":  []byte("# Bijlage\n\n" + big),
+	}
+	src := plan.Source{Format: ragopsv1alpha1.FormatAuto, Exclude: []string{"*.txt"}, MaxDocumentBytes: 200}
+
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folder := src
+	folder.Dir = dir
+	s, err := Open(context.Background(), folder, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scanned []Document
+	var scanSkips []string
+	if err := s.Walk(context.Background(), true, nil, func(d Document) error { scanned = append(scanned, d); return nil },
+		func(sk Skipped) { scanSkips = append(scanSkips, sk.ID+" "+sk.Reason) }); err != nil {
+		t.Fatal(err)
+	}
+
+	listed, skipped, err := List(context.Background(), files, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listSkips []string
+	for _, sk := range skipped {
+		listSkips = append(listSkips, sk.ID+" "+sk.Reason)
+	}
+	ids := func(docs []Document) string {
+		var out []string
+		for _, d := range docs {
+			out = append(out, fmt.Sprintf("%s/%s/%d", d.ID, d.Hash, d.Size))
+		}
+		return strings.Join(out, " ")
+	}
+	if ids(listed) != ids(scanned) {
+		t.Errorf("listed from memory %s\nscanned from a folder %s", ids(listed), ids(scanned))
+	}
+	if len(listed) != 4 {
+		t.Errorf("%d documents (%s), want 4: three records of corpus.jsonl and notulen.md", len(listed), ids(listed))
+	}
+	if strings.Join(listSkips, ",") != strings.Join(scanSkips, ",") || len(listSkips) != 3 {
+		t.Errorf("skipped from memory %v, from a folder %v; want corpus.jsonl:4 Corrupt, d3 and bijlage.md TooLarge", listSkips, scanSkips)
+	}
+	if a, b := Revision(listed), Revision(scanned); a != b {
+		t.Errorf("revision from memory %s, from a folder %s", a, b)
+	}
+}

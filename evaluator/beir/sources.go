@@ -1,16 +1,8 @@
 package beir
 
 import (
-	"archive/tar"
-	"archive/zip"
-	"bufio"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -19,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing/fstest"
+
+	"github.com/ragops/ragops/internal/fetch"
 )
 
 // ConfigMapQrelsKey returns the ConfigMap key that holds qrels/<split>.tsv. ConfigMap keys
@@ -63,80 +57,22 @@ type FetchOptions struct {
 }
 
 // Fetch downloads a data set archive (tar.gz/tgz or zip, told apart by their magic bytes),
-// checks its SHA-256, and extracts it under dir, which must exist and be empty or absent.
-// It returns the folder inside dir that holds corpus.jsonl: the archive root or its single
-// top-level folder, as BEIR's own zips have (scifact/corpus.jsonl). Entries that would land
-// outside dir, links and devices are errors; so is a checksum mismatch, which names both sums.
+// checks its SHA-256, and extracts it under dir (package internal/fetch, into dir/data,
+// replaced on every call). It returns the folder inside that holds corpus.jsonl: the archive
+// root or its single top-level folder, as BEIR's own zips have (scifact/corpus.jsonl).
+// Entries that would land outside dir, links and devices are errors; so is a checksum
+// mismatch, which names both sums, and a missing checksum.
 func Fetch(ctx context.Context, url, dir string, opts FetchOptions) (string, error) {
-	want := strings.ToLower(strings.TrimSpace(opts.SHA256))
-	if len(want) != 64 || strings.Trim(want, "0123456789abcdef") != "" {
-		return "", fmt.Errorf("beir: fetch %s: sha256 %q is not 64 hex digits (a checksum is required)", url, opts.SHA256)
-	}
 	limit := opts.MaxBytes
 	if limit <= 0 {
 		limit = 8 << 30
-	}
-	client := opts.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("beir: %w", err)
-	}
-	archive, err := os.CreateTemp(dir, ".download-*")
-	if err != nil {
-		return "", fmt.Errorf("beir: %w", err)
-	}
-	defer os.Remove(archive.Name())
-	defer archive.Close()
-
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", fmt.Errorf("beir: fetch %s: %w", url, err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("beir: fetch %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("beir: fetch %s: HTTP status %s", url, resp.Status)
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(archive, h), io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return "", fmt.Errorf("beir: fetch %s: %w", url, err)
-	}
-	if n > limit {
-		return "", fmt.Errorf("beir: fetch %s: archive larger than %d bytes", url, limit)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return "", fmt.Errorf("beir: fetch %s: sha256 mismatch: got %s, want %s", url, got, want)
-	}
-	if _, err := archive.Seek(0, io.SeekStart); err != nil {
-		return "", fmt.Errorf("beir: %w", err)
 	}
 	dest := filepath.Join(dir, "data")
 	if err := os.RemoveAll(dest); err != nil {
 		return "", fmt.Errorf("beir: %w", err)
 	}
-	magic := make([]byte, 4)
-	if _, err := io.ReadFull(archive, magic); err != nil {
-		return "", fmt.Errorf("beir: fetch %s: archive too short: %w", url, err)
-	}
-	if _, err := archive.Seek(0, io.SeekStart); err != nil {
+	if err := fetch.Fetch(ctx, url, dest, fetch.Options{Client: opts.Client, SHA256: opts.SHA256, RequireSHA256: true, MaxBytes: limit}); err != nil {
 		return "", fmt.Errorf("beir: %w", err)
-	}
-	switch {
-	case magic[0] == 0x1f && magic[1] == 0x8b:
-		err = extractTarGz(archive, dest, limit)
-	case string(magic) == "PK\x03\x04":
-		err = extractZip(archive, n, dest, limit)
-	default:
-		err = fmt.Errorf("not a gzip or zip archive (first bytes %x)", magic)
-	}
-	if err != nil {
-		return "", fmt.Errorf("beir: fetch %s: %w", url, err)
 	}
 	root, err := findRoot(dest)
 	if err != nil {
@@ -170,108 +106,4 @@ func findRoot(dest string) (string, error) {
 	default:
 		return "", fmt.Errorf("archive has %d top-level folders with %s; want one", len(found), CorpusFile)
 	}
-}
-
-// safeJoin maps an archive entry name to a path under dest, refusing escapes.
-func safeJoin(dest, name string) (string, error) {
-	clean := path.Clean(strings.TrimPrefix(strings.ReplaceAll(name, "\\", "/"), "./"))
-	if clean == "." {
-		return dest, nil
-	}
-	if !fs.ValidPath(clean) {
-		return "", fmt.Errorf("entry %q would be written outside the destination", name)
-	}
-	return filepath.Join(dest, filepath.FromSlash(clean)), nil
-}
-
-func writeEntry(target string, r io.Reader, budget *int64) error {
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	n, err := io.Copy(f, io.LimitReader(r, *budget+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	*budget -= n
-	if *budget < 0 {
-		return errors.New("extracted data exceeds the size limit")
-	}
-	return nil
-}
-
-func extractTarGz(r io.Reader, dest string, limit int64) error {
-	gz, err := gzip.NewReader(bufio.NewReader(r))
-	if err != nil {
-		return err
-	}
-	defer gz.Close()
-	tr := tar.NewReader(gz)
-	budget := limit
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		target, err := safeJoin(dest, hdr.Name)
-		if err != nil {
-			return err
-		}
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := writeEntry(target, tr, &budget); err != nil {
-				return fmt.Errorf("entry %q: %w", hdr.Name, err)
-			}
-		case tar.TypeXGlobalHeader:
-		default:
-			return fmt.Errorf("entry %q: type %q is not a file or folder", hdr.Name, hdr.Typeflag)
-		}
-	}
-}
-
-func extractZip(r io.ReaderAt, size int64, dest string, limit int64) error {
-	zr, err := zip.NewReader(r, size)
-	if err != nil {
-		return err
-	}
-	budget := limit
-	for _, zf := range zr.File {
-		target, err := safeJoin(dest, zf.Name)
-		if err != nil {
-			return err
-		}
-		mode := zf.Mode()
-		switch {
-		case mode.IsDir():
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-		case mode.IsRegular():
-			rc, err := zf.Open()
-			if err != nil {
-				return fmt.Errorf("entry %q: %w", zf.Name, err)
-			}
-			err = writeEntry(target, rc, &budget)
-			rc.Close()
-			if err != nil {
-				return fmt.Errorf("entry %q: %w", zf.Name, err)
-			}
-		default:
-			return fmt.Errorf("entry %q: mode %v is not a file or folder", zf.Name, mode)
-		}
-	}
-	return nil
 }
