@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,6 +38,7 @@ func newManagerCommand() *cobra.Command {
 		outageWait, jobStopTimeout          time.Duration
 		indexConcurrency                    int
 		watchNamespaces                     []string
+		managerNamespace                    string
 		zapOpts                             = zap.Options{}
 	)
 	c := &cobra.Command{
@@ -72,7 +74,7 @@ func newManagerCommand() *cobra.Command {
 			}
 			ctx := ctrl.SetupSignalHandler()
 			if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
-				WorkerImage: workerImage, ProgressInterval: progress, DriftInterval: drift, FinalizerTimeout: finalizerTimeout,
+				WorkerImage: workerImage, ManagerNamespace: managerNamespace, ProgressInterval: progress, DriftInterval: drift, FinalizerTimeout: finalizerTimeout,
 				IndexConcurrency: indexConcurrency, WeaviateOutageWait: outageWait, JobStopTimeout: jobStopTimeout,
 			}); err != nil {
 				return err
@@ -97,6 +99,7 @@ func newManagerCommand() *cobra.Command {
 	f.IntVar(&indexConcurrency, "index-concurrency", 4, "how many Indexes reconcile at once")
 	f.DurationVar(&outageWait, "worker-weaviate-outage-wait", 0, "how long embedder workers wait out an unavailable Weaviate before their shard fails (0: the worker's default, 5m)")
 	f.StringSliceVar(&watchNamespaces, "watch-namespaces", nil, "namespaces whose Corpora, Indexes and Evaluations (and their Jobs, ConfigMaps, Secrets) the manager watches, comma-separated (default: all)")
+	f.StringVar(&managerNamespace, "manager-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "the manager's namespace, whose manager pods model server NetworkPolicies admit to read /meta (env POD_NAMESPACE; default: the service account's namespace)")
 	f.DurationVar(&jobStopTimeout, "job-stop-timeout", 5*time.Minute, "how long an Index's deletion waits for its running Jobs' pods to stop before force-deleting them")
 	f.DurationVar(&finalizerTimeout, "finalizer-timeout", 15*time.Minute, "how long deletion waits for Weaviate before leaving collections behind")
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)
@@ -110,4 +113,13 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// inClusterNamespace is the namespace of the pod's service account; empty outside a cluster.
+func inClusterNamespace() string {
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

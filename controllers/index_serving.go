@@ -268,6 +268,7 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 		Volumes: w.volumes, Mounts: w.mounts, Init: w.init,
 		Device: string(device), Precision: string(precision), Replicas: max(sv.Replicas, 1),
 		Resources: sv.Resources, NodeSelector: sv.NodeSelector, Tolerations: sv.Tolerations,
+		ManagerNamespace: r.Options.ManagerNamespace,
 		WeaviateNamespaces: slices.Sorted(func(yield func(string) bool) {
 			for ns := range weaviateNS {
 				if !yield(ns) {

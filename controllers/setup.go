@@ -26,6 +26,9 @@ import (
 type Options struct {
 	// WorkerImage is the ragops image the Jobs run (scan, embed, evaluate).
 	WorkerImage string
+	// ManagerNamespace is the namespace the manager runs in: model server NetworkPolicies
+	// admit its pods there so it can read /meta. Empty: none (a manager outside a cluster).
+	ManagerNamespace string
 	// NewStore opens a vector store for an Index's Weaviate endpoint; nil means
 	// NewWeaviateStore with one cached Store per endpoint and API key.
 	NewStore StoreFactory

@@ -68,7 +68,14 @@ type Server struct {
 	// WeaviateNamespaces are the namespaces whose pods (Weaviate) the NetworkPolicy admits
 	// besides the server's own namespace.
 	WeaviateNamespaces []string
+	// ManagerNamespace is the operator's namespace: its manager pods (ManagerPodLabels) are
+	// admitted too, to read /meta (the loaded model's hash). Empty admits none from there.
+	ManagerNamespace string
 }
+
+// ManagerPodLabels select the operator's manager pods (config/manager and the Helm chart
+// label them so).
+var ManagerPodLabels = map[string]string{"control-plane": "controller-manager"}
 
 // Endpoint is the base URL of the server's Service inside the cluster.
 func (s *Server) Endpoint() string {
@@ -185,9 +192,9 @@ func (s *Server) Service() *corev1.Service {
 	}
 }
 
-// NetworkPolicy admits traffic to the server's port from the pods of its own namespace and of
-// WeaviateNamespaces only (matched by the kubernetes.io/metadata.name label every namespace
-// carries).
+// NetworkPolicy admits traffic to the server's port from the pods of its own namespace, of
+// WeaviateNamespaces and the manager pods of ManagerNamespace only (namespaces matched by
+// the kubernetes.io/metadata.name label every namespace carries).
 func (s *Server) NetworkPolicy() *networkingv1.NetworkPolicy {
 	peers := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
 	seen := map[string]bool{s.Namespace: true}
@@ -199,6 +206,12 @@ func (s *Server) NetworkPolicy() *networkingv1.NetworkPolicy {
 		peers = append(peers, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
 			MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
 		}})
+	}
+	if ns := s.ManagerNamespace; ns != "" && ns != s.Namespace {
+		peers = append(peers, networkingv1.NetworkPolicyPeer{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: maps.Clone(ManagerPodLabels)},
+		})
 	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: s.meta(),

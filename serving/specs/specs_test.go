@@ -147,6 +147,26 @@ func TestNetworkPolicy(t *testing.T) {
 	}
 }
 
+// The manager reads /meta from its own namespace: its pods there (and no other pod of that
+// namespace) are admitted; a manager in the server's namespace needs no peer of its own.
+func TestNetworkPolicyAdmitsTheManager(t *testing.T) {
+	s := server()
+	s.WeaviateNamespaces, s.ManagerNamespace = []string{"weaviate"}, "ragops-system"
+	from := s.NetworkPolicy().Spec.Ingress[0].From
+	if len(from) != 3 {
+		t.Fatalf("peers %+v, want the namespace's pods, Weaviate's namespace and the manager", from)
+	}
+	m := from[2]
+	if m.NamespaceSelector == nil || m.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "ragops-system" ||
+		m.PodSelector == nil || m.PodSelector.MatchLabels["control-plane"] != "controller-manager" || len(m.PodSelector.MatchLabels) != 1 {
+		t.Errorf("manager peer %+v: want the controller-manager pods of ragops-system", m)
+	}
+	s.ManagerNamespace = s.Namespace
+	if n := len(s.NetworkPolicy().Spec.Ingress[0].From); n != 2 {
+		t.Errorf("%d peers with the manager in the server's namespace, want 2", n)
+	}
+}
+
 func TestWeaviateNamespace(t *testing.T) {
 	for _, tc := range []struct {
 		url, want string

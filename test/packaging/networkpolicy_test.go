@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/serving/specs"
 )
 
 // egressPorts returns the set of "PROTO/port" over every egress rule of np.
@@ -84,6 +85,26 @@ func TestManagerNetworkPolicyRendersAndDryRuns(t *testing.T) {
 		if !got[p] {
 			t.Errorf("egress lacks %s", p)
 		}
+	}
+	// The manager reads /meta from model servers in any namespace: the pods the controller
+	// labels so (as an Index's serving reconcile does), on the server's port.
+	srv := specs.Server{Name: "ragops-serve-0", Namespace: "team-a", Replicas: 1,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "ragops", "app.kubernetes.io/component": "model-server"}}
+	podLabels := labels.Set(srv.Deployment().Spec.Template.Labels)
+	admitted := false
+	for _, r := range np.Spec.Egress {
+		for _, to := range r.To {
+			ps, err := metav1.LabelSelectorAsSelector(to.PodSelector)
+			if to.PodSelector == nil || err != nil || ps.Empty() || !ps.Matches(podLabels) || to.NamespaceSelector == nil || len(to.NamespaceSelector.MatchLabels) != 0 {
+				continue
+			}
+			for _, p := range r.Ports {
+				admitted = admitted || p.Port.IntVal == specs.Port
+			}
+		}
+	}
+	if !admitted {
+		t.Errorf("no egress rule reaches model server pods %v in any namespace on port %d", podLabels, specs.Port)
 	}
 	dryRun(t, objs, systemNS)
 }
