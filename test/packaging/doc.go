@@ -2,7 +2,9 @@
 // engine), the kustomize configuration under config/ (rendered with the kustomize Go API and
 // applied with server-side dry-run to a real kube-apiserver), the least privilege of the
 // generated ClusterRole (the real `ragops manager` binary, impersonating its ServiceAccount,
-// through a full reconcile of every kind), and the manager's Prometheus endpoint.
+// through a full reconcile of every kind), the manager's Prometheus endpoint, and the
+// documentation (README.md as a front door; the relative links of README.md, BENCHMARKS.md
+// and docs/).
 //
 // The package has no non-test code. Its tests need prepared parts, found through environment
 // variables; without them they skip, and with RAGOPS_REQUIRE_ALL=1 (CI) they fail naming the
