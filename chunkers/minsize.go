@@ -27,7 +27,7 @@ import (
 //
 // The rule follows the minimum-chunk-size merge of semchunk and LlamaIndex's
 // SentenceSplitter tail handling in spirit; the measurements behind it (short tails of
-// SciFact abstracts outranking whole abstracts under e5-small-v2) are in README.md.
+// SciFact abstracts outranking whole abstracts under e5-small-v2) are in docs/results.md.
 // Errors: minSize < 0, minSize >= the chunker's size, or a Chunker this package did not
 // build.
 func WithMinSize(c Chunker, minSize int) (Chunker, error) {

@@ -20,7 +20,7 @@ func runReport(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// TestReportFromFile renders the README's SciFact Evaluations from a kubectl List file: the
+// TestReportFromFile renders the SciFact Evaluations of docs/results.md from a kubectl List file: the
 // format comes from the extension or --format, a picture is written with the table printed
 // beside it, objects of other namespaces are left out, and --index charts revisions.
 func TestReportFromFile(t *testing.T) {

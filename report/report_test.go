@@ -22,7 +22,7 @@ var (
 	spanFill   = hex(green.R, green.G, green.B)
 )
 
-// scifact reads the twelve SciFact Evaluations of the README's table.
+// scifact reads the twelve SciFact Evaluations of the table in docs/results.md.
 func scifact(t *testing.T) []ragopsv1alpha1.Evaluation {
 	t.Helper()
 	b, err := os.ReadFile("testdata/scifact-evaluations.yaml")

@@ -1,4 +1,4 @@
-"""Where does a fixed-507 SciFact Index lose against whole abstracts? (README, "SciFact per
+"""Where does a fixed-507 SciFact Index lose against whole abstracts? (docs/results.md, "SciFact per
 model through the operator".)
 
 Reads every chunk vector of a `make demo-models` collection back from Weaviate, embeds the 300

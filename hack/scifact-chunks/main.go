@@ -6,7 +6,7 @@
 // pooling, ONNX Runtime), and runs the 300 test queries through package evaluator against an
 // exact in-memory index of each variant's chunk vectors (cosine, documents ranked by their
 // best chunk, as an Evaluation ranks them). A "first" variant keeps only each document's
-// first chunk of the minSize-0 cut (README: e5-small-v2 fixed-507 0.6634 all chunks, 0.6872
+// first chunk of the minSize-0 cut (docs/results.md: e5-small-v2 fixed-507 0.6634 all chunks, 0.6872
 // first chunks).
 //
 //	nice -n 10 go run ./hack/scifact-chunks -model .cache/models/e5-small-v2 \
