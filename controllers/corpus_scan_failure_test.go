@@ -26,13 +26,23 @@ import (
 // was started by what the test did.
 func failedS3Corpus(t *testing.T, ns string) (*ragopsv1alpha1.Corpus, *corev1.Secret) {
 	t.Helper()
-	ctx := context.Background()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
 		Data: map[string][]byte{"accesskey": []byte("raad"), "secretkey": []byte("verkeerd")}}
-	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
-		Spec: ragopsv1alpha1.CorpusSpec{S3: &ragopsv1alpha1.S3Source{Endpoint: "https://s3.example.org", Bucket: "besluiten",
-			SecretRef: &ragopsv1alpha1.LocalObjectReference{Name: "s3-creds"}}}}
-	for _, o := range []client.Object{secret, corpus} {
+	spec := ragopsv1alpha1.CorpusSpec{S3: &ragopsv1alpha1.S3Source{Endpoint: "https://s3.example.org", Bucket: "besluiten",
+		SecretRef: &ragopsv1alpha1.LocalObjectReference{Name: "s3-creds"}}}
+	corpus := failedScan(t, ns, spec, `{"error":"list s3://besluiten/: SignatureDoesNotMatch: the request signature we calculated does not match"}`,
+		"SignatureDoesNotMatch", secret)
+	return corpus, secret
+}
+
+// failedScan creates refs and a Corpus "besluiten" with spec, plays its first scan Job
+// failing with the result errJSON, and returns the Corpus once it reports SourceUnreadable
+// naming want.
+func failedScan(t *testing.T, ns string, spec ragopsv1alpha1.CorpusSpec, errJSON, want string, refs ...client.Object) *ragopsv1alpha1.Corpus {
+	t.Helper()
+	ctx := context.Background()
+	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"}, Spec: spec}
+	for _, o := range append(refs, corpus) {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +52,7 @@ func failedS3Corpus(t *testing.T, ns string) (*ragopsv1alpha1.Corpus, *corev1.Se
 		jobs = ownedJobs(t, ns, corpus)
 		return len(jobs) == 1, nil
 	})
-	finishJob(t, &jobs[0], 1, `{"error":"list s3://besluiten/: SignatureDoesNotMatch: the request signature we calculated does not match"}`)
+	finishJob(t, &jobs[0], 1, errJSON)
 	eventually(t, 30*time.Second, "the failed scan reported", func() (bool, error) {
 		var c ragopsv1alpha1.Corpus
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), &c); err != nil {
@@ -50,12 +60,12 @@ func failedS3Corpus(t *testing.T, ns string) (*ragopsv1alpha1.Corpus, *corev1.Se
 		}
 		r := condition(&c, ragopsv1alpha1.ConditionReady)
 		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == controllers.ReasonSourceUnreadable &&
-			strings.Contains(r.Message, "SignatureDoesNotMatch"), nil
+			strings.Contains(r.Message, want), nil
 	})
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), corpus); err != nil {
 		t.Fatal(err)
 	}
-	return corpus, secret
+	return corpus
 }
 
 // waitSecondScan waits up to 10 s (a third of the first backoff) for a second scan Job,
@@ -222,27 +232,8 @@ func TestFailedScanIgnoresAStatusWriteToItsPVC(t *testing.T) {
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "archief"},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-	corpus := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"},
-		Spec: ragopsv1alpha1.CorpusSpec{PVC: &ragopsv1alpha1.PVCSource{ClaimName: "archief"}}}
-	for _, o := range []client.Object{pvc, corpus} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var jobs []batchv1.Job
-	eventually(t, 30*time.Second, "the first scan Job", func() (bool, error) {
-		jobs = ownedJobs(t, ns, corpus)
-		return len(jobs) == 1, nil
-	})
-	finishJob(t, &jobs[0], 1, `{"error":"open /corpus/besluiten: no such file or directory"}`)
-	eventually(t, 30*time.Second, "the failed scan reported", func() (bool, error) {
-		var c ragopsv1alpha1.Corpus
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(corpus), &c); err != nil {
-			return false, err
-		}
-		r := condition(&c, ragopsv1alpha1.ConditionReady)
-		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == controllers.ReasonSourceUnreadable, nil
-	})
+	corpus := failedScan(t, ns, ragopsv1alpha1.CorpusSpec{PVC: &ragopsv1alpha1.PVCSource{ClaimName: "archief"}},
+		`{"error":"open /corpus/besluiten: no such file or directory"}`, "no such file or directory", pvc)
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	pvc.Status.Phase = corev1.ClaimBound
 	if err := env.Client.Status().Update(ctx, pvc); err != nil {

@@ -309,7 +309,8 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 		src.Git = &pinned
 	}
 	if incremental {
-		w.annotations = map[string]string{annotationCorpusRevision: st.corpus.Status.Revision}
+		w.annotations = map[string]string{annotationCorpusRevision: st.corpus.Status.Revision,
+			annotationSyncAttempt: strconv.Itoa(int(rev.SyncAttempt))}
 	}
 	modelDir := modelMounts(w, "model", plan.ModelDir, model, w.image)
 	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,10 @@ import (
 // annotationCorpusRevision on a sync Job records the corpus revision it syncs, which the
 // revision records once the Job has finished.
 const annotationCorpusRevision = "ragops.dev/corpus-revision"
+
+// annotationSyncAttempt on a sync Job records the revision's SyncAttempt it was created
+// under: a status whose SyncAttempt is past it has recorded that the Job was superseded.
+const annotationSyncAttempt = "ragops.dev/sync-attempt"
 
 // maxSyncRetries bounds the automatic retries of a failed corpus sync; then it stalls until a
 // new ragops.dev/retry value.
@@ -243,33 +248,60 @@ func syncBackoff(n int32) time.Duration {
 }
 
 // stopSupersededSyncs stops the running sync Jobs of rev other than current (another corpus
-// revision, or an older attempt) and returns those not gone yet. Stopping one bumps
-// rev.SyncAttempt, and when rev records the current corpus revision it is cleared: the stopped
-// Job may have written part of its own corpus revision, so a fresh sync must run.
+// revision, or an older attempt) and returns those not gone yet. A superseded Job may have
+// written part of its own corpus revision, so a fresh sync must run: first rev.SyncAttempt
+// moves past the Job's and rev.CorpusRevision is cleared, and only a later reconcile, which
+// reads that status stored, deletes the Job. A crash between the two therefore never leaves
+// the revision recording a corpus revision the stopped Job wrote into.
 func (r *IndexReconciler) stopSupersededSyncs(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, current string) ([]string, error) {
 	jobs, err := r.revisionJobs(ctx, st.idx, rev.Name)
 	if err != nil {
 		return nil, err
 	}
 	var stopping []string
-	for _, j := range jobs {
+	var superseded []*batchv1.Job
+	next := rev.SyncAttempt
+	for i := range jobs {
+		j := &jobs[i]
 		if j.Labels[labelJobKind] != jobKindSync || j.Name == current {
 			continue
 		}
-		if s, _ := stateOf(&j); s != jobRunning {
+		if s, _ := stateOf(j); s != jobRunning {
 			continue // finished: its pods have terminated and write nothing
 		}
-		if j.DeletionTimestamp.IsZero() {
-			if err := deleteJob(ctx, r.Client, j.Namespace, j.Name); err != nil {
-				return nil, err
-			}
-			rev.SyncAttempt++
-			rev.CorpusRevision = ""
-			st.events.Eventf(st.idx, nil, corev1.EventTypeNormal, "SyncSuperseded", "Sync", "revision %s: sync Job %s stopped: the Corpus moved to revision %s", rev.Name, j.Name, st.corpus.Status.Revision)
-		}
 		stopping = append(stopping, j.Name)
+		if !j.DeletionTimestamp.IsZero() {
+			continue
+		}
+		superseded = append(superseded, j)
+		if a := jobSyncAttempt(j, rev.SyncAttempt); a >= next {
+			next = a + 1
+		}
+	}
+	if next > rev.SyncAttempt {
+		// Recorded first; the Jobs go once this status is stored (the next reconcile).
+		rev.SyncAttempt, rev.CorpusRevision = next, ""
+		for _, j := range superseded {
+			st.events.Eventf(st.idx, nil, corev1.EventTypeNormal, "SyncSuperseded", "Sync", "revision %s: sync Job %s is stopped: the Corpus moved to revision %s", rev.Name, j.Name, st.corpus.Status.Revision)
+		}
+		return stopping, nil
+	}
+	for _, j := range superseded {
+		if err := deleteJob(ctx, r.Client, j.Namespace, j.Name); err != nil {
+			return nil, err
+		}
 	}
 	return stopping, nil
+}
+
+// jobSyncAttempt is the SyncAttempt a sync Job was created under; def for a Job created
+// before the annotation.
+func jobSyncAttempt(j *batchv1.Job, def int32) int32 {
+	n, err := strconv.Atoi(j.Annotations[annotationSyncAttempt])
+	if err != nil {
+		return def
+	}
+	return int32(n)
 }
 
 // servingMessage is the Ready message of an Index whose revision serves, with the revision's

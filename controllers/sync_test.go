@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -229,4 +231,82 @@ func TestFailedSyncIsRetriedAutomaticallyWithBackoff(t *testing.T) {
 // collectionOf returns fixture's collection name of revision rev in ns.
 func collectionOf(ns, rev string) (string, error) {
 	return vectorstore.CollectionName(ns, "besluiten", rev)
+}
+
+// refusingJobDeletes fails, while armed, every Delete of a Job in namespace ns, as an API
+// server that times out would: the reconcile that stops a superseded sync never gets to
+// delete it.
+type refusingJobDeletes struct {
+	client.Client
+	ns      string
+	armed   *atomic.Bool
+	refused *atomic.Int32
+}
+
+func (c refusingJobDeletes) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if _, ok := obj.(*batchv1.Job); ok && obj.GetNamespace() == c.ns && c.armed.Load() {
+		c.refused.Add(1)
+		return apierrors.NewTimeoutError("the Job delete was refused by the test", 1)
+	}
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+// Defect 2, the crash window: the revision records that a superseded sync may have written
+// (its corpus revision cleared, a new sync attempt) before the Job is stopped, so a manager
+// that dies between the two, here one whose Job deletes all fail, never leaves the revision
+// recording a corpus revision the stopped Job wrote into. Once deletes work again the Job is
+// stopped and a fresh sync of the new corpus revision runs.
+func TestSupersededSyncIsRecordedBeforeItIsStopped(t *testing.T) {
+	ns := newNamespace(t)
+	r1, syncY, _ := syncFixture(t, ns)
+	var armed atomic.Bool
+	var refused atomic.Int32
+	armed.Store(true)
+	stopManager()
+	if err := startManagerWith(func(c client.Client) client.Client {
+		return refusingJobDeletes{Client: c, ns: ns, armed: &armed, refused: &refused}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stopManager()
+		if err := startManager(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	z := editDoc(t, ns, "c.md", "# Stemverhouding\n20 voor, 9 tegen.")
+	eventually(t, 30*time.Second, "the superseded sync recorded", func() (bool, error) {
+		r := revisionOf(t, ns, r1)
+		return r.CorpusRevision == "" && r.SyncAttempt > 0, nil
+	})
+	eventually(t, 30*time.Second, "a refused delete of the superseded sync", func() (bool, error) {
+		return refused.Load() > 0, nil
+	})
+	if j, ok := syncJobsOf(t, ns, r1)[syncY.Name]; !ok || !j.DeletionTimestamp.IsZero() {
+		t.Fatalf("sync Job %s gone or deleting while every delete was refused", syncY.Name)
+	}
+	if r := revisionOf(t, ns, r1); r.CorpusRevision != "" {
+		t.Fatalf("revision %s records corpus revision %s while the superseded sync still runs", r1, r.CorpusRevision)
+	}
+	idx := getIndex(t, ns, "besluiten")
+	for name, j := range syncJobsOf(t, ns, r1) {
+		if name != syncY.Name {
+			t.Fatalf("sync Job %s started while the superseded %s was still running (%+v)", name, syncY.Name, j.Status)
+		}
+	}
+
+	armed.Store(false)
+	eventually(t, 30*time.Second, "sync-Y stopped", func() (bool, error) {
+		j, ok := syncJobsOf(t, ns, r1)[syncY.Name]
+		return !ok || !j.DeletionTimestamp.IsZero(), nil
+	})
+	playGC(t, *syncY)
+	syncZ := waitSyncJob(t, ns, idx, syncY.Name)
+	if syncZ.Annotations["ragops.dev/corpus-revision"] != z {
+		t.Fatalf("sync Job %s annotations %v, want corpus revision %s", syncZ.Name, syncZ.Annotations, z)
+	}
+	finishJob(t, syncZ, 0, string(syncResult))
+	eventually(t, 30*time.Second, "corpus revision Z recorded", func() (bool, error) {
+		return revisionOf(t, ns, r1).CorpusRevision == z, nil
+	})
 }

@@ -18,13 +18,7 @@ import (
 // recorded model hash runs on the same folder and is refused, before the model is loaded or
 // Weaviate is touched (the plan names none), once one byte of the folder's tokenizer changed.
 func TestRunRefusesAModelFolderThatChangedUnderItsRevision(t *testing.T) {
-	src := os.Getenv("RAGOPS_MODEL_DIR")
-	if src == "" {
-		if os.Getenv("RAGOPS_REQUIRE_ALL") == "1" {
-			t.Fatal("RAGOPS_MODEL_DIR is not set: run hack/prepare.d/embedder.sh")
-		}
-		t.Skip("RAGOPS_MODEL_DIR is not set: run hack/prepare.d/embedder.sh")
-	}
+	src := need(t, "RAGOPS_MODEL_DIR", "run hack/prepare.d/embedder.sh")
 	dir := t.TempDir()
 	entries, err := os.ReadDir(src)
 	if err != nil {
