@@ -14,6 +14,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/metrics"
@@ -254,9 +256,18 @@ func syncBackoff(n int32) time.Duration {
 // reads that status stored, deletes the Job. A crash between the two therefore never leaves
 // the revision recording a corpus revision the stopped Job wrote into.
 func (r *IndexReconciler) stopSupersededSyncs(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, current string) ([]string, error) {
-	jobs, err := r.revisionJobs(ctx, st.idx, rev.Name)
-	if err != nil {
+	// Listed from the API server: a sync Job created moments ago may not be in the cache yet,
+	// and missing it would let the revision count as synced while it writes.
+	var list batchv1.JobList
+	if err := r.Options.reader(r.Client).List(ctx, &list, client.InNamespace(st.idx.Namespace),
+		client.MatchingLabels{LabelManagedBy: managedBy, LabelRevision: rev.Name, labelJobKind: jobKindSync}); err != nil {
 		return nil, err
+	}
+	var jobs []batchv1.Job
+	for _, j := range list.Items {
+		if metav1.IsControlledBy(&j, st.idx) {
+			jobs = append(jobs, j)
+		}
 	}
 	var stopping []string
 	var superseded []*batchv1.Job
