@@ -59,18 +59,9 @@ func TestSideEffectsBeforeAConflictingStatusPatchAreIdempotent(t *testing.T) {
 
 	var armed atomic.Bool
 	var conflicts atomic.Int32
-	stopManager()
-	if err := startManagerWith(func(c client.Client) client.Client {
+	restartManagerWith(t, func(c client.Client) client.Client {
 		return conflictingStatus{Client: c, ns: ns, armed: &armed, conflicts: &conflicts}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stopManager()
-		if err := startManager(); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	})
 	armed.Store(true)
 	setStrategySize(t, ns, 100)
 	idx := getIndex(t, ns, "besluiten")

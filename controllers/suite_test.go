@@ -105,6 +105,22 @@ var stopManager func()
 // points k8s at its client. A test that restarts the manager calls stopManager first.
 func startManager() error { return startManagerWith(nil) }
 
+// restartManagerWith replaces the running manager with one whose client wrap wraps, and
+// puts a plain one back when the test ends.
+func restartManagerWith(t *testing.T, wrap func(client.Client) client.Client) {
+	t.Helper()
+	stopManager()
+	if err := startManagerWith(wrap); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopManager()
+		if err := startManager(); err != nil {
+			t.Errorf("restart the manager for the next tests: %v", err)
+		}
+	})
+}
+
 // startManagerWith is startManager with the manager's client wrapped by wrap (nil: as is), to
 // inject API faults into the controllers' writes.
 func startManagerWith(wrap func(client.Client) client.Client) error {

@@ -106,15 +106,7 @@ func TestSupersededSyncIsStoppedBeforeTheNextStarts(t *testing.T) {
 			t.Fatalf("sync Job %s started while the superseded %s was still going", name, syncY.Name)
 		}
 	}
-	playGC(t, *syncY)
-	syncZ := waitSyncJob(t, ns, idx, syncY.Name)
-	if syncZ.Annotations["ragops.dev/corpus-revision"] != z {
-		t.Fatalf("sync Job %s annotations %v, want corpus revision %s", syncZ.Name, syncZ.Annotations, z)
-	}
-	finishJob(t, syncZ, 0, string(syncResult))
-	eventually(t, 30*time.Second, "corpus revision Z recorded", func() (bool, error) {
-		return revisionOf(t, ns, r1).CorpusRevision == z, nil
-	})
+	syncZ := syncAfterTheStoppedOne(t, ns, idx, r1, syncY, z)
 
 	// Z -> W -> Z while sync-W runs: not Ready on Z until a fresh sync of Z has run (sync-W
 	// may have written part of W).
@@ -233,6 +225,23 @@ func collectionOf(ns, rev string) (string, error) {
 	return vectorstore.CollectionName(ns, "besluiten", rev)
 }
 
+// syncAfterTheStoppedOne plays the garbage collector for the stopped sync Job, then waits
+// for the next sync of revision rev, checks it syncs corpus revision want, finishes it and
+// waits until rev records want.
+func syncAfterTheStoppedOne(t *testing.T, ns string, idx *ragopsv1alpha1.Index, rev string, stopped *batchv1.Job, want string) *batchv1.Job {
+	t.Helper()
+	playGC(t, *stopped)
+	next := waitSyncJob(t, ns, idx, stopped.Name)
+	if next.Annotations["ragops.dev/corpus-revision"] != want {
+		t.Fatalf("sync Job %s annotations %v, want corpus revision %s", next.Name, next.Annotations, want)
+	}
+	finishJob(t, next, 0, string(syncResult))
+	eventually(t, 30*time.Second, "corpus revision "+want+" recorded", func() (bool, error) {
+		return revisionOf(t, ns, rev).CorpusRevision == want, nil
+	})
+	return next
+}
+
 // refusingJobDeletes fails, while armed, every Delete of a Job in namespace ns, as an API
 // server that times out would: the reconcile that stops a superseded sync never gets to
 // delete it.
@@ -262,18 +271,9 @@ func TestSupersededSyncIsRecordedBeforeItIsStopped(t *testing.T) {
 	var armed atomic.Bool
 	var refused atomic.Int32
 	armed.Store(true)
-	stopManager()
-	if err := startManagerWith(func(c client.Client) client.Client {
+	restartManagerWith(t, func(c client.Client) client.Client {
 		return refusingJobDeletes{Client: c, ns: ns, armed: &armed, refused: &refused}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stopManager()
-		if err := startManager(); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	})
 	z := editDoc(t, ns, "c.md", "# Stemverhouding\n20 voor, 9 tegen.")
 	eventually(t, 30*time.Second, "the superseded sync recorded", func() (bool, error) {
 		r := revisionOf(t, ns, r1)
@@ -300,13 +300,5 @@ func TestSupersededSyncIsRecordedBeforeItIsStopped(t *testing.T) {
 		j, ok := syncJobsOf(t, ns, r1)[syncY.Name]
 		return !ok || !j.DeletionTimestamp.IsZero(), nil
 	})
-	playGC(t, *syncY)
-	syncZ := waitSyncJob(t, ns, idx, syncY.Name)
-	if syncZ.Annotations["ragops.dev/corpus-revision"] != z {
-		t.Fatalf("sync Job %s annotations %v, want corpus revision %s", syncZ.Name, syncZ.Annotations, z)
-	}
-	finishJob(t, syncZ, 0, string(syncResult))
-	eventually(t, 30*time.Second, "corpus revision Z recorded", func() (bool, error) {
-		return revisionOf(t, ns, r1).CorpusRevision == z, nil
-	})
+	syncAfterTheStoppedOne(t, ns, idx, r1, syncY, z)
 }
