@@ -15,8 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/vectorstore"
+	"k8s.io/apimachinery/pkg/watch"
+	"strconv"
 )
 
 // editDoc rewrites one document of fixture's ConfigMap corpus and returns the Corpus's new
@@ -301,4 +304,121 @@ func TestSupersededSyncIsRecordedBeforeItIsStopped(t *testing.T) {
 		return !ok || !j.DeletionTimestamp.IsZero(), nil
 	})
 	syncAfterTheStoppedOne(t, ns, idx, r1, syncY, z)
+}
+
+// syncFixture builds and activates revision r1 and changes the corpus; it returns the sync
+// Job the controller starts.
+func syncFixture(t *testing.T, ns string) (r1 string, sync *batchv1.Job, corpusRev string) {
+	t.Helper()
+	fixture(t, ns, nil)
+	r1, _ = buildRevision(t, ns, "besluiten")
+	idx := waitActive(t, ns, "besluiten", r1)
+	before := idx.Status.Revisions[0].CorpusRevision
+	ctx := context.Background()
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "docs"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["b.md"] = "# Motivering\nHet voorstel is gewijzigd."
+	if err := env.Client.Update(ctx, &cm); err != nil {
+		t.Fatal(err)
+	}
+	var corpus ragopsv1alpha1.Corpus
+	eventually(t, 20*time.Second, "new corpus revision", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &corpus)
+		return err == nil && corpus.Status.Revision != before, err
+	})
+	return r1, waitSyncJob(t, ns, idx, ""), corpus.Status.Revision
+}
+
+// waitSyncJob waits for a running sync Job other than `not`.
+func waitSyncJob(t *testing.T, ns string, idx *ragopsv1alpha1.Index, not string) *batchv1.Job {
+	t.Helper()
+	var sync *batchv1.Job
+	eventually(t, 30*time.Second, "sync Job", func() (bool, error) {
+		for _, j := range ownedJobs(t, ns, idx) {
+			if strings.Contains(j.Name, "-sync-") && j.Name != not && j.Status.Succeeded == 0 && j.Status.Failed == 0 {
+				sync = &j
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return sync
+}
+
+// Defect 4: a failed sync Job is retried with the retry annotation, under a new Job.
+func TestFailedSyncIsRetriedWithTheRetryAnnotation(t *testing.T) {
+	ns := newNamespace(t)
+	r1, sync, corpusRev := syncFixture(t, ns)
+	finishJob(t, sync, 1, `{"error":"weaviate: connection refused"}`)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "Stalled after the failed sync", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionStalled)
+		return c != nil && strings.Contains(c.Message, "connection refused") && strings.Contains(c.Message, controllers.AnnotationRetry), nil
+	})
+	patchAnnotation(t, idx, controllers.AnnotationRetry, "1")
+	again := waitSyncJob(t, ns, idx, sync.Name)
+	res, _ := json.Marshal(plan.BuildResult{Documents: 1, Unchanged: 2, Chunks: 2})
+	finishJob(t, again, 0, string(res))
+	eventually(t, 30*time.Second, "sync recorded", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionReady)
+		return idx.Status.Revisions[0].CorpusRevision == corpusRev && c != nil && c.Status == metav1.ConditionTrue &&
+			condition(idx, ragopsv1alpha1.ConditionStalled) == nil, nil
+	})
+	if idx.Status.ActiveRevision != r1 || idx.Status.LastHandledRetry != "1" {
+		t.Errorf("active %s lastHandledRetry %q, want %s and 1", idx.Status.ActiveRevision, idx.Status.LastHandledRetry, r1)
+	}
+}
+
+// Defect 4: the sync Job is deleted only after the Index status that records its result is
+// persisted (etcd revisions order the two writes).
+func TestSyncJobIsDeletedAfterItsResultIsPersisted(t *testing.T) {
+	ns := newNamespace(t)
+	_, sync, corpusRev := syncFixture(t, ns)
+	ctx := context.Background()
+	wc := watchClient()
+	var idxs ragopsv1alpha1.IndexList
+	if err := wc.List(ctx, &idxs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	iw, err := wc.Watch(ctx, &ragopsv1alpha1.IndexList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: idxs.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer iw.Stop()
+	var jobs batchv1.JobList
+	if err := wc.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	jw, err := wc.Watch(ctx, &batchv1.JobList{}, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: jobs.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jw.Stop()
+	res, _ := json.Marshal(plan.BuildResult{Documents: 1, Unchanged: 2, Chunks: 2})
+	finishJob(t, sync, 0, string(res))
+
+	rv := func(o metav1.Object) int64 { n, _ := strconv.ParseInt(o.GetResourceVersion(), 10, 64); return n }
+	var recorded, deleted int64
+	timeout := time.After(30 * time.Second)
+	for recorded == 0 || deleted == 0 {
+		select {
+		case ev := <-iw.ResultChan():
+			if ix, ok := ev.Object.(*ragopsv1alpha1.Index); ok && recorded == 0 && len(ix.Status.Revisions) > 0 && ix.Status.Revisions[0].CorpusRevision == corpusRev {
+				recorded = rv(ix)
+			}
+		case ev := <-jw.ResultChan():
+			if j, ok := ev.Object.(*batchv1.Job); ok && j.Name == sync.Name && deleted == 0 && (ev.Type == watch.Deleted || !j.DeletionTimestamp.IsZero()) {
+				deleted = rv(j)
+			}
+		case <-timeout:
+			t.Fatalf("status recorded at %d, Job deleted at %d: one did not happen", recorded, deleted)
+		}
+	}
+	if deleted < recorded {
+		t.Fatalf("sync Job deleted (resourceVersion %d) before its result was persisted (%d)", deleted, recorded)
+	}
 }
