@@ -5,7 +5,6 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,13 +76,7 @@ func TestIndexDeletedWhileItsBuildRuns(t *testing.T) {
 	ns := newNamespace(t)
 	fixture(t, ns, nil)
 	ctx := context.Background()
-	var idx *ragopsv1alpha1.Index
-	eventually(t, 30*time.Second, "building revision", func() (bool, error) {
-		idx = getIndex(t, ns, "besluiten")
-		return len(idx.Status.Revisions) == 1, nil
-	})
-	rev := idx.Status.Revisions[0]
-	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", rev.Name))
+	idx, rev, job := firstBuild(t, ns)
 	writeChunks(t, rev.Collection, rev.Name) // the pod is writing
 	if err := env.Client.Delete(ctx, idx); err != nil {
 		t.Fatal(err)

@@ -145,13 +145,7 @@ func TestSpecChangeDuringBuildStopsTheSupersededJob(t *testing.T) {
 	ns := newNamespace(t)
 	fixture(t, ns, func(ix *ragopsv1alpha1.Index) { ix.Spec.Rollout.RevisionHistoryLimit = 1 })
 	ctx := context.Background()
-	var idx *ragopsv1alpha1.Index
-	eventually(t, 30*time.Second, "building revision", func() (bool, error) {
-		idx = getIndex(t, ns, "besluiten")
-		return len(idx.Status.Revisions) == 1, nil
-	})
-	r1 := idx.Status.Revisions[0]
-	job1 := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", r1.Name))
+	idx, r1, job1 := firstBuild(t, ns)
 	// The first build's pod has started writing.
 	s := directStore(t)
 	c1 := r1.Collection
@@ -197,13 +191,7 @@ func TestShardResultsSurviveTheirPods(t *testing.T) {
 	ns := newNamespace(t)
 	fixture(t, ns, nil)
 	ctx := context.Background()
-	var idx *ragopsv1alpha1.Index
-	eventually(t, 30*time.Second, "building revision", func() (bool, error) {
-		idx = getIndex(t, ns, "besluiten")
-		return len(idx.Status.Revisions) == 1, nil
-	})
-	rev := idx.Status.Revisions[0]
-	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", rev.Name))
+	idx, rev, job := firstBuild(t, ns)
 	writeChunks(t, rev.Collection, rev.Name)
 	// The shard's pod succeeds; the Job has not completed yet.
 	res, _ := json.Marshal(plan.BuildResult{Documents: 3, Chunks: 6, Tokens: 600, Seconds: 2})

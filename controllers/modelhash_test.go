@@ -26,13 +26,7 @@ func TestRevisionRecordsItsModelHashAndASyncRefusingAChangedFolderStalls(t *test
 	fixture(t, ns, nil)
 	const built = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	const changed = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
-	var idx *ragopsv1alpha1.Index
-	eventually(t, 30*time.Second, "building revision", func() (bool, error) {
-		idx = getIndex(t, ns, "besluiten")
-		return len(idx.Status.Revisions) == 1, nil
-	})
-	rev := idx.Status.Revisions[0]
-	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", rev.Name))
+	idx, rev, job := firstBuild(t, ns)
 	chunks := writeChunks(t, rev.Collection, rev.Name)
 	res, _ := json.Marshal(plan.BuildResult{Documents: 3, Chunks: int64(chunks), Tokens: 600, Seconds: 2, ModelHash: built})
 	finishJob(t, job, 0, string(res))

@@ -388,6 +388,19 @@ func buildRevision(t *testing.T, ns, name string) (rev, collection string) {
 	return buildAttempt(t, ns, name, 1)
 }
 
+// firstBuild waits for the Index "besluiten" in ns to record its first revision and for that
+// revision's build Job, and returns the Index as then read, the revision and the Job.
+func firstBuild(t *testing.T, ns string) (*ragopsv1alpha1.Index, ragopsv1alpha1.RevisionStatus, *batchv1.Job) {
+	t.Helper()
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 30*time.Second, "building revision", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		return len(idx.Status.Revisions) == 1, nil
+	})
+	rev := idx.Status.Revisions[0]
+	return idx, rev, waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", rev.Name))
+}
+
 // buildAttempt plays the build Job of attempt n (1 for the first build) of the desired revision:
 // it writes six chunks of three documents into the collection the plan names and finishes the
 // Job with 600 tokens in 2 s; from attempt 2 on, 200 of them are a resumed document's.

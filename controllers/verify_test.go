@@ -155,13 +155,7 @@ func TestBuildThatReadLessThanTheCorpusCountedReRuns(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
 	fixture(t, ns, nil)
-	var idx *ragopsv1alpha1.Index
-	eventually(t, 30*time.Second, "building revision", func() (bool, error) {
-		idx = getIndex(t, ns, "besluiten")
-		return len(idx.Status.Revisions) == 1, nil
-	})
-	rev := idx.Status.Revisions[0]
-	job := waitJob(t, ns, fmt.Sprintf("besluiten-%s-build", rev.Name))
+	idx, rev, job := firstBuild(t, ns)
 	s := directStore(t)
 	if err := s.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: rev.Collection, Revision: rev.Name, Dimensions: dims}); err != nil {
 		t.Fatal(err)
