@@ -254,3 +254,32 @@ func TestShardResultsSurviveTheirPods(t *testing.T) {
 		return false, nil
 	})
 }
+
+// A build Job deleted by hand while it runs (foreground: it stays while its pods stop) is
+// waited for, Progressing and naming it, not read or errored on; once it is gone the build
+// runs again under the same name, with a plan ConfigMap of its own, and completes.
+func TestBuildJobDeletedWhileItRunsIsWaitedForThenRunsAgain(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	fixture(t, ns, nil)
+	_, rev, job := firstBuild(t, ns)
+	if err := env.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("Job %s is being deleted; it runs again once it is gone", job.Name)
+	eventually(t, 30*time.Second, "the Index waiting for the deleted Job", func() (bool, error) {
+		c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionReconciling)
+		return c != nil && strings.Contains(c.Message, want), nil
+	})
+	playGC(t, *job)
+	again := waitJob(t, ns, job.Name)
+	if again.UID == job.UID {
+		t.Fatalf("Job %s was not created again", job.Name)
+	}
+	if gotRev, gotCollection := buildAttempt(t, ns, "besluiten", 1); gotRev != rev.Name || gotCollection != rev.Collection {
+		t.Fatalf("the re-created build wrote revision %s into %s, want %s into %s", gotRev, gotCollection, rev.Name, rev.Collection)
+	}
+	if idx := waitActive(t, ns, "besluiten", rev.Name); idx.Status.Revisions[0].Documents != 3 {
+		t.Errorf("revision %s: %d documents after the re-run, want 3", rev.Name, idx.Status.Revisions[0].Documents)
+	}
+}
