@@ -21,6 +21,10 @@
 #   RAGOPS_DEMO_JUDGED_WORDS=W  legalqa-nl subset: keep the judged laws of at most W words
 #                          (default 24000; 0 keeps all 14 judged laws, 51 questions)
 #   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo or demo-qmsum)
+#   RAGOPS_DEMO_ROLLOUT=D  after the results, the gated rollout of hack/demo/rollout.sh with the
+#                          manifests in D (SciFact with the default samples:
+#                          config/samples/demo-rollout, on the judged abstracts, which this
+#                          script writes to judged/ on the volume); none skips it
 #   RAGOPS_DEMO_NAMESPACE=N  the samples' namespace (default ragops-demo, -qmsum or -legalnl)
 #   RAGOPS_DEMO_MODELS=A,B  more model folders in the image, by name, from
 #                          hack/export-model/models.sh (e5-small-v2, e5-small-v2-int8,
@@ -50,6 +54,11 @@ ns=${RAGOPS_DEMO_NAMESPACE:-$ns}
 state=${RAGOPS_DEMO_DIR:-$default_state}
 samples=${RAGOPS_DEMO_SAMPLES:-$default_samples}
 timeout=${RAGOPS_DEMO_TIMEOUT:-10800}
+rollout=none
+[[ "$dataset" == scifact && "$samples" == "$default_samples" ]] && rollout=$root/config/samples/demo-rollout
+rollout=${RAGOPS_DEMO_ROLLOUT:-$rollout}
+steps=10
+[[ "$rollout" == none ]] || steps=11
 export LOCALCLUSTER_DIR=${LOCALCLUSTER_DIR:-$root/.cache/localcluster}
 kubeconfig=$LOCALCLUSTER_DIR/kubeconfig
 weaviate_state=$state/weaviate
@@ -58,7 +67,7 @@ mport=${RAGOPS_DEMO_MANAGER_PORT:-18090}
 kc() { "$root/bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
 n=0
-step() { n=$((n + 1)); printf '\n\033[1m== [%d/10] %s\033[0m (%s)\n' "$n" "$*" "$(date +%H:%M:%S)"; }
+step() { n=$((n + 1)); printf '\n\033[1m== [%d/%d] %s\033[0m (%s)\n' "$n" "$steps" "$*" "$(date +%H:%M:%S)"; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 
 # down stops the operator and Weaviate of either demo (RAGOPS_DEMO_DIR names one), then the cluster.
@@ -126,6 +135,23 @@ step "$dataset (BEIR layout; hack/demo/$dataset.tar.gz, source and licence in it
 data=$state/data
 rm -rf "$data" && mkdir -p "$data"
 tar -xzf "hack/demo/$dataset.tar.gz" -C "$data"
+if [[ "$rollout" != none ]]; then
+	# The rollout's data set: every abstract the test queries judge, with all their queries
+	# (from the whole corpus, whatever RAGOPS_DEMO_DOCS keeps below).
+	python3 - "$data/$dataset" "$split" <<'PY'
+import json, os, shutil, sys
+root, split = sys.argv[1], sys.argv[2]
+out = os.path.join(root, "judged")
+os.makedirs(os.path.join(out, "qrels"), exist_ok=True)
+rows = open(os.path.join(root, "qrels", split + ".tsv")).read().splitlines()
+judged = {r.split("\t")[1] for r in rows[1:]}
+docs = [l for l in open(os.path.join(root, "corpus.jsonl"), encoding="utf-8") if json.loads(l)["_id"] in judged]
+open(os.path.join(out, "corpus.jsonl"), "w", encoding="utf-8").writelines(docs)
+shutil.copy(os.path.join(root, "queries.jsonl"), out)
+shutil.copy(os.path.join(root, "qrels", split + ".tsv"), os.path.join(out, "qrels"))
+print(f"judged/: {len(docs)} documents, {len(rows) - 1} judgements")
+PY
+fi
 if [[ "$dataset" == legalqa-nl ]]; then
 	# 14 judged laws among 272 (a prefix would hold few): keep judged laws, draw distractors.
 	if [[ "${RAGOPS_DEMO_DOCS:-}" != all ]]; then
@@ -206,7 +232,8 @@ start=$SECONDS
 while :; do
 	ready=$(kc get evaluations -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)
 	total=$(kc get evaluations -n "$ns" --no-headers | wc -l)
-	stalled=$(kc get indexes,evaluations -n "$ns" -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}: {.status.conditions[?(@.type=="Stalled")].message}{"\n"}{end}' | grep -v ': $' || true)
+	# The rollout's Index is left out: it is the walkthrough's, and its refusals stall it.
+	stalled=$(kc get indexes,evaluations -n "$ns" -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}: {.status.conditions[?(@.type=="Stalled")].message}{"\n"}{end}' | grep -v -e ': $' -e '^Index/rollout:' -e '^Evaluation/rollout-gate-' || true)
 	printf '\n-- %s elapsed, %s/%s evaluations ready\n' "$(date -u -d @$((SECONDS - start)) +%H:%M:%S)" "$ready" "$total"
 	kc get indexes -n "$ns"
 	if [[ -n "$stalled" ]]; then
@@ -228,7 +255,18 @@ fi
 if bin/ragops report --help >/dev/null 2>&1; then
 	# Prints the Markdown table (grouped by mode, best recall@10 first) and writes the chart.
 	echo
-	KUBECONFIG=$kubeconfig bin/ragops report -n "$ns" -o "$state/report.svg" && echo "chart: $state/report.svg (axis zoomed to the scores)"
+	KUBECONFIG=$kubeconfig bin/ragops report -n "$ns" -o "$state/report.svg" && echo "chart: $state/report.svg (axis zoomed to the scores, 95% intervals as whiskers)"
+fi
+# A claimed win, tested: the first two Evaluations of the samples on the same queries, paired.
+mapfile -t pair < <(kc get -f "$samples" -o jsonpath='{range .items[?(@.kind=="Evaluation")]}{.metadata.name}{"\n"}{end}' 2>/dev/null | head -n2)
+if ((${#pair[@]} == 2)); then
+	printf '\nragops compare %s %s (B - A per query: is the difference more than noise?)\n' "${pair[0]}" "${pair[1]}"
+	KUBECONFIG=$kubeconfig bin/ragops compare -n "$ns" --top 3 "${pair[0]}" "${pair[1]}"
+fi
+
+if [[ "$rollout" != none ]]; then
+	step "a gated rollout as a GitOps user makes it: a change that passes, one that is refused, a revert ($rollout)"
+	KUBECONFIG=$kubeconfig RAGOPS_DEMO_NAMESPACE=$ns RAGOPS_DEMO_WEAVIATE_PORT_BASE=$wbase hack/demo/rollout.sh "$rollout"
 fi
 cat <<EOF
 

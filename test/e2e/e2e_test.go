@@ -14,12 +14,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +31,7 @@ import (
 	"github.com/ragops/ragops/cmd"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/corpus"
+	"github.com/ragops/ragops/evaluator/stats"
 	"github.com/ragops/ragops/internal/testenv"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -53,6 +57,8 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 		"RAGOPS_DEMO_SAMPLES="+filepath.Join(root, "test", "e2e", "testdata", "samples"),
 		"RAGOPS_DEMO_DIR="+state,
 		"RAGOPS_DEMO_TIMEOUT=1800",
+		// make demo's gated rollout: a change that passes, one refused, a revert (asserted below).
+		"RAGOPS_DEMO_ROLLOUT="+filepath.Join(root, "config", "samples", "demo-rollout"),
 		"LOCALCLUSTER_DIR="+filepath.Join(state, "cluster"),
 		// Ports apart from `make demo`'s, so both can run on one machine.
 		"RAGOPS_DEMO_WEAVIATE_PORT_BASE=28075",
@@ -100,11 +106,17 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 			t.Fatalf("%s: no recall in status: %+v", ev.Name, ev.Status)
 		}
 		t.Logf("%s: recall@10 %.4f nDCG@10 %.4f over %d queries", ev.Name, *ev.Status.RecallAt10, *ev.Status.NDCGAt10, ev.Status.Queries)
+		assertInterval(t, &ev)
+		if ev.Spec.IndexRef.Name == "rollout" {
+			continue // the rollout's gating Evaluations: fixed-8 chunks may score low
+		}
 		// On 500 documents every method finds most judged abstracts.
 		if *ev.Status.RecallAt10 < 0.5 {
 			t.Errorf("%s: recall@10 %.4f is implausibly low", ev.Name, *ev.Status.RecallAt10)
 		}
 	}
+
+	assertGatedRollout(t, getIndex(t, k8s, "rollout"))
 
 	// Chunks are in Weaviate, as many as the status says.
 	idx := getIndex(t, k8s, "recursive")
@@ -178,6 +190,72 @@ func TestEndToEndOnSciFactSubset(t *testing.T) {
 	if _, found, _ := store.GetAlias(ctx, alias); found {
 		t.Errorf("alias %s survived the Index's deletion", alias)
 	}
+}
+
+// assertInterval checks that an Evaluation reports recall@10's 95% interval around its mean
+// and says it in its Ready message ("0.812 ± 0.031").
+func assertInterval(t *testing.T, ev *ragopsv1alpha1.Evaluation) {
+	t.Helper()
+	i := slices.IndexFunc(ev.Status.Metrics, func(m ragopsv1alpha1.MetricsAtK) bool { return m.K == 10 })
+	if i < 0 || ev.Status.Metrics[i].RecallInterval == nil {
+		t.Errorf("%s: no recall@10 interval in status.metrics: %+v", ev.Name, ev.Status.Metrics)
+		return
+	}
+	m := ev.Status.Metrics[i]
+	if iv := m.RecallInterval; iv.Lower > m.Recall || iv.Upper < m.Recall || iv.StdErr < 0 || iv.Upper-iv.Lower > 0.5 {
+		t.Errorf("%s: recall@10 %.4f with interval %+v", ev.Name, m.Recall, *iv)
+	}
+	if c := apimeta.FindStatusCondition(ev.Status.Conditions, ragopsv1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, " ± ") {
+		t.Errorf("%s: the Ready message does not give the interval: %+v", ev.Name, c)
+	}
+}
+
+// assertGatedRollout checks the Index that hack/demo/rollout.sh walked through
+// config/samples/demo-rollout: its first revision took the alias ungated; commit 1 (overlap
+// 32) passed the non-inferiority gate over the 300 paired queries and served; commit 2
+// (8-token chunks) was refused as worse than the margin; the revert put the first revision
+// back on the alias.
+func assertGatedRollout(t *testing.T, idx *ragopsv1alpha1.Index) {
+	t.Helper()
+	for _, r := range idx.Status.Revisions {
+		t.Logf("rollout revision %s: %s, gate recall@10 %v, served %v: %s %s", r.Name, r.Phase, ptrValue(r.GateRecall), r.ServedTime != nil, r.GateMessage, r.Message)
+	}
+	if len(idx.Status.Revisions) != 3 {
+		t.Fatalf("Index rollout has %d revisions, want 3 (first, passed, refused)", len(idx.Status.Revisions))
+	}
+	first := findRev(idx, idx.Status.ActiveRevision)
+	if first.Phase != ragopsv1alpha1.RevisionActive || first.GateMessage != "" {
+		t.Errorf("after the revert the alias serves %s (%s, gate %q), want the first, ungated revision", first.Name, first.Phase, first.GateMessage)
+	}
+	allowed := "the allowed " + stats.Signed(-0.02, 3) // maxRegression in 00-index.yaml
+	var passed, refused int
+	for _, r := range idx.Status.Revisions {
+		switch {
+		case r.Name == first.Name:
+		case r.Phase == ragopsv1alpha1.RevisionRejected:
+			refused++
+			if !strings.Contains(r.Message, "paired over 300 gate queries") || !strings.Contains(r.Message, "is worse than "+allowed) {
+				t.Errorf("refused revision %s: message %q, want a paired loss beyond -0.020 over 300 queries", r.Name, r.Message)
+			}
+		case r.ServedTime != nil:
+			passed++
+			if !strings.Contains(r.GateMessage, "paired over 300 gate queries") || !strings.Contains(r.GateMessage, "is within "+allowed) {
+				t.Errorf("passed revision %s: gate message %q, want within -0.020 over 300 paired queries", r.Name, r.GateMessage)
+			}
+		default:
+			t.Errorf("revision %s is %s and never served", r.Name, r.Phase)
+		}
+	}
+	if passed != 1 || refused != 1 {
+		t.Errorf("%d revisions passed the gate and %d were refused, want 1 and 1", passed, refused)
+	}
+}
+
+func ptrValue(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // killBuildPodMidShard waits until a build pod of the Index "recursive"'s revision after r1 runs
