@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -147,5 +148,46 @@ func TestGateDeadEndsStallAndRecover(t *testing.T) {
 	waitActive(t, ns, "besluiten", r2)
 	if got := aliasTarget(t, ns, "besluiten"); got != c2 {
 		t.Fatalf("alias %q, want the re-gated candidate %q", got, c2)
+	}
+}
+
+// An Index applied with kubectl has no rollout.gate.evaluation.template, while the API server
+// defaults the gating Evaluation's template.backoffLimit: the gate compared the two specs,
+// patched the Evaluation to "fix" the difference on every reconcile and waited for ever
+// (found by make demo's rollout walkthrough).
+func TestGateOfAnIndexAppliedWithoutATemplateDecides(t *testing.T) {
+	ns := newNamespace(t)
+	gatedFixture(t, ns, ptr.To(0.5), nil)
+	// What kubectl apply stores: no template object, so nothing under it is defaulted.
+	ix := &ragopsv1alpha1.Index{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "besluiten"}}
+	if err := env.Client.Patch(context.Background(), ix, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"rollout":{"gate":{"evaluation":{"template":null}}}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if got := getIndex(t, ns, "besluiten").Spec.Rollout.Gate.Evaluation.Template.BackoffLimit; got != nil {
+		t.Fatalf("the Index's gate template still has backoffLimit %d", *got)
+	}
+	r1, _ := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", r1)
+
+	setStrategySize(t, ns, 96)
+	r2, c2 := buildRevision(t, ns, "besluiten")
+	job := gateJob(t, ns, r2)
+	var ev ragopsv1alpha1.Evaluation
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "besluiten-gate-" + r2}, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Spec.Template.BackoffLimit == nil {
+		t.Fatal("the API server did not default the gating Evaluation's template.backoffLimit: this test no longer reproduces the difference")
+	}
+	finishGate(t, job, 0.9)
+	waitActive(t, ns, "besluiten", r2)
+	if got := aliasTarget(t, ns, "besluiten"); got != c2 {
+		t.Fatalf("alias on %q, want the passed candidate's %q", got, c2)
+	}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "besluiten-gate-" + r2}, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Generation != 1 {
+		t.Errorf("the gating Evaluation was re-specified %d times for an unchanged gate", ev.Generation-1)
 	}
 }

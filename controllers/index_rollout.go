@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -276,13 +275,14 @@ func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.In
 	name := gateEvaluationName(idx, rev.Name)
 	waiting := gateVerdict{gateWaiting, fmt.Sprintf("revision %s waits for its gating Evaluation %s", rev.Name, name)}
 	params := idx.Spec.Rollout.Gate.Evaluation
+	paramsHash := hashJSON(params)[:10]
 	var ev ragopsv1alpha1.Evaluation
 	err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: name}, &ev)
 	if apierrors.IsNotFound(err) {
 		ev = ragopsv1alpha1.Evaluation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: name, Labels: map[string]string{
 				LabelManagedBy: managedBy, LabelComponent: "gate", LabelOwner: labelValue(idx.Name), LabelRevision: rev.Name,
-			}},
+			}, Annotations: map[string]string{AnnotationGateParameters: paramsHash}},
 			Spec: ragopsv1alpha1.EvaluationSpec{
 				IndexRef: ragopsv1alpha1.LocalObjectReference{Name: idx.Name}, Revision: rev.Name,
 				RerunOnRevisionChange: ptr.To(false), EvaluationParameters: *params.DeepCopy(),
@@ -299,12 +299,16 @@ func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.In
 	if !ev.DeletionTimestamp.IsZero() {
 		return 0, waiting, nil
 	}
-	if !equality.Semantic.DeepEqual(ev.Spec.EvaluationParameters, params) {
+	if ev.Annotations[AnnotationGateParameters] != paramsHash {
 		// The gate's dataset or mode changed: measure under the new parameters (a new
-		// generation, so a new Job).
+		// generation, so a new Job). An Evaluation made before the annotation gets it here;
+		// its spec patch is then a no-op and its figures stand.
 		base := ev.DeepCopy()
 		ev.Spec.EvaluationParameters = *params.DeepCopy()
-		return 0, waiting, r.Patch(ctx, &ev, client.MergeFrom(base))
+		metav1.SetMetaDataAnnotation(&ev.ObjectMeta, AnnotationGateParameters, paramsHash)
+		if err := r.Patch(ctx, &ev, client.MergeFrom(base)); err != nil || ev.Generation != base.Generation {
+			return 0, waiting, err
+		}
 	}
 	if c := meta.FindStatusCondition(ev.Status.Conditions, ragopsv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
 		ev.Status.ObservedGeneration == ev.Generation && ev.Status.LastHandledRetry == ev.Annotations[AnnotationRetry] {

@@ -133,6 +133,12 @@ const Finalizer = "ragops.dev/cleanup"
 // revision once: `kubectl annotate index <name> ragops.dev/retry="$(date +%s)" --overwrite`.
 const AnnotationRetry = "ragops.dev/retry"
 
+// AnnotationGateParameters on a gating Evaluation is the hash of the Index's
+// rollout.gate.evaluation it was made from. The controller compares this hash, not the two
+// specs: the API server defaults fields of the Evaluation (template.backoffLimit) that the
+// Index's copy lacks when it was applied without a template.
+const AnnotationGateParameters = "ragops.dev/gate-parameters"
+
 // AnnotationSkipCleanup on an Index ("true") deletes it without touching Weaviate.
 const AnnotationSkipCleanup = "ragops.dev/skip-cleanup"
 
