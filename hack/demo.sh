@@ -23,8 +23,8 @@
 #   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo or demo-qmsum)
 #   RAGOPS_DEMO_ROLLOUT=D  after the results, the gated rollout of hack/demo/rollout.sh with the
 #                          manifests in D (SciFact with the default samples:
-#                          config/samples/demo-rollout, on the judged abstracts, which this
-#                          script writes to judged/ on the volume); none skips it
+#                          config/samples/demo-rollout, on the judged abstracts and 1,000
+#                          others, which this script writes to judged/); none skips it
 #   RAGOPS_DEMO_NAMESPACE=N  the samples' namespace (default ragops-demo, -qmsum or -legalnl)
 #   RAGOPS_DEMO_MODELS=A,B  more model folders in the image, by name, from
 #                          hack/export-model/models.sh (e5-small-v2, e5-small-v2-int8,
@@ -136,8 +136,9 @@ data=$state/data
 rm -rf "$data" && mkdir -p "$data"
 tar -xzf "hack/demo/$dataset.tar.gz" -C "$data"
 if [[ "$rollout" != none ]]; then
-	# The rollout's data set: every abstract the test queries judge, with all their queries
-	# (from the whole corpus, whatever RAGOPS_DEMO_DOCS keeps below).
+	# The rollout's data set: every abstract the test queries judge and the first 1,000 others
+	# as distractors, with all the queries (from the whole corpus, whatever RAGOPS_DEMO_DOCS
+	# keeps below): small enough to build in a minute, hard enough that chunking shows.
 	python3 - "$data/$dataset" "$split" <<'PY'
 import json, os, shutil, sys
 root, split = sys.argv[1], sys.argv[2]
@@ -145,11 +146,17 @@ out = os.path.join(root, "judged")
 os.makedirs(os.path.join(out, "qrels"), exist_ok=True)
 rows = open(os.path.join(root, "qrels", split + ".tsv")).read().splitlines()
 judged = {r.split("\t")[1] for r in rows[1:]}
-docs = [l for l in open(os.path.join(root, "corpus.jsonl"), encoding="utf-8") if json.loads(l)["_id"] in judged]
+docs, others = [], 0
+for line in open(os.path.join(root, "corpus.jsonl"), encoding="utf-8"):
+    if json.loads(line)["_id"] in judged:
+        docs.append(line)
+    elif others < 1000:
+        docs.append(line)
+        others += 1
 open(os.path.join(out, "corpus.jsonl"), "w", encoding="utf-8").writelines(docs)
 shutil.copy(os.path.join(root, "queries.jsonl"), out)
 shutil.copy(os.path.join(root, "qrels", split + ".tsv"), os.path.join(out, "qrels"))
-print(f"judged/: {len(docs)} documents, {len(rows) - 1} judgements")
+print(f"judged/: {len(docs)} documents ({others} not judged), {len(rows) - 1} judgements")
 PY
 fi
 if [[ "$dataset" == legalqa-nl ]]; then

@@ -74,8 +74,10 @@ revisions=("$first")
 for change in "$dir"/changes/*.yaml; do
 	echo
 	echo "-- commit $(basename "$change"): $(sed -n '1s/^# //p' "$change")"
+	# Read before the apply: the controller may record the new revision before kubectl returns.
+	before=$(get '{.status.revision}')
 	manifest "$change" | kc apply -f - >/dev/null
-	decide "$(get '{.status.revision}')"
+	decide "$before"
 	revisions+=("$revision")
 done
 echo
