@@ -10,6 +10,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
@@ -211,14 +213,14 @@ func assertInterval(t *testing.T, ev *ragopsv1alpha1.Evaluation) {
 }
 
 // assertGatedRollout checks the Index that hack/demo/rollout.sh walked through
-// config/samples/demo-rollout: its first revision took the alias ungated; commit 1 (overlap
-// 32) passed the non-inferiority gate over the 300 paired queries and served; commit 2
-// (8-token chunks) was refused as worse than the margin; the revert put the first revision
+// config/samples/demo-rollout: its first revision took the alias ungated; commit 1 (Sentence
+// 128) passed the non-inferiority gate over the 300 paired queries and served; commit 2
+// (4-token chunks) was refused as worse than the margin; the revert put the first revision
 // back on the alias.
 func assertGatedRollout(t *testing.T, idx *ragopsv1alpha1.Index) {
 	t.Helper()
 	for _, r := range idx.Status.Revisions {
-		t.Logf("rollout revision %s: %s, gate recall@10 %v, served %v: %s %s", r.Name, r.Phase, ptrValue(r.GateRecall), r.ServedTime != nil, r.GateMessage, r.Message)
+		t.Logf("rollout revision %s: %s, gate recall@10 %.4f, served %v: %s %s", r.Name, r.Phase, ptr.Deref(r.GateRecall, math.NaN()), r.ServedTime != nil, r.GateMessage, r.Message)
 	}
 	if len(idx.Status.Revisions) != 3 {
 		t.Fatalf("Index rollout has %d revisions, want 3 (first, passed, refused)", len(idx.Status.Revisions))
@@ -252,13 +254,6 @@ func assertGatedRollout(t *testing.T, idx *ragopsv1alpha1.Index) {
 	if passed != 1 || refused != 1 {
 		t.Errorf("%d revisions passed the gate and %d were refused, want 1 and 1", passed, refused)
 	}
-}
-
-func ptrValue(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
 
 // killBuildPodMidShard waits until a build pod of the Index "recursive"'s revision after r1 runs
