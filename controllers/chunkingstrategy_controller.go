@@ -11,11 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/reconcile"
 )
 
 // ChunkingStrategy condition reasons.
@@ -42,9 +42,9 @@ func (r *ChunkingStrategyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if !cs.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	patcher := newStatusPatcher(&cs)
+	patcher := reconcile.NewStatusPatcher(&cs, needsAPerson)
 	defer func() {
-		patcher.done(ctx, r.Client, r.Events, &cs, &res, &retErr)
+		patcher.Done(ctx, r.Client, r.Events, &cs, &res, &retErr)
 	}()
 
 	var users ragopsv1alpha1.IndexList
@@ -61,21 +61,20 @@ func (r *ChunkingStrategyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	cs.Status.Indexes = names
 
+	result := reconcile.Stop.With(reconcile.OutcomeReady, ReasonValid, fmt.Sprintf("%s strategy, size %d %s", cs.Spec.Type, cs.Spec.Size, cs.Spec.Unit))
 	if err := registry.Validate(cs.Spec); err != nil {
-		conditions.MarkStalled(&cs, conditions.ReasonInvalidStrategy, err.Error())
-	} else {
-		conditions.MarkReady(&cs, ReasonValid, fmt.Sprintf("%s strategy, size %d %s", cs.Spec.Type, cs.Spec.Size, cs.Spec.Unit))
+		result = reconcile.Stalled(conditions.ReasonInvalidStrategy, err.Error())
 	}
 	cs.Status.ObservedGeneration = cs.Generation
-	return ctrl.Result{}, nil
+	return reconcile.Summarize(&cs, result), nil
 }
 
 // SetupWithManager watches strategies and the Indexes that reference them.
 func (r *ChunkingStrategyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ragopsv1alpha1.ChunkingStrategy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&ragopsv1alpha1.Index{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*ragopsv1alpha1.Index).Spec.StrategyRef.Name}}}
+		Watches(&ragopsv1alpha1.Index{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []ctrl.Request {
+			return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: o.(*ragopsv1alpha1.Index).Spec.StrategyRef.Name}}}
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("chunkingstrategy").
 		Complete(r)

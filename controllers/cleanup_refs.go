@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	corev1 "k8s.io/api/core/v1"
@@ -152,18 +151,18 @@ func (r *CleanupRefReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-type workqueueRequests = workqueue.TypedRateLimitingInterface[reconcile.Request]
+type workqueueRequests = workqueue.TypedRateLimitingInterface[ctrl.Request]
 
 // indexRefsHandler enqueues the objects of one kind an Index names, before and after a change.
-func indexRefsHandler(kind string) handler.TypedEventHandler[*ragopsv1alpha1.Index, reconcile.Request] {
-	add := func(q interface{ Add(reconcile.Request) }, idx *ragopsv1alpha1.Index) {
+func indexRefsHandler(kind string) handler.TypedEventHandler[*ragopsv1alpha1.Index, ctrl.Request] {
+	add := func(q interface{ Add(ctrl.Request) }, idx *ragopsv1alpha1.Index) {
 		for _, ref := range cleanupRefs(idx) {
 			if ref.Kind == kind {
-				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: idx.Namespace, Name: ref.Name}})
+				q.Add(ctrl.Request{NamespacedName: types.NamespacedName{Namespace: idx.Namespace, Name: ref.Name}})
 			}
 		}
 	}
-	return handler.TypedFuncs[*ragopsv1alpha1.Index, reconcile.Request]{
+	return handler.TypedFuncs[*ragopsv1alpha1.Index, ctrl.Request]{
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*ragopsv1alpha1.Index], q workqueueRequests) {
 			add(q, e.ObjectOld)
 			add(q, e.ObjectNew)

@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,8 +22,9 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/corpus"
-	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // Corpus condition reasons.
@@ -89,24 +88,43 @@ func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	if !c.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // scan Jobs are owned and garbage-collected
 	}
-	patcher := newStatusPatcher(&c)
+	patcher := reconcile.NewStatusPatcher(&c, needsAPerson)
 	defer func() {
 		c.Status.ObservedGeneration = c.Generation
-		patcher.done(ctx, r.Client, r.Events, &c, &res, &retErr)
+		patcher.Done(ctx, r.Client, r.Events, &c, &res, &retErr)
 	}()
+	result, err := reconcile.Run(ctx, &c, describeCorpus, r.checkSource, r.syncCorpus)
+	res = reconcile.Summarize(&c, result)
+	if err != nil {
+		return ctrl.Result{}, err // the work queue backs off
+	}
+	return res, nil
+}
+
+// describeCorpus writes the source into status; a suspended Corpus stops here, Ready with
+// its last sync.
+func describeCorpus(_ context.Context, c *ragopsv1alpha1.Corpus) (reconcile.Result, error) {
 	c.Status.Source = describeSource(c.Spec)
 	if c.Spec.Suspend {
-		conditions.MarkReady(&c, ReasonSuspended, "resyncs are suspended; the last sync stays in effect")
-		return ctrl.Result{}, nil
+		return reconcile.Stop.With(reconcile.OutcomeReady, ReasonSuspended, "resyncs are suspended; the last sync stays in effect"), nil
 	}
-	if msg, reason := r.checkReferences(ctx, &c); msg != "" {
-		conditions.MarkStalled(&c, reason, msg)
-		return ctrl.Result{}, nil
+	return reconcile.Proceed, nil
+}
+
+// checkSource stalls a Corpus whose PVC or Secrets are missing (see checkReferences).
+func (r *CorpusReconciler) checkSource(ctx context.Context, c *ragopsv1alpha1.Corpus) (reconcile.Result, error) {
+	if msg, reason := r.checkReferences(ctx, c); msg != "" {
+		return reconcile.Stalled(reason, msg), nil
 	}
+	return reconcile.Proceed, nil
+}
+
+// syncCorpus lists a ConfigMap corpus itself and any other source with a scan Job.
+func (r *CorpusReconciler) syncCorpus(ctx context.Context, c *ragopsv1alpha1.Corpus) (reconcile.Result, error) {
 	if c.Spec.ConfigMap != nil {
-		return r.syncConfigMap(ctx, &c)
+		return r.syncConfigMap(ctx, c)
 	}
-	return r.syncWithJob(ctx, &c)
+	return r.syncWithJob(ctx, c)
 }
 
 // checkReferences verifies the Secrets and PVC a source names; it returns a message and a
@@ -159,14 +177,13 @@ func checkSecretKeys(ctx context.Context, c client.Client, ns, field, name strin
 }
 
 // syncConfigMap reads a ConfigMap corpus: each data or binaryData key is a document.
-func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.Corpus) (ctrl.Result, error) {
+func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.Corpus) (reconcile.Result, error) {
 	var cm corev1.ConfigMap
 	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.ConfigMap.Name}, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			conditions.MarkStalled(c, ReasonSourceNotFound, fmt.Sprintf("spec.configMap.name: ConfigMap %q not found", c.Spec.ConfigMap.Name))
-			return ctrl.Result{}, nil
+			return reconcile.Stalled(ReasonSourceNotFound, fmt.Sprintf("spec.configMap.name: ConfigMap %q not found", c.Spec.ConfigMap.Name)), nil
 		}
-		return ctrl.Result{}, err
+		return reconcile.Stop, err
 	}
 	files := map[string][]byte{}
 	for k, v := range cm.Data {
@@ -179,8 +196,7 @@ func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.
 	// the format decides whether a .jsonl is one BEIR record per line.
 	listed, skips, err := corpus.List(ctx, files, plan.Source{Format: c.Spec.Format, Include: c.Spec.Include, Exclude: c.Spec.Exclude, MaxDocumentBytes: c.Spec.MaxDocumentBytes})
 	if err != nil {
-		conditions.MarkStalled(c, ReasonSourceUnreadable, fmt.Sprintf("ConfigMap %s: %v", cm.Name, err))
-		return ctrl.Result{}, nil
+		return reconcile.Stalled(ReasonSourceUnreadable, fmt.Sprintf("ConfigMap %s: %v", cm.Name, err)), nil
 	}
 	var size int64
 	for _, d := range listed {
@@ -199,20 +215,19 @@ func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.
 		c.Status.LastSyncTime = &metav1.Time{Time: r.now().Truncate(time.Second)}
 	}
 	c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Skipped = docs, size, rev, skipped
-	conditions.MarkReady(c, ReasonSynced, fmt.Sprintf("%d documents, revision %s", docs, rev))
-	return ctrl.Result{}, nil
+	return reconcile.Stop.With(reconcile.OutcomeReady, ReasonSynced, fmt.Sprintf("%d documents, revision %s", docs, rev)), nil
 }
 
 // syncWithJob runs a scan Job when a sync is due and records its result.
-func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Corpus) (ctrl.Result, error) {
+func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Corpus) (reconcile.Result, error) {
 	var jobs batchv1.JobList
 	if err := r.List(ctx, &jobs, client.InNamespace(c.Namespace), client.MatchingFields{jobOwnerKey: "Corpus/" + c.Name}); err != nil {
-		return ctrl.Result{}, err
+		return reconcile.Stop, err
 	}
 	sortScanJobs(jobs.Items)
 	var current *batchv1.Job
 	for i := range jobs.Items {
-		if jobs.Items[i].Labels[LabelRevision] == strconv.FormatInt(c.Generation, 10) {
+		if jobs.Items[i].Labels[workload.LabelRevision] == strconv.FormatInt(c.Generation, 10) {
 			current = &jobs.Items[i]
 			break
 		}
@@ -225,44 +240,46 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 	requested := request != "" && request != c.Status.LastHandledScanRequest
 	trigger := r.scanTrigger(c, current, request, requested, interval)
 	due := trigger != ""
-	cause := "" // why a scan starts after a failed one, for the condition message
+	cause := ""                   // why a scan starts after a failed one, for the condition message
+	var recorded reconcile.Result // the outcome of a scan recorded by this reconcile
 	if current != nil {
-		state, failure := stateOf(current)
+		state, failure := workload.StateOf(current)
 		switch state {
-		case jobRunning:
-			conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s is listing the source", current.Name))
-			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
-		case jobFailed:
+		case workload.Running:
+			return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonSyncing,
+				fmt.Sprintf("scan Job %s is listing the source", current.Name)), nil
+		case workload.Failed:
 			msg, _, err := jobFailure(ctx, r.Options.reader(r.Client), current, failure)
 			if err != nil {
-				return ctrl.Result{}, err
+				return reconcile.Stop, err
 			}
 			next, wait, note, err := r.afterFailedScan(ctx, c, current, jobs.Items, request, requested, interval)
 			if err != nil {
-				return ctrl.Result{}, err
+				return reconcile.Stop, err
 			}
 			failed := fmt.Sprintf("scan Job %s failed: %s", current.Name, msg)
 			if next == "" {
-				conditions.MarkNotReady(c, ReasonSourceUnreadable, failed+"; "+note)
 				r.pruneScanJobs(ctx, c, jobs.Items, interval)
-				return ctrl.Result{RequeueAfter: max(wait, time.Second)}, nil
+				return reconcile.StopFor(max(wait, time.Second)).With(reconcile.OutcomeRetrying, ReasonSourceUnreadable, failed+"; "+note), nil
 			}
 			trigger, due, cause = next, true, " ("+note+" after "+failed+")"
-		case jobSucceeded:
+		case workload.Succeeded:
 			done, last := current.Status.CompletionTime, c.Status.LastSyncTime
 			switch {
 			case last == nil || (done != nil && done.After(last.Time)):
-				ok, err := r.recordScan(ctx, c, current)
+				res, ok, err := r.recordScan(ctx, c, current)
 				if err != nil || !ok {
-					return ctrl.Result{}, err
+					return res, err
 				}
-				due = false
+				recorded, due = res, false
 			case done != nil && done.Equal(last):
 				// Completion times have whole seconds: a scan that finished in the second of
 				// the last recorded one may not be recorded yet. Its result is read again
 				// while its pod holds it (recording is idempotent).
 				before := scanFigures(c)
-				if ok, err := r.recordScan(ctx, c, current); err == nil && ok && scanFigures(c) != before {
+				res, ok, err := r.recordScan(ctx, c, current)
+				recorded = res
+				if err == nil && ok && scanFigures(c) != before {
 					due = false
 				}
 			}
@@ -274,27 +291,26 @@ func (r *CorpusReconciler) syncWithJob(ctx context.Context, c *ragopsv1alpha1.Co
 		if c.Status.LastSyncTime != nil {
 			next = time.Until(c.Status.LastSyncTime.Add(interval))
 		}
-		return ctrl.Result{RequeueAfter: max(next, time.Second)}, nil
+		return recorded.Merge(reconcile.StopFor(max(next, time.Second))), nil
 	}
-	w := r.scanWorkload(c, trigger)
-	if current != nil && w.name == current.Name && strings.HasPrefix(trigger, "schedule/") {
+	w := workload.Scan(c, trigger, r.Options.workloadDefaults())
+	if current != nil && w.Name == current.Name && strings.HasPrefix(trigger, "schedule/") {
 		// This schedule slot's scan ran already (the clocks of the manager and of the
 		// Job's completion disagree): the next slot starts the next one.
-		return ctrl.Result{RequeueAfter: max(slotEnd(r.now(), interval).Sub(r.now()), time.Second)}, nil
+		return recorded.Merge(reconcile.StopFor(max(slotEnd(r.now(), interval).Sub(r.now()), time.Second))), nil
 	}
-	if _, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client)); err != nil {
+	if _, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), w); err != nil {
 		var conflict *JobConflictError
 		if errors.As(err, &conflict) {
-			conditions.MarkStalled(c, ReasonJobConflict, conflict.Error())
-			return ctrl.Result{}, nil
+			return reconcile.Stalled(ReasonJobConflict, conflict.Error()), nil
 		}
-		return ctrl.Result{}, err
+		return recorded.Merge(reconcile.Stop), err
 	}
 	if requested {
 		c.Status.LastHandledScanRequest = request
 	}
-	conditions.MarkReconcilingKeepReadyOrFalse(c, ReasonSyncing, fmt.Sprintf("scan Job %s started%s", w.name, cause))
-	return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
+	return recorded.Merge(reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonSyncing,
+		fmt.Sprintf("scan Job %s started%s", w.Name, cause))), nil
 }
 
 // scanFigure holds the status fields a recorded scan sets.
@@ -308,20 +324,21 @@ func scanFigures(c *ragopsv1alpha1.Corpus) scanFigure {
 	return scanFigure{c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Commit}
 }
 
-func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Corpus, job *batchv1.Job) (bool, error) {
+// recordScan copies a succeeded scan Job's result into status: ok when it was read, with the
+// outcome it calls for (Ready, or Ready=False for an unreadable result).
+func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Corpus, job *batchv1.Job) (reconcile.Result, bool, error) {
 	ok, _, err := podResults(ctx, r.Client, job)
 	if err != nil {
-		return false, err
+		return reconcile.Stop, false, err
 	}
 	msg, found := ok["0"]
 	if !found {
 		// The pod cache can lag behind the Job's: retry with backoff.
-		return false, fmt.Errorf("scan Job %s succeeded but its pod's result is not visible yet", job.Name)
+		return reconcile.Stop, false, fmt.Errorf("scan Job %s succeeded but its pod's result is not visible yet", job.Name)
 	}
 	var res plan.ScanResult
 	if err := json.Unmarshal([]byte(msg), &res); err != nil {
-		conditions.MarkNotReady(c, ReasonSourceUnreadable, fmt.Sprintf("scan Job %s returned no result: %v", job.Name, err))
-		return false, nil
+		return reconcile.Stop.With(reconcile.OutcomeRetrying, ReasonSourceUnreadable, fmt.Sprintf("scan Job %s returned no result: %v", job.Name, err)), false, nil
 	}
 	c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Skipped = res.Documents, res.Bytes, res.Revision, res.Skipped
 	c.Status.Commit = res.Commit
@@ -334,8 +351,7 @@ func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Cor
 	if res.Commit != "" {
 		synced += ", commit " + res.Commit
 	}
-	conditions.MarkReady(c, ReasonSynced, synced)
-	return true, nil
+	return reconcile.Stop.With(reconcile.OutcomeReady, ReasonSynced, synced), true, nil
 }
 
 // pruneScanJobs keeps the newest finished scan Jobs: scanJobsKept of them, or as many as the
@@ -345,7 +361,7 @@ func (r *CorpusReconciler) pruneScanJobs(ctx context.Context, c *ragopsv1alpha1.
 	keep := max(scanJobsKept, min(failedStreak(c, jobs), backoffSteps(interval)))
 	kept := 0
 	for _, j := range jobs {
-		if s, _ := stateOf(&j); s == jobRunning {
+		if s, _ := workload.StateOf(&j); s == workload.Running {
 			continue
 		}
 		kept++
@@ -394,8 +410,8 @@ func finishedAt(job *batchv1.Job) time.Time {
 }
 
 func scanSucceeded(job *batchv1.Job) bool {
-	s, _ := stateOf(job)
-	return s == jobSucceeded
+	s, _ := workload.StateOf(job)
+	return s == workload.Succeeded
 }
 
 // failedStreak counts the scan Jobs of c's generation that failed in a row, newest first
@@ -404,10 +420,10 @@ func failedStreak(c *ragopsv1alpha1.Corpus, jobs []batchv1.Job) int {
 	gen := strconv.FormatInt(c.Generation, 10)
 	n := 0
 	for i := range jobs {
-		if jobs[i].Labels[LabelRevision] != gen {
+		if jobs[i].Labels[workload.LabelRevision] != gen {
 			continue
 		}
-		if s, _ := stateOf(&jobs[i]); s != jobFailed {
+		if s, _ := workload.StateOf(&jobs[i]); s != workload.Failed {
 			break
 		}
 		n++
@@ -574,44 +590,6 @@ func (r *CorpusReconciler) scanTrigger(c *ragopsv1alpha1.Corpus, current *batchv
 func slotEnd(t time.Time, interval time.Duration) time.Time {
 	n := t.UnixNano() / int64(interval)
 	return time.Unix(0, (n+1)*int64(interval))
-}
-
-// scanWorkload describes the scan Job that trigger (see scanTrigger) starts. Its name is a
-// function of the Corpus, its generation and the trigger only, never of the clock at creation
-// or of cached status: reconciles on stale caches name the same Job, the API server creates
-// it once, and the others adopt it (only when this Corpus controls it).
-func (r *CorpusReconciler) scanWorkload(c *ragopsv1alpha1.Corpus, trigger string) *workload {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s", c.Generation, trigger))
-	name := fmt.Sprintf("%s-scan-%s", objectName(c.Name, 40), hex.EncodeToString(sum[:])[:10])
-	w := &workload{owner: c, name: name, component: "scan", deadline: r.Options.JobDeadline, revision: strconv.FormatInt(c.Generation, 10),
-		args: []string{"scan"}, image: r.Options.WorkerImage}
-	src := plan.Source{Format: c.Spec.Format, Include: c.Spec.Include, Exclude: c.Spec.Exclude, MaxDocumentBytes: c.Spec.MaxDocumentBytes}
-	corpusSource(w, c, &src)
-	w.plan = plan.Scan{Version: plan.Version, Namespace: c.Namespace, Corpus: c.Name, Source: src}
-	return w
-}
-
-// corpusSource fills a plan.Source and the workload's mounts and credentials for a Corpus.
-func corpusSource(w *workload, c *ragopsv1alpha1.Corpus, src *plan.Source) {
-	src.Format, src.Include, src.Exclude, src.MaxDocumentBytes = c.Spec.Format, c.Spec.Include, c.Spec.Exclude, c.Spec.MaxDocumentBytes
-	src.OCR = c.Spec.OCR
-	src.Dir = sourceMounts(w, "corpus", plan.CorpusDir, c.Spec.PVC, c.Spec.ConfigMap)
-	src.HTTP, src.S3, src.Git = c.Spec.HTTP, c.Spec.S3, c.Spec.Git
-	headerMounts(w, c.Spec.HTTP)
-	s3IdentityMounts(w, c.Spec.S3)
-	if s3 := c.Spec.S3; s3 != nil && s3.SecretRef != nil {
-		w.env = append(w.env,
-			secretEnv(plan.EnvS3AccessKey, ragopsv1alpha1.SecretKeySelector{Name: s3.SecretRef.Name, Key: "accesskey"}),
-			secretEnv(plan.EnvS3SecretKey, ragopsv1alpha1.SecretKeySelector{Name: s3.SecretRef.Name, Key: "secretkey"}))
-	}
-	if g := c.Spec.Git; g != nil && g.SecretRef != nil {
-		opt := true
-		for _, kv := range [][2]string{{plan.EnvGitUsername, "username"}, {plan.EnvGitPassword, "password"}} {
-			e := secretEnv(kv[0], ragopsv1alpha1.SecretKeySelector{Name: g.SecretRef.Name, Key: kv[1]})
-			e.ValueFrom.SecretKeyRef.Optional = &opt
-			w.env = append(w.env, e)
-		}
-	}
 }
 
 func describeSource(s ragopsv1alpha1.CorpusSpec) string {

@@ -21,6 +21,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // Defect 3: the scan-requested annotation starts one scan per new value, not a scan after
@@ -225,7 +226,7 @@ func TestStaleViewsOfANewGenerationStartOneScanJob(t *testing.T) {
 	jobsOf := func(gen int64) []batchv1.Job {
 		var out []batchv1.Job
 		for _, j := range ownedJobs(t, ns, corpus) {
-			if j.Labels[controllers.LabelRevision] == strconv.FormatInt(gen, 10) {
+			if j.Labels[workload.LabelRevision] == strconv.FormatInt(gen, 10) {
 				out = append(out, j)
 			}
 		}
@@ -315,7 +316,7 @@ func TestScanFinishedInTheSecondOfTheLastSyncIsRecorded(t *testing.T) {
 	scanJob := func(gen string) *batchv1.Job {
 		t.Helper()
 		for _, j := range ownedJobs(t, ns, corpus) {
-			if j.Labels[controllers.LabelRevision] == gen {
+			if j.Labels[workload.LabelRevision] == gen {
 				return &j
 			}
 		}

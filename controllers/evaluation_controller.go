@@ -2,8 +2,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -27,20 +25,20 @@ import (
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // Evaluation condition reasons.
 const (
-	ReasonIndexNotFound     = "IndexNotFound"
-	ReasonIndexNotReady     = "IndexNotReady"
-	ReasonRevisionNotFound  = "RevisionNotFound"
-	ReasonEvaluating        = "Evaluating"
-	ReasonEvaluationFailed  = "EvaluationFailed"
-	ReasonEvaluated         = "Evaluated"
-	evaluationJobsKept      = 1
-	defaultHybridAlpha      = 0.5
-	metricDecimals          = 4
-	evaluationComponentName = "evaluate"
+	ReasonIndexNotFound    = "IndexNotFound"
+	ReasonIndexNotReady    = "IndexNotReady"
+	ReasonRevisionNotFound = "RevisionNotFound"
+	ReasonEvaluating       = "Evaluating"
+	ReasonEvaluationFailed = "EvaluationFailed"
+	ReasonEvaluated        = "Evaluated"
+	evaluationJobsKept     = 1
+	metricDecimals         = 4
 )
 
 // EvaluationReconciler runs `ragops evaluate` Jobs against an Index revision and writes the
@@ -60,7 +58,20 @@ type EvaluationReconciler struct {
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 
-// Reconcile drives one Evaluation.
+// evaluationState carries what the steps of an Evaluation reconcile resolve.
+type evaluationState struct {
+	ev  *ragopsv1alpha1.Evaluation
+	idx ragopsv1alpha1.Index
+	// rev is the revision measured: spec.revision, else the Index's active one.
+	rev *ragopsv1alpha1.RevisionStatus
+	// newSlot: a schedule time passed since the last run, which starts a new one.
+	newSlot bool
+	job     *batchv1.Job
+}
+
+// Reconcile drives one Evaluation through its steps (check the schedule, resolve the
+// revision, the schedule's slot, skip what is measured, run the Job, collect its result);
+// reconcile.Summarize sets its conditions once from their merged result.
 func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var ev ragopsv1alpha1.Evaluation
 	if err := r.Get(ctx, req.NamespacedName, &ev); err != nil {
@@ -78,124 +89,161 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		metrics.ForgetEvaluation(ev.Namespace, ev.Name)
 		return ctrl.Result{}, nil
 	}
-	patcher := newStatusPatcher(&ev)
+	patcher := reconcile.NewStatusPatcher(&ev, needsAPerson)
 	defer func() {
 		ev.Status.ObservedGeneration = ev.Generation
-		patcher.done(ctx, r.Client, r.Events, &ev, &res, &retErr)
+		patcher.Done(ctx, r.Client, r.Events, &ev, &res, &retErr)
 	}()
+	result, err := reconcile.Run(ctx, &evaluationState{ev: &ev},
+		checkSchedule,
+		r.resolveRevision,
+		scheduleRun,
+		skipMeasured,
+		r.runEvaluation,
+		r.collectEvaluation,
+	)
+	res = reconcile.Summarize(&ev, result)
+	if err != nil {
+		return ctrl.Result{}, err // the work queue backs off
+	}
+	return res, nil
+}
 
-	if ev.Spec.Schedule != "" {
-		if _, err := cron.ParseStandard(ev.Spec.Schedule); err != nil {
-			conditions.MarkStalled(&ev, ReasonInvalidSchedule, fmt.Sprintf("spec.schedule: %q: %v", ev.Spec.Schedule, err))
-			return ctrl.Result{}, nil
+// checkSchedule stalls an Evaluation whose spec.schedule is no cron expression.
+func checkSchedule(_ context.Context, st *evaluationState) (reconcile.Result, error) {
+	if s := st.ev.Spec.Schedule; s != "" {
+		if _, err := cron.ParseStandard(s); err != nil {
+			return reconcile.Stalled(ReasonInvalidSchedule, fmt.Sprintf("spec.schedule: %q: %v", s, err)), nil
 		}
 	}
-	var idx ragopsv1alpha1.Index
-	if err := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: ev.Spec.IndexRef.Name}, &idx); err != nil {
+	return reconcile.Proceed, nil
+}
+
+// resolveRevision finds the Index and the revision to measure; it waits while the revision
+// builds and stalls when the Index or a named revision does not exist or the build failed.
+func (r *EvaluationReconciler) resolveRevision(ctx context.Context, st *evaluationState) (reconcile.Result, error) {
+	ev, idx := st.ev, &st.idx
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: ev.Spec.IndexRef.Name}, idx); err != nil {
 		if apierrors.IsNotFound(err) {
-			conditions.MarkStalled(&ev, ReasonIndexNotFound, fmt.Sprintf("spec.indexRef.name: Index %q not found", ev.Spec.IndexRef.Name))
-			return ctrl.Result{}, nil
+			return reconcile.Stalled(ReasonIndexNotFound, fmt.Sprintf("spec.indexRef.name: Index %q not found", ev.Spec.IndexRef.Name)), nil
 		}
-		return ctrl.Result{}, err
+		return reconcile.Stop, err
+	}
+	notReady := func(msg string) reconcile.Result {
+		return reconcile.Stop.With(reconcile.OutcomeProgressing, ReasonIndexNotReady, msg)
 	}
 	revName := ev.Spec.Revision
 	if revName == "" {
 		revName = idx.Status.ActiveRevision
 	}
 	if revName == "" {
-		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonIndexNotReady, fmt.Sprintf("Index %q has no active revision yet", idx.Name))
-		return ctrl.Result{}, nil
+		return notReady(fmt.Sprintf("Index %q has no active revision yet", idx.Name)), nil
 	}
-	rev := findRevision(&idx, revName)
-	if rev == nil {
+	st.rev = findRevision(idx, revName)
+	if st.rev == nil {
 		if ev.Spec.Revision != "" && ev.Spec.Revision != idx.Status.Revision {
-			conditions.MarkStalled(&ev, ReasonRevisionNotFound, fmt.Sprintf("spec.revision: Index %q has no revision %q", idx.Name, ev.Spec.Revision))
-			return ctrl.Result{}, nil
+			return reconcile.Stalled(ReasonRevisionNotFound, fmt.Sprintf("spec.revision: Index %q has no revision %q", idx.Name, ev.Spec.Revision)), nil
 		}
-		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonIndexNotReady, fmt.Sprintf("revision %s of Index %q is not built yet", revName, idx.Name))
-		return ctrl.Result{}, nil
+		return notReady(fmt.Sprintf("revision %s of Index %q is not built yet", revName, idx.Name)), nil
 	}
-	switch rev.Phase {
+	switch st.rev.Phase {
 	case ragopsv1alpha1.RevisionBuilding:
-		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonIndexNotReady, fmt.Sprintf("revision %s of Index %q is still building", revName, idx.Name))
-		return ctrl.Result{}, nil
+		return notReady(fmt.Sprintf("revision %s of Index %q is still building", revName, idx.Name)), nil
 	case ragopsv1alpha1.RevisionFailed:
-		conditions.MarkStalled(&ev, ReasonIndexNotReady, fmt.Sprintf("revision %s of Index %q failed to build", revName, idx.Name))
-		return ctrl.Result{}, nil
+		return reconcile.Stalled(ReasonIndexNotReady, fmt.Sprintf("revision %s of Index %q failed to build", revName, idx.Name)), nil
 	}
+	return reconcile.Proceed, nil
+}
 
-	// spec.schedule: a schedule time passed since the last run starts a new one (its Job is
-	// named by that time); every reconcile comes back at the next one.
-	newSlot := false
-	if ev.Spec.Schedule != "" {
-		slot, next, err := scheduleSlot(&ev, time.Now())
-		if err != nil {
-			return ctrl.Result{}, err // parsed above
-		}
-		if slot != nil {
-			ev.Status.LastScheduleTime, newSlot = ptr.To(metav1.NewTime(*slot)), true
-		}
-		defer func() {
-			if wait := time.Until(next) + time.Second; retErr == nil && !next.IsZero() && (res.RequeueAfter == 0 || res.RequeueAfter > wait) {
-				res.RequeueAfter = max(wait, time.Second)
-			}
-		}()
+// scheduleRun applies spec.schedule: a schedule time passed since the last run starts a new
+// one (its Job is named by that time); every reconcile from here comes back at the next one.
+func scheduleRun(_ context.Context, st *evaluationState) (reconcile.Result, error) {
+	if st.ev.Spec.Schedule == "" {
+		return reconcile.Proceed, nil
 	}
-	rerun := ev.Spec.RerunOnRevisionChange == nil || *ev.Spec.RerunOnRevisionChange
-	if ev.Status.Revision != "" && ev.Status.Revision != revName && !rerun && ev.Status.ObservedGeneration == ev.Generation && !newSlot {
-		return ctrl.Result{}, nil // keeps the figures of the revision it measured
-	}
-	retry := ev.Annotations[AnnotationRetry]
-	// A run in progress (Reconciling, e.g. a retry of a Ready Evaluation) or results still
-	// being collected are followed to their end.
-	running := meta.IsStatusConditionTrue(ev.Status.Conditions, ragopsv1alpha1.ConditionReconciling)
-	if ev.Status.Revision == revName && ev.Status.ObservedGeneration == ev.Generation && conditions.IsReady(&ev) && retry == ev.Status.LastHandledRetry && !running && !newSlot && !resultsPending(&ev) {
-		observeEvaluation(&ev, idx.Name) // restores the series after a manager restart
-		return ctrl.Result{}, nil
-	}
-
-	w := r.workload(&ev, &idx, rev)
-	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
+	slot, next, err := scheduleSlot(st.ev, time.Now())
 	if err != nil {
-		return ctrl.Result{}, err
+		return reconcile.Stop, err // parsed by checkSchedule
 	}
-	r.pruneJobs(ctx, &ev, job.Name)
-	ev.Status.LastHandledRetry = retry
-	state, failure := stateOf(job)
+	if slot != nil {
+		st.ev.Status.LastScheduleTime, st.newSlot = ptr.To(metav1.NewTime(*slot)), true
+	}
+	if next.IsZero() {
+		return reconcile.Proceed, nil
+	}
+	return reconcile.ProceedFor(max(time.Until(next)+time.Second, time.Second)), nil
+}
+
+// skipMeasured ends the reconcile when there is nothing to run: a revision change the spec
+// does not re-run on, or the same revision, generation and retry already measured. A run in
+// progress (Reconciling, e.g. a retry of a Ready Evaluation) or results still being
+// collected are followed to their end.
+func skipMeasured(_ context.Context, st *evaluationState) (reconcile.Result, error) {
+	ev, revName := st.ev, st.rev.Name
+	rerun := ev.Spec.RerunOnRevisionChange == nil || *ev.Spec.RerunOnRevisionChange
+	current := ev.Status.ObservedGeneration == ev.Generation && !st.newSlot
+	if ev.Status.Revision != "" && ev.Status.Revision != revName && !rerun && current {
+		return reconcile.Stop, nil // keeps the figures of the revision it measured
+	}
+	running := meta.IsStatusConditionTrue(ev.Status.Conditions, ragopsv1alpha1.ConditionReconciling)
+	if ev.Status.Revision == revName && current && conditions.IsReady(ev) && ev.Annotations[AnnotationRetry] == ev.Status.LastHandledRetry && !running && !resultsPending(ev) {
+		observeEvaluation(ev, st.idx.Name) // restores the series after a manager restart
+		return reconcile.Stop, nil
+	}
+	return reconcile.Proceed, nil
+}
+
+// runEvaluation creates or follows the evaluate Job; it proceeds once the Job succeeded.
+func (r *EvaluationReconciler) runEvaluation(ctx context.Context, st *evaluationState) (reconcile.Result, error) {
+	ev, revName := st.ev, st.rev.Name
+	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), r.evaluateWorkload(ev, &st.idx, st.rev))
+	if err != nil {
+		return reconcile.Stop, err
+	}
+	st.job = job
+	r.pruneJobs(ctx, ev, job.Name)
+	ev.Status.LastHandledRetry = ev.Annotations[AnnotationRetry]
+	state, failure := workload.StateOf(job)
 	switch state {
-	case jobRunning:
+	case workload.Running:
 		if msg, err := notStarting(ctx, r.Client, job, r.Options.PodStartTimeout, time.Now()); err != nil {
-			return ctrl.Result{}, err
+			return reconcile.Stop, err
 		} else if msg != "" {
-			conditions.MarkStalled(&ev, ReasonPodsNotStarting, fmt.Sprintf("Job %s cannot start: %s", job.Name, msg))
-			return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
+			return reconcile.Stalled(ReasonPodsNotStarting, fmt.Sprintf("Job %s cannot start: %s", job.Name, msg)).Requeue(r.Options.ProgressInterval), nil
 		}
 		if ev.Status.StartTime == nil || ev.Status.Revision != revName {
 			ev.Status.StartTime = ptr.To(job.CreationTimestamp)
 		}
-		conditions.MarkReconcilingKeepReadyOrFalse(&ev, ReasonEvaluating, fmt.Sprintf("Job %s evaluates revision %s", job.Name, revName))
-		return ctrl.Result{RequeueAfter: r.Options.ProgressInterval}, nil
-	case jobFailed:
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonEvaluating,
+			fmt.Sprintf("Job %s evaluates revision %s", job.Name, revName)), nil
+	case workload.Failed:
 		msg, _, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 		if err != nil {
-			return ctrl.Result{}, err
+			return reconcile.Stop, err
 		}
-		conditions.MarkStalled(&ev, ReasonEvaluationFailed, fmt.Sprintf("Job %s failed: %s", job.Name, truncate(msg, 1024)))
-		return ctrl.Result{}, nil
+		return reconcile.Stalled(ReasonEvaluationFailed, fmt.Sprintf("Job %s failed: %s", job.Name, truncate(msg, 1024))), nil
 	}
+	return reconcile.Proceed, nil
+}
+
+// collectEvaluation copies a succeeded Job's result into status, records the run and stores
+// its per-query results. The figures stand whatever happens to the per-query results; a
+// failure to read them is retried (ResultsStored Unknown) and ends in a condition, never in
+// a partial set.
+func (r *EvaluationReconciler) collectEvaluation(ctx context.Context, st *evaluationState) (reconcile.Result, error) {
+	ev, job, revName := st.ev, st.job, st.rev.Name
 	ok, _, err := podResults(ctx, r.Client, job)
 	if err != nil {
-		return ctrl.Result{}, err
+		return reconcile.Stop, err
 	}
 	msg, found := ok["0"]
 	if !found {
 		// The pod cache can lag behind the Job's: retry with backoff rather than stall.
-		return ctrl.Result{}, fmt.Errorf("job %s succeeded but its pod's result is not visible yet", job.Name)
+		return reconcile.Stop, fmt.Errorf("job %s succeeded but its pod's result is not visible yet", job.Name)
 	}
 	var result plan.EvaluateResult
 	if err := json.Unmarshal([]byte(msg), &result); err != nil {
-		conditions.MarkStalled(&ev, ReasonEvaluationFailed, fmt.Sprintf("Job %s returned an unreadable result: %v", job.Name, err))
-		return ctrl.Result{}, nil
+		return reconcile.Stalled(ReasonEvaluationFailed, fmt.Sprintf("Job %s returned an unreadable result: %v", job.Name, err)), nil
 	}
 	ApplyResult(&ev.Status, result)
 	ev.Status.Revision = revName
@@ -203,13 +251,12 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if ev.Status.CompletionTime == nil {
 		ev.Status.CompletionTime = ptr.To(metav1.Now())
 	}
-	conditions.MarkReady(&ev, ReasonEvaluated, fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, recallAt10(&ev.Status), result.Queries))
-	recordRun(&ev, job.Name, rev)
-	// The figures stand whatever happens to the per-query results; a failure to read them
-	// is retried (ResultsStored Unknown) and ends in a condition, never in a partial set.
-	err = r.storeResults(ctx, &ev, job, result.Results)
-	observeEvaluation(&ev, idx.Name) // after QualityDropped is decided
-	return ctrl.Result{}, err
+	ready := reconcile.Stop.With(reconcile.OutcomeReady, ReasonEvaluated,
+		fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, recallAt10(&ev.Status), result.Queries))
+	recordRun(ev, job.Name, st.rev)
+	err = r.storeResults(ctx, ev, job, result.Results)
+	observeEvaluation(ev, st.idx.Name) // after QualityDropped is decided
+	return ready, err
 }
 
 // recallAt10 formats recall@10 with its interval as "0.812 ± 0.031" (half the 95%
@@ -290,69 +337,11 @@ func interval(m plan.MetricsAtK, measure string) *ragopsv1alpha1.ConfidenceInter
 	return &ragopsv1alpha1.ConfidenceInterval{Lower: Round(iv.Lo), Upper: Round(iv.Hi), StdErr: Round(iv.StdErr)}
 }
 
-// evaluationJobName is unique per (generation, revision, ragops.dev/retry value, scheduled
-// time) so a new revision, spec, retry or schedule time runs anew.
-func evaluationJobName(ev *ragopsv1alpha1.Evaluation, rev string) string {
-	key := fmt.Sprintf("%d/%s", ev.Generation, rev)
-	if retry := ev.Annotations[AnnotationRetry]; retry != "" {
-		key += "/" + retry
-	}
-	if t := ev.Status.LastScheduleTime; t != nil && ev.Spec.Schedule != "" {
-		key += "/scheduled/" + t.UTC().Format(time.RFC3339)
-	}
-	sum := sha256.Sum256([]byte(key))
-	return fmt.Sprintf("%s-%s", objectName(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
-}
-
-func (r *EvaluationReconciler) workload(ev *ragopsv1alpha1.Evaluation, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) *workload {
-	p := ev.Spec.EvaluationParameters
-	w := &workload{owner: ev, name: evaluationJobName(ev, rev.Name), deadline: r.Options.JobDeadline, component: evaluationComponentName, revision: rev.Name,
-		args: []string{"evaluate"}, template: p.Template, image: r.Options.WorkerImage, shards: 1}
-	ds := plan.Source{HTTP: p.Dataset.HTTP}
-	ds.Dir = sourceMounts(w, "dataset", plan.DatasetDir, p.Dataset.PVC, p.Dataset.ConfigMap)
-	headerMounts(w, p.Dataset.HTTP)
+// evaluateWorkload describes the evaluate Job of ev against rev (see workload.Evaluate).
+func (r *EvaluationReconciler) evaluateWorkload(ev *ragopsv1alpha1.Evaluation, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) *workload.Workload {
 	model, embedder := queryModel(idx, rev)
-	var modelDir string
-	if p.Mode != ragopsv1alpha1.ModeBM25 {
-		modelDir = modelMounts(w, "model", plan.ModelDir, model, w.image)
-	}
-	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
-		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))
-	}
-	weaviateCAMounts(w, idx.Spec.Weaviate)
-	ks := []int{10}
-	for _, k := range p.K {
-		if !slices.Contains(ks, int(k)) {
-			ks = append(ks, int(k))
-		}
-	}
-	slices.Sort(ks)
-	pl := plan.Evaluate{Version: plan.Version,
-		Namespace: ev.Namespace, Evaluation: ev.Name, UID: string(ev.UID), Revision: rev.Name, Collection: rev.Collection,
-		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
-		Embedder: embedder,
-		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
-			Consistency: readConsistency(idx)},
-	}
-	if pl.Split == "" {
-		pl.Split = "test"
-	}
-	if p.Mode == ragopsv1alpha1.ModeHybrid {
-		pl.Alpha, pl.Fusion = defaultHybridAlpha, ragopsv1alpha1.FusionRelativeScore
-		if h := p.Hybrid; h != nil {
-			if h.Alpha != nil {
-				pl.Alpha = *h.Alpha
-			}
-			if h.Fusion != "" {
-				pl.Fusion = h.Fusion
-			}
-		}
-	}
-	if rr := p.Rerank; rr != nil {
-		pl.Rerank = &plan.Rerank{ModelDir: modelMounts(w, "rerank-model", plan.RerankModelDir, rr.Model, w.image), TopN: int(max(rr.TopN, 1))}
-	}
-	w.plan = pl
-	return w
+	return workload.Evaluate(workload.EvaluateInputs{Evaluation: ev, Index: idx, Revision: rev, Retry: ev.Annotations[AnnotationRetry],
+		Model: model, Embedder: embedder, Consistency: readConsistency(idx)}, r.Options.workloadDefaults())
 }
 
 // pruneJobs deletes this Evaluation's older Jobs.

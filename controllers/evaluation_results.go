@@ -24,6 +24,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // ConditionResultsStored says whether an Evaluation's per-query results of its last run
@@ -142,8 +143,8 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 		return err
 	}
 	want := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ev.Namespace, Name: name,
-		Labels: map[string]string{LabelManagedBy: managedBy, LabelComponent: "results", LabelOwner: labelValue(ev.Name),
-			LabelRevision: labelValue(ev.Status.Revision)},
+		Labels: map[string]string{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: "results", workload.LabelOwner: workload.LabelValue(ev.Name),
+			workload.LabelRevision: workload.LabelValue(ev.Status.Revision)},
 		Annotations: map[string]string{AnnotationResultsSHA256: ref.SHA256}},
 		BinaryData: map[string][]byte{results.ConfigMapKey: blob}}
 	if err := controllerutil.SetControllerReference(ev, &want, r.Scheme()); err != nil {

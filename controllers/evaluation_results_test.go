@@ -30,6 +30,7 @@ import (
 	"github.com/ragops/ragops/evaluator/stats"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // kubelet serves container logs the way a kubelet does (GET
@@ -268,7 +269,7 @@ func TestEvaluationResultsCollectedFromThePodLog(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm); err != nil {
 		t.Fatal(err)
 	}
-	if !metav1.IsControlledBy(&cm, got) || cm.Labels[controllers.LabelOwner] != ev.Name || cm.Labels[controllers.LabelRevision] != r1 {
+	if !metav1.IsControlledBy(&cm, got) || cm.Labels[workload.LabelOwner] != ev.Name || cm.Labels[workload.LabelRevision] != r1 {
 		t.Errorf("ConfigMap owners %v labels %v, want controlled by the Evaluation, labelled with it and revision %s", cm.OwnerReferences, cm.Labels, r1)
 	}
 	back, err := results.Decode(cm.BinaryData[results.ConfigMapKey])

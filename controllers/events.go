@@ -1,5 +1,39 @@
 package controllers
 
-import "sigs.k8s.io/controller-runtime/pkg/event"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+)
 
 type evtUpdate = event.UpdateEvent
+
+// problemReasons are the Ready=False reasons that mean something is wrong (not merely in
+// progress or waiting on another object): an unreachable or inconsistent Weaviate, lost data,
+// an unreadable source, a name taken by a foreign object.
+var problemReasons = map[string]bool{
+	ReasonWeaviateError: true, ReasonCollectionLost: true, ReasonIncompleteCollection: true,
+	ReasonCleanupFailed: true, ReasonSourceUnreadable: true, ReasonJobConflict: true,
+}
+
+// needsAPerson reports whether a condition calls for a Warning Event: Stalled=True,
+// ResultsStored=False for a refused or lost set, a DeletionBlocked or UnderReplicated that is not just waiting for pods to stop, or Ready=False
+// for one of problemReasons. Ready=False while building, gating, syncing or waiting for a
+// Corpus or Index is progress (Normal).
+func needsAPerson(c metav1.Condition) bool {
+	switch {
+	case c.Type == ConditionResultsStored:
+		// Positive polarity: a lost or refused set needs a person, not a stored one.
+		return c.Status == metav1.ConditionFalse && (c.Reason == ReasonResultsUnavailable || c.Reason == ReasonResultsRefused)
+	case c.Status != metav1.ConditionTrue && c.Type != ragopsv1alpha1.ConditionReady:
+		return false
+	case c.Type == ragopsv1alpha1.ConditionReady:
+		return c.Status == metav1.ConditionFalse && problemReasons[c.Reason]
+	case c.Type == ragopsv1alpha1.ConditionReconciling:
+		return false
+	case c.Type == ragopsv1alpha1.ConditionDeletionBlocked:
+		return c.Reason != ReasonDeleting
+	}
+	return true
+}

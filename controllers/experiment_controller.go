@@ -30,6 +30,7 @@ import (
 	"github.com/ragops/ragops/experiment/budget"
 	"github.com/ragops/ragops/experiment/trials"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/reconcile"
 )
 
 // Experiment condition reasons (besides ragopsv1alpha1's ReasonTooManyFailedTrials,
@@ -88,10 +89,10 @@ func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 	}
-	patcher := newStatusPatcher(&exp)
+	patcher := reconcile.NewStatusPatcher(&exp, needsAPerson)
 	defer func() {
 		exp.Status.ObservedGeneration = exp.Generation
-		patcher.done(ctx, r.Client, r.Events, &exp, &res, &retErr)
+		patcher.Done(ctx, r.Client, r.Events, &exp, &res, &retErr)
 	}()
 	if exp.Status.StartTime == nil {
 		exp.Status.StartTime = ptr.To(metav1.Now())

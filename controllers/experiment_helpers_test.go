@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/testenv"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 const prepModel = "run hack/export-model/export.sh and set RAGOPS_MODEL_DIR to the folder it prints"
@@ -152,7 +152,7 @@ func playEvaluation(t *testing.T, ns, name string, recall float64) {
 	ctx := context.Background()
 	var jobs batchv1.JobList
 	eventually(t, 30*time.Second, "evaluation Job of "+name, func() (bool, error) {
-		err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelOwner: name})
+		err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelOwner: name})
 		return err == nil && len(jobs.Items) == 1, err
 	})
 	res, _ := json.Marshal(plan.EvaluateResult{Queries: 40, Metrics: []plan.MetricsAtK{{K: 10, Recall: recall, NDCG: recall - 0.1, MRR: recall - 0.2}}})

@@ -11,6 +11,8 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 func indexAt(rv string) *ragopsv1alpha1.Index {
@@ -67,22 +69,22 @@ func (r *recordedEvents) Eventf(_, _ runtime.Object, eventtype, reason, action, 
 // in the order the steps emitted them, and once.
 func TestEventBufferRecordsOnlyWhenFlushed(t *testing.T) {
 	var rec recordedEvents
-	b := &eventBuffer{}
+	b := &reconcile.EventBuffer{}
 	idx := indexAt("1")
 	b.Eventf(idx, nil, "Normal", ReasonGatePassed, "Rollout", "recall@10 %.2f", 0.81)
 	b.Eventf(idx, nil, "Normal", "AliasMoved", "Rollout", "alias %s: revision %q -> %q", "a", "r1", "r2")
 	if len(rec) != 0 {
 		t.Fatalf("recorded before the flush: %v", rec)
 	}
-	b.flush(&rec)
-	b.flush(&rec)
+	b.Flush(&rec)
+	b.Flush(&rec)
 	want := []string{`Normal GatePassed Rollout: recall@10 0.81`, `Normal AliasMoved Rollout: alias a: revision "r1" -> "r2"`}
 	if fmt.Sprint(rec) != fmt.Sprint(want) {
 		t.Errorf("recorded %q, want %q", rec, want)
 	}
 	b.Eventf(idx, nil, "Normal", "AliasMoved", "Rollout", "dropped")
-	b.flush(nil)
-	b.flush(&rec)
+	b.Flush(nil)
+	b.Flush(&rec)
 	if len(rec) != 2 {
 		t.Errorf("a flush without a recorder kept its Events: %q", rec)
 	}
@@ -99,9 +101,9 @@ func TestResultErrorReadsTheTypedReason(t *testing.T) {
 		{`{"documents":0,"error":"read a.md: ModelLimitExceeded: in the text"}`, "read a.md: ModelLimitExceeded: in the text", ""},
 		{"  panic: runtime error\n", "panic: runtime error", ""},
 	} {
-		text, reason := resultError(tc.msg)
+		text, reason := workload.ResultError(tc.msg)
 		if text != tc.text || reason != tc.reason {
-			t.Errorf("resultError(%q) = %q, %q; want %q, %q", tc.msg, text, reason, tc.text, tc.reason)
+			t.Errorf("workload.ResultError(%q) = %q, %q; want %q, %q", tc.msg, text, reason, tc.text, tc.reason)
 		}
 		if got := buildFailureReason(reason); (reason == "") != (got == ReasonBuildFailed) {
 			t.Errorf("buildFailureReason(%q) = %s", reason, got)

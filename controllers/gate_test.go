@@ -16,6 +16,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // gatedFixture is fixture's Index under an EvaluationGated rollout with the given bounds.
@@ -42,7 +43,7 @@ func evaluationJob(t *testing.T, ns, name string) *batchv1.Job {
 	var job *batchv1.Job
 	eventually(t, 30*time.Second, "a running Job of Evaluation "+name, func() (bool, error) {
 		var jobs batchv1.JobList
-		if err := env.Client.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelOwner: name}); err != nil {
+		if err := env.Client.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelOwner: name}); err != nil {
 			return false, err
 		}
 		for i := range jobs.Items {

@@ -23,51 +23,45 @@ import (
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/vectorstore"
 )
 
-func buildJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) string {
-	name := fmt.Sprintf("%s-%s-build", objectName(idx.Name, 40), rev.Name)
-	if rev.Attempt > 1 {
-		name += fmt.Sprintf("-%d", rev.Attempt)
-	}
-	return objectName(name, maxNameLength)
-}
-
 // reconcileBuild starts or follows the build of the desired revision.
-func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (stepResult, error) {
+func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (reconcile.Result, error) {
 	idx := st.idx
 	if err := r.stopSupersededBuilds(ctx, st); err != nil {
-		return stop, err
+		return reconcile.Stop, err
 	}
 	rev := findRevision(idx, st.revision)
 	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionSuperseded {
 		if err := r.restartBuild(ctx, st, rev, "the spec came back to this revision after its build was stopped"); err != nil {
-			return stop, err
+			return reconcile.Stop, err
 		}
 	}
 	if rev != nil && rev.Phase == ragopsv1alpha1.RevisionFailed {
 		retry := idx.Annotations[AnnotationRetry]
 		if retry == "" || retry == idx.Status.LastHandledRetry {
-			return stalled(failedReason(rev), fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
+			return reconcile.Stalled(failedReason(rev), fmt.Sprintf("revision %s failed: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
 		}
 		idx.Status.LastHandledRetry = retry
 		if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("retry requested (%s=%s)", AnnotationRetry, retry)); err != nil {
-			return stop, err
+			return reconcile.Stop, err
 		}
 	}
 	if rev != nil && rev.Strategy == nil {
 		rev.Strategy = st.strategy.Spec.DeepCopy() // recorded before the field existed
 	}
 	if rev != nil && rev.Phase != ragopsv1alpha1.RevisionBuilding {
-		return proceed, nil
+		return reconcile.Proceed, nil
 	}
 	if !conditions.IsReady(st.corpus) || st.corpus.Status.Revision == "" {
-		return stop.with(outcomeProgressing, ReasonCorpusNotReady, fmt.Sprintf("waiting for Corpus %q to sync", st.corpus.Name)), nil
+		return reconcile.Stop.With(reconcile.OutcomeProgressing, ReasonCorpusNotReady, fmt.Sprintf("waiting for Corpus %q to sync", st.corpus.Name)), nil
 	}
 	collection, err := vectorstore.CollectionName(idx.Namespace, idx.Name, st.revision)
 	if err != nil {
-		return stalled(ReasonInvalidSpec, err.Error()), nil
+		return reconcile.Stalled(ReasonInvalidSpec, err.Error()), nil
 	}
 	if rev == nil {
 		idx.Status.Revisions = append([]ragopsv1alpha1.RevisionStatus{{
@@ -78,42 +72,42 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		rev = &idx.Status.Revisions[0]
 	}
 	w := r.embedWorkload(st, rev, false)
-	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
+	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), w)
 	if err != nil {
 		return ensureFailed(err)
 	}
 	if !job.DeletionTimestamp.IsZero() {
-		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonBuilding, jobGoingMessage(job, "revision "+rev.Name)), nil
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonBuilding, jobGoingMessage(job, "revision "+rev.Name)), nil
 	}
-	state, failure := stateOf(job)
+	state, failure := workload.StateOf(job)
 	switch state {
-	case jobRunning:
+	case workload.Running:
 		if res, stuck, err := r.podsNotStarting(ctx, job, "revision "+rev.Name); stuck || err != nil {
 			return res, err
 		}
 		r.refreshProgress(ctx, st, rev, job)
-		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress)), nil
-	case jobFailed:
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonBuilding, fmt.Sprintf("building revision %s: %s documents", rev.Name, idx.Status.Progress)), nil
+	case workload.Failed:
 		msg, reason, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 		if err != nil {
-			return stop, err
+			return reconcile.Stop, err
 		}
 		rev.Phase, rev.Message, rev.Reason = ragopsv1alpha1.RevisionFailed, truncate(msg, 1024), buildFailureReason(reason)
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		return stalled(rev.Reason, fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx))), nil
+		return reconcile.Stalled(rev.Reason, fmt.Sprintf("revision %s: Job %s failed: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx))), nil
 	}
 	results, lost, err := r.shardResults(ctx, job)
 	if err != nil {
-		return stop, err
+		return reconcile.Stop, err
 	}
 	if hashes := modelHashes(results); len(hashes) > 1 {
 		rev.Phase, rev.Reason = ragopsv1alpha1.RevisionFailed, ReasonModelChanged
 		rev.Message = fmt.Sprintf("%s: the shards embedded with different model folders (%s): the folder changed during the build; retry once it is stable", plan.FailureModelChanged, strings.Join(hashes, ", "))
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
-		return stalled(ReasonModelChanged, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
+		return reconcile.Stalled(ReasonModelChanged, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
 	}
 	if len(lost) > 0 && rev.IncompleteRuns < maxIncompleteRuns {
 		// Without every shard's result the build cannot be verified: run it again. It resumes
@@ -121,11 +115,11 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 		what := fmt.Sprintf("the results of shard(s) %s were lost (pods deleted before they were read)", strings.Join(lost, ","))
 		runs := rev.IncompleteRuns
 		if err := r.restartBuild(ctx, st, rev, what+": re-running the build to verify it (it resumes)"); err != nil {
-			return stop, err
+			return reconcile.Stop, err
 		}
 		rev.IncompleteRuns = runs + 1
 		st.events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Rebuild", "revision %s: %s", rev.Name, rev.Message)
-		return stopFor(time.Second).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
+		return reconcile.StopFor(time.Second).With(reconcile.OutcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 	}
 	if len(lost) == 0 {
 		if ok, res, err := r.verifyBuild(ctx, st, rev, results); !ok {
@@ -152,17 +146,17 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (s
 	rev.Phase = ragopsv1alpha1.RevisionReady
 	idx.Status.Build, idx.Status.Progress = nil, ""
 	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
-	return proceed, nil
+	return reconcile.Proceed, nil
 }
 
 // podsNotStarting stalls the reconcile (and looks again after ProgressInterval) when the
 // pods of a running Job do not start; what names the work in the message.
-func (r *IndexReconciler) podsNotStarting(ctx context.Context, job *batchv1.Job, what string) (stepResult, bool, error) {
+func (r *IndexReconciler) podsNotStarting(ctx context.Context, job *batchv1.Job, what string) (reconcile.Result, bool, error) {
 	msg, err := notStarting(ctx, r.Client, job, r.Options.PodStartTimeout, time.Now())
 	if err != nil || msg == "" {
-		return stop, false, err
+		return reconcile.Stop, false, err
 	}
-	return stopFor(r.Options.ProgressInterval).with(outcomeStalled, ReasonPodsNotStarting, fmt.Sprintf("%s: Job %s cannot start: %s", what, job.Name, msg)), true, nil
+	return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeStalled, ReasonPodsNotStarting, fmt.Sprintf("%s: Job %s cannot start: %s", what, job.Name, msg)), true, nil
 }
 
 // retryHint tells how to rebuild a Failed revision once its cause is fixed.
@@ -281,53 +275,13 @@ func progressString(done, total int64) string {
 	return fmt.Sprintf("%d/%d (%d%%)", done, total, done*100/total)
 }
 
-// embedWorkload describes the embedder Job of a revision (full build, or incremental sync).
-// A revision that served through the alias is never built non-incrementally: a rebuild after
-// its collection was found missing runs as a sync, so if the collection is there after all
-// (a false loss) an unreadable document keeps its served chunks instead of being deleted.
-func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) *workload {
-	idx := st.idx
-	name, kind := buildJobName(idx, rev), jobKindBuild
-	if incremental {
-		name, kind = syncJobName(idx, rev, st.corpus.Status.Revision), jobKindSync
-	}
-	// The revision's own strategy, model and precision: a sync into the active revision runs
-	// also while the spec names another revision.
-	strategy := st.strategy.Spec
-	if rev.Strategy != nil {
-		strategy = *rev.Strategy
-	}
-	model, e := queryModel(idx, rev)
-	w := &workload{owner: idx, name: name, component: "embed", deadline: r.Options.JobDeadline, kind: kind, revision: rev.Name, args: []string{"embed"},
-		template: e.Template, image: r.Options.WorkerImage, shards: max(e.Shards, 1), gpu: e.Device == ragopsv1alpha1.DeviceCUDA}
-	var src plan.Source
-	corpusSource(w, st.corpus, &src)
-	if g := st.corpus.Spec.Git; g != nil && st.corpus.Status.Commit != "" {
-		// Embed the commit the Corpus counted, not wherever the branch is now.
-		pinned := *g
-		pinned.Ref = st.corpus.Status.Commit
-		src.Git = &pinned
-	}
-	if incremental {
-		w.annotations = map[string]string{annotationCorpusRevision: st.corpus.Status.Revision,
-			annotationSyncAttempt: strconv.Itoa(int(rev.SyncAttempt))}
-	}
-	modelDir := modelMounts(w, "model", plan.ModelDir, model, w.image)
-	if ref := idx.Spec.Weaviate.APIKeySecretRef; ref != nil {
-		w.env = append(w.env, secretEnv(plan.EnvWeaviateAPIKey, *ref))
-	}
-	weaviateCAMounts(w, idx.Spec.Weaviate)
-	w.plan = plan.Build{
-		Version: plan.Version, Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
-		Incremental: incremental || rev.ServedTime != nil, Shards: int(w.shards), Source: src, Strategy: strategy,
-		ModelDir: modelDir, ModelHash: rev.ModelHash, Embedder: e, VectorIndex: idx.Spec.VectorIndex,
-		Replication: idx.Spec.Replication, Sharding: idx.Spec.Sharding, Compression: idx.Spec.Compression,
-		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
-			Consistency: writeConsistency(idx)},
-		OutageSeconds: int64(r.Options.WeaviateOutageWait.Seconds()),
-		ModelServer:   modelServerFor(idx, rev),
-	}
-	return w
+// embedWorkload describes the embedder Job of a revision (full build, or incremental sync;
+// see workload.Embed).
+func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) *workload.Workload {
+	model, e := queryModel(st.idx, rev)
+	return workload.Embed(workload.EmbedInputs{Index: st.idx, Revision: rev, Corpus: st.corpus, Strategy: st.strategy.Spec,
+		Model: model, Embedder: e, Incremental: incremental, Consistency: writeConsistency(st.idx),
+		ModelServer: modelServerFor(st.idx, rev), OutageWait: r.Options.WeaviateOutageWait}, r.Options.workloadDefaults())
 }
 
 // restartBuild turns rev back into a Building revision with the next Attempt, whose Job
@@ -335,7 +289,7 @@ func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.Revi
 // Job is deleted. why goes into the revision's message and the log.
 func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, why string) error {
 	idx := st.idx
-	if err := deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev)); err != nil {
+	if err := deleteJob(ctx, r.Client, idx.Namespace, workload.BuildJobName(idx, rev)); err != nil {
 		return err
 	}
 	rev.Attempt = max(rev.Attempt, 1) + 1
@@ -362,7 +316,7 @@ func (r *IndexReconciler) stopSupersededBuilds(ctx context.Context, st *indexSta
 		if rev.Name == st.revision || rev.Phase != ragopsv1alpha1.RevisionBuilding {
 			continue
 		}
-		if err := deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, rev)); err != nil {
+		if err := deleteJob(ctx, r.Client, idx.Namespace, workload.BuildJobName(idx, rev)); err != nil {
 			return err
 		}
 		rev.Phase = ragopsv1alpha1.RevisionSuperseded
@@ -391,12 +345,12 @@ func jobGoingMessage(job *batchv1.Job, what string) string {
 	return fmt.Sprintf("%s: Job %s is being deleted; it runs again once it is gone", what, job.Name)
 }
 
-func ensureFailed(err error) (stepResult, error) {
+func ensureFailed(err error) (reconcile.Result, error) {
 	var conflict *JobConflictError
 	if errors.As(err, &conflict) {
-		return stalled(ReasonJobConflict, conflict.Error()), nil
+		return reconcile.Stalled(ReasonJobConflict, conflict.Error()), nil
 	}
-	return stop, err
+	return reconcile.Stop, err
 }
 
 // revisionJobs lists the Jobs this Index controls for one revision (builds and syncs).
@@ -407,7 +361,7 @@ func (r *IndexReconciler) revisionJobs(ctx context.Context, idx *ragopsv1alpha1.
 	}
 	var out []batchv1.Job
 	for _, j := range jobs.Items {
-		if j.Labels[LabelRevision] == rev && metav1.IsControlledBy(&j, idx) {
+		if j.Labels[workload.LabelRevision] == rev && metav1.IsControlledBy(&j, idx) {
 			out = append(out, j)
 		}
 	}

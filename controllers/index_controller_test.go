@@ -19,6 +19,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 func TestSpecChangeBuildsNewRevisionAndRevertMovesAliasBack(t *testing.T) {
@@ -154,7 +155,7 @@ func TestGatedRolloutMovesAliasOnlyForPassingCandidate(t *testing.T) {
 		}
 		var jobs batchv1.JobList
 		eventually(t, 30*time.Second, "evaluation Job", func() (bool, error) {
-			err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelOwner: name})
+			err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelOwner: name})
 			return err == nil && len(jobs.Items) == 1, err
 		})
 		var p plan.Evaluate
@@ -456,7 +457,7 @@ func TestCorpusChangeRunsIncrementalSyncIntoActiveRevision(t *testing.T) {
 	})
 	var jobs batchv1.JobList
 	eventually(t, 20*time.Second, "sync Job", func() (bool, error) {
-		err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelRevision: r1})
+		err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelRevision: r1})
 		for _, j := range jobs.Items {
 			if strings.Contains(j.Name, "-sync-") {
 				return true, nil
@@ -653,7 +654,7 @@ func TestEvaluationQueriesEachRevisionWithItsOwnModel(t *testing.T) {
 		}
 		var jobs batchv1.JobList
 		eventually(t, 30*time.Second, "Job of Evaluation "+name, func() (bool, error) {
-			err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelOwner: name})
+			err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelOwner: name})
 			return err == nil && len(jobs.Items) == 1, err
 		})
 		var p plan.Evaluate

@@ -19,6 +19,8 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -42,7 +44,7 @@ func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alph
 		if !metav1.IsControlledBy(&j, idx) {
 			continue
 		}
-		if s, _ := stateOf(&j); s != jobRunning {
+		if s, _ := workload.StateOf(&j); s != workload.Running {
 			continue
 		}
 		if j.DeletionTimestamp.IsZero() {
@@ -93,9 +95,9 @@ func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alph
 // with backoff), its outcome is DeletionBlocked; after FinalizerTimeout it gives up with a
 // Warning event naming what is left behind. Once the finalizer is gone the outcome is
 // deleted: the status no longer claims to serve while others' finalizers hold the object.
-func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alpha1.Index) (stepResult, error) {
+func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alpha1.Index) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(idx, Finalizer) {
-		return stop, nil
+		return reconcile.Stop, nil
 	}
 	skip := idx.Annotations[AnnotationSkipCleanup] == "true"
 	if !skip {
@@ -103,14 +105,14 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 		// deleted under it: stop the running Jobs and wait until their pods are gone.
 		running, forced, err := r.stopRunningJobs(ctx, idx)
 		if err != nil {
-			return stop, err
+			return reconcile.Stop, err
 		}
 		if forced {
-			return stopFor(2*time.Second).with(outcomeDeletionBlocked, ReasonJobsNotStopping,
+			return reconcile.StopFor(2*time.Second).With(reconcile.OutcomeDeletionBlocked, ReasonJobsNotStopping,
 				fmt.Sprintf("pods did not stop within %s and were force-deleted; waiting for Job(s) %s to go", r.Options.JobStopTimeout, strings.Join(running, ", "))), nil
 		}
 		if len(running) > 0 {
-			return stopFor(2*time.Second).with(outcomeDeletionBlocked, ReasonDeleting,
+			return reconcile.StopFor(2*time.Second).With(reconcile.OutcomeDeletionBlocked, ReasonDeleting,
 				fmt.Sprintf("waiting for the pods of Job(s) %s to stop before deleting the collections (force-deleted %s after the Index's deletion)",
 					strings.Join(running, ", "), r.Options.JobStopTimeout)), nil
 		}
@@ -121,7 +123,7 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 		if err != nil {
 			age := time.Since(idx.DeletionTimestamp.Time)
 			if age < r.Options.FinalizerTimeout {
-				return stop.with(outcomeDeletionBlocked, ReasonCleanupFailed,
+				return reconcile.Stop.With(reconcile.OutcomeDeletionBlocked, ReasonCleanupFailed,
 						fmt.Sprintf("cannot delete Weaviate alias/collections yet (retrying with backoff; annotate %s=true to skip): %v", AnnotationSkipCleanup, err)),
 					fmt.Errorf("index %s/%s cleanup: %w", idx.Namespace, idx.Name, err)
 			}
@@ -136,7 +138,7 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 	base := idx.DeepCopy()
 	controllerutil.RemoveFinalizer(idx, Finalizer)
 	if err := r.Patch(ctx, idx, client.MergeFrom(base)); err != nil {
-		return stop, err
+		return reconcile.Stop, err
 	}
 	// Other finalizers may keep the object: its status must not claim it still serves.
 	idx.Status.ActiveRevision, idx.Status.Chunks, idx.Status.Build, idx.Status.Progress = "", 0, nil, ""
@@ -149,7 +151,7 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 	if len(idx.Finalizers) > 0 {
 		msg += fmt.Sprintf("; waiting for finalizers %s", strings.Join(idx.Finalizers, ","))
 	}
-	return stop.with(outcomeDeleted, ReasonDeleting, msg), nil
+	return reconcile.Stop.With(reconcile.OutcomeDeleted, ReasonDeleting, msg), nil
 }
 
 func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alpha1.Index) error {

@@ -11,6 +11,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/reconcile"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -40,24 +41,24 @@ type healthStore interface {
 // node is down but not yet noticed by gossip). It looks again every minute, also while no
 // revision is active yet: the rollout that activates one changes only status, which does
 // not start a reconcile (the Index watch passes generation and annotation changes only).
-func (r *IndexReconciler) reconcileReplicaHealth(ctx context.Context, st *indexState) (stepResult, error) {
+func (r *IndexReconciler) reconcileReplicaHealth(ctx context.Context, st *indexState) (reconcile.Result, error) {
 	idx := st.idx
 	hs, ok := st.store.(healthStore)
 	if !ok || (idx.Spec.Replication == nil && idx.Spec.Sharding == nil) {
 		idx.Status.Replication = nil
 		conditions.Remove(idx, ragopsv1alpha1.ConditionUnderReplicated)
-		return proceed, nil
+		return reconcile.Proceed, nil
 	}
 	active := findRevision(idx, idx.Status.ActiveRevision)
 	if active == nil || active.Collection == "" {
 		idx.Status.Replication = nil
 		conditions.Remove(idx, ragopsv1alpha1.ConditionUnderReplicated)
-		return proceedFor(jitter(replicaHealthInterval)), nil
+		return reconcile.ProceedFor(jitter(replicaHealthInterval)), nil
 	}
 	h, err := hs.CollectionHealth(ctx, active.Collection)
 	if err != nil {
 		log.FromContext(ctx).Info("replica health not read", "collection", active.Collection, "error", err.Error())
-		return proceedFor(jitter(replicaHealthInterval)), nil
+		return reconcile.ProceedFor(jitter(replicaHealthInterval)), nil
 	}
 	rs := replicationStatus(h)
 	now := metav1.Now()
@@ -70,7 +71,7 @@ func (r *IndexReconciler) reconcileReplicaHealth(ctx context.Context, st *indexS
 		conditions.Set(idx, ragopsv1alpha1.ConditionUnderReplicated, metav1.ConditionFalse, ReasonReplicasHealthy,
 			fmt.Sprintf("revision %s: %d shards with %d of %d replicas ready each", active.Name, rs.Shards, rs.Factor, rs.Factor))
 	}
-	return proceedFor(jitter(replicaHealthInterval)), nil
+	return reconcile.ProceedFor(jitter(replicaHealthInterval)), nil
 }
 
 // replicationStatus converts the store's health to the Index status shape (without

@@ -13,11 +13,13 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // pruneRevisions keeps RevisionHistoryLimit revisions (the active and the desired one always
 // among them) and deletes the collections, Jobs and gating Evaluations of the rest.
-func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (stepResult, error) {
+func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (reconcile.Result, error) {
 	idx := st.idx
 	limit := int(max(idx.Spec.Rollout.RevisionHistoryLimit, 1))
 	revs := idx.Status.Revisions
@@ -44,7 +46,7 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (s
 			if rev.Name != idx.Status.ActiveRevision && rev.Name != st.revision {
 				// A kept revision that no longer syncs needs none of its finished sync Jobs.
 				if err := r.deleteFinishedSyncJobs(ctx, st, &revs[i]); err != nil {
-					return stop, err
+					return reconcile.Stop, err
 				}
 			}
 			keep = append(keep, rev)
@@ -60,7 +62,7 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (s
 			keep = append(keep, rev)
 			continue
 		}
-		_ = deleteJob(ctx, r.Client, idx.Namespace, buildJobName(idx, &rev))
+		_ = deleteJob(ctx, r.Client, idx.Namespace, workload.BuildJobName(idx, &rev))
 		if jobs, err := r.revisionJobs(ctx, idx, rev.Name); err == nil {
 			for _, j := range jobs {
 				_ = deleteJob(ctx, r.Client, j.Namespace, j.Name) // its syncs and their plan ConfigMaps
@@ -71,7 +73,7 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (s
 		st.events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionPruned", "Prune", "revision %s and collection %s deleted (revisionHistoryLimit %d)", rev.Name, rev.Collection, limit)
 	}
 	idx.Status.Revisions = keep
-	return proceed, nil
+	return reconcile.Proceed, nil
 }
 
 // jobsStillRun reports whether a Job of the revision has not finished, deleted or not: its
@@ -84,7 +86,7 @@ func (r *IndexReconciler) jobsStillRun(ctx context.Context, idx *ragopsv1alpha1.
 		return false, err
 	}
 	for _, j := range jobs {
-		if s, _ := stateOf(&j); s == jobRunning {
+		if s, _ := workload.StateOf(&j); s == workload.Running {
 			return true, nil
 		}
 	}

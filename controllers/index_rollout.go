@@ -21,16 +21,18 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/vectorstore"
 )
 
 // reconcileRollout moves the alias to the desired revision once it is built and, under
 // EvaluationGated, once its gating Evaluation passed.
-func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) (stepResult, error) {
+func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) (reconcile.Result, error) {
 	idx := st.idx
 	rev := findRevision(idx, st.revision)
 	if rev == nil {
-		return stop, nil
+		return reconcile.Stop, nil
 	}
 	active := findRevision(idx, idx.Status.ActiveRevision)
 	if rev.Phase == ragopsv1alpha1.RevisionActive {
@@ -44,7 +46,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		}
 		target, found, err := st.store.GetAlias(ctx, st.alias)
 		if err != nil {
-			return stopFor(r.Options.ProgressInterval).with(outcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read alias %s: %v", st.alias, err)), nil
+			return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read alias %s: %v", st.alias, err)), nil
 		}
 		if !found || target != rev.Collection {
 			if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
@@ -57,7 +59,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		}
 		idx.Status.Chunks = rev.Chunks
 		metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
-		return proceedFor(jitter(r.Options.DriftInterval)), nil
+		return reconcile.ProceedFor(jitter(r.Options.DriftInterval)), nil
 	}
 	gate := idx.Spec.Rollout.Gate
 	gated := idx.Spec.Rollout.Policy == ragopsv1alpha1.RolloutEvaluationGated && gate != nil
@@ -72,24 +74,24 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	if gatedNow {
 		v, err := r.reconcileGate(ctx, st, rev, active)
 		if err != nil {
-			return stop.with(outcomeProgressing, ReasonGating, v.message), err
+			return reconcile.Stop.With(reconcile.OutcomeProgressing, ReasonGating, v.message), err
 		}
 		switch v.state {
 		case gateWaiting:
-			return stop.with(outcomeProgressing, ReasonGating, v.message), nil
+			return reconcile.Stop.With(reconcile.OutcomeProgressing, ReasonGating, v.message), nil
 		case gateEvaluationStalled:
-			return stalled(ReasonGateEvaluationFailed, v.message+retryHint(idx)), nil
+			return reconcile.Stalled(ReasonGateEvaluationFailed, v.message+retryHint(idx)), nil
 		case gateRejected:
 			rev.Phase, rev.Message = ragopsv1alpha1.RevisionRejected, v.message
 			st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonGateFailed, "Rollout", "%s", v.message)
-			return stalled(ReasonGateFailed, v.message), nil
+			return reconcile.Stalled(ReasonGateFailed, v.message), nil
 		}
 	}
 	// The candidate catches up with the Corpus before it takes the alias: it must not serve
 	// documents deleted since its build began.
 	if done, res, err := r.syncRevision(ctx, st, rev); err != nil || !done {
-		if res.Outcome == outcomeProgressingKeepReady {
-			res.Outcome = outcomeProgressing
+		if res.Outcome == reconcile.OutcomeProgressingKeepReady {
+			res.Outcome = reconcile.OutcomeProgressing
 			res.Message = fmt.Sprintf("revision %s catches up with the Corpus before it takes the alias: %s", rev.Name, res.Message)
 		}
 		res.Stop = true
@@ -118,29 +120,29 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
 	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
 	// It caught up with the Corpus just above: it serves (the sync step ran before the move).
-	return proceedFor(jitter(r.Options.DriftInterval)).with(outcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
+	return reconcile.ProceedFor(jitter(r.Options.DriftInterval)).With(reconcile.OutcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
 }
 
 // collectionError handles a failed Weaviate call about a built revision's collection. When
 // the collection is gone (Weaviate's data lost, deleted by hand) no alias can point at it
 // again, so the revision is rebuilt under a new Job (Attempt + 1) and the Index is not Ready
 // meanwhile; any other failure retries after ProgressInterval.
-func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, op string, err error) (stepResult, error) {
+func (r *IndexReconciler) collectionError(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, op string, err error) (reconcile.Result, error) {
 	idx := st.idx
 	var nf *vectorstore.CollectionNotFoundError
 	if !errors.As(err, &nf) || nf.Collection != rev.Collection {
-		return stopFor(r.Options.ProgressInterval).with(outcomeRetrying, ReasonWeaviateError, fmt.Sprintf("%s: %v", op, err)), nil
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("%s: %v", op, err)), nil
 	}
 	if lost, why := confirmLost(ctx, st.store, rev.Collection, lossConfirmations, r.Options.lossConfirmWait()); !lost {
 		// One 404 (a node restarting, a schema read served by a lagging node) is not a loss.
 		// Ready is left as it is: what serves still serves.
-		return stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonWeaviateError, fmt.Sprintf("%s: %v; not confirmed (%s): not rebuilding", op, err, why)), nil
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonWeaviateError, fmt.Sprintf("%s: %v; not confirmed (%s): not rebuilding", op, err, why)), nil
 	}
 	if err := r.restartBuild(ctx, st, rev, fmt.Sprintf("collection %s is missing from Weaviate", rev.Collection)); err != nil {
-		return stop, err
+		return reconcile.Stop, err
 	}
 	st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCollectionLost, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
-	return stopFor(time.Second).with(outcomeRetrying, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
+	return reconcile.StopFor(time.Second).With(reconcile.OutcomeRetrying, ReasonCollectionLost, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 }
 
 // lossConfirmations is how many more reads must find a collection missing, spread over
@@ -171,7 +173,7 @@ func confirmLost(ctx context.Context, store Store, collection string, n int, wai
 
 // gateEvaluationName names the gating Evaluation of a revision.
 func gateEvaluationName(idx *ragopsv1alpha1.Index, rev string) string {
-	return fmt.Sprintf("%s-gate-%s", objectName(idx.Name, 40), rev)
+	return fmt.Sprintf("%s-gate-%s", workload.ObjectName(idx.Name, 40), rev)
 }
 
 // gateState is where a candidate's gate stands.
@@ -207,7 +209,7 @@ func gateHash(g *ragopsv1alpha1.RolloutGate) string {
 // changed since it was rejected (a lowered minRecall, a fixed dataset), when the policy no
 // longer gates it, or on a new ragops.dev/retry value. again reports that the rollout goes on
 // with the revision (now Ready); otherwise res is the step's result.
-func (r *IndexReconciler) reconsiderRejected(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, gated bool) (res stepResult, err error, again bool) {
+func (r *IndexReconciler) reconsiderRejected(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, gated bool) (res reconcile.Result, err error, again bool) {
 	idx := st.idx
 	switch retry := idx.Annotations[AnnotationRetry]; {
 	case !gated || rev.GateHash != gateHash(idx.Spec.Rollout.Gate):
@@ -216,14 +218,14 @@ func (r *IndexReconciler) reconsiderRejected(ctx context.Context, st *indexState
 		idx.Status.LastHandledRetry = retry
 		// The gating Evaluation runs anew (the dataset behind it may have been fixed).
 		if err := r.retryGateEvaluation(ctx, idx, rev.Name, retry); err != nil {
-			return stop, err, false
+			return reconcile.Stop, err, false
 		}
 		rev.Message = fmt.Sprintf("retry requested (%s=%s): gating again", AnnotationRetry, retry)
 	default:
-		return stalled(ReasonGateFailed, rev.Message+retryHint(idx)), nil, false
+		return reconcile.Stalled(ReasonGateFailed, rev.Message+retryHint(idx)), nil, false
 	}
 	rev.Phase, rev.GateRecall, rev.GateHash, rev.GateMessage = ragopsv1alpha1.RevisionReady, nil, "", ""
-	return proceed, nil, true
+	return reconcile.Proceed, nil, true
 }
 
 // reconcileGate runs the gating Evaluations of the candidate (and of the active revision
@@ -281,7 +283,7 @@ func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.In
 	if apierrors.IsNotFound(err) {
 		ev = ragopsv1alpha1.Evaluation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: name, Labels: map[string]string{
-				LabelManagedBy: managedBy, LabelComponent: "gate", LabelOwner: labelValue(idx.Name), LabelRevision: rev.Name,
+				workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: "gate", workload.LabelOwner: workload.LabelValue(idx.Name), workload.LabelRevision: rev.Name,
 			}, Annotations: map[string]string{AnnotationGateParameters: paramsHash}},
 			Spec: ragopsv1alpha1.EvaluationSpec{
 				IndexRef: ragopsv1alpha1.LocalObjectReference{Name: idx.Name}, Revision: rev.Name,

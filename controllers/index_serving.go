@@ -38,6 +38,8 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/serving/specs"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -161,11 +163,11 @@ func unwrapStore(s Store) Store {
 // needs, and reports the server of the revision behind the alias (of the desired revision
 // while none serves) in status.serving and the ServingReady condition. It never stops the
 // reconcile; while that server is not ready it looks again after ProgressInterval.
-func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) (stepResult, error) {
+func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) (reconcile.Result, error) {
 	idx := st.idx
 	var list ragopsv1alpha1.IndexList
 	if err := r.List(ctx, &list, client.InNamespace(idx.Namespace)); err != nil {
-		return stop, err
+		return reconcile.Stop, err
 	}
 	// Which Indexes need which servers: this one from its status in hand, the others as
 	// their last reconcile wrote it.
@@ -184,8 +186,8 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 	reader := r.Options.reader(r.Client)
 	var deps appsv1.DeploymentList
 	if err := reader.List(ctx, &deps, client.InNamespace(idx.Namespace),
-		client.MatchingLabels{LabelManagedBy: managedBy, LabelComponent: componentModelServer}); err != nil {
-		return stop, err
+		client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer}); err != nil {
+		return reconcile.Stop, err
 	}
 	names := map[string]bool{}
 	for name := range servingNeeds(idx, st.revision) {
@@ -197,7 +199,7 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 		names[d.Name] = true
 		if len(users[d.Name]) == 0 && time.Since(d.CreationTimestamp.Time) > servingGrace {
 			if err := r.deleteServer(ctx, idx.Namespace, d.Name); err != nil {
-				return stop, err
+				return reconcile.Stop, err
 			}
 			log.FromContext(ctx).Info("model server deleted: no kept revision needs it", "deployment", d.Name)
 			delete(names, d.Name)
@@ -217,12 +219,12 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 			continue
 		}
 		if err != nil {
-			return stop, err
+			return reconcile.Stop, err
 		}
 	}
 	res := r.servingStatus(ctx, st)
-	if raced && (res.RequeueAfter == 0 || res.RequeueAfter > conflictRequeue) {
-		res.RequeueAfter = conflictRequeue
+	if raced && (res.RequeueAfter == 0 || res.RequeueAfter > reconcile.ConflictRequeue) {
+		res.RequeueAfter = reconcile.ConflictRequeue
 	}
 	return res, nil
 }
@@ -251,8 +253,8 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 		}
 	}
 	slices.SortFunc(owners, func(a, b metav1.OwnerReference) int { return strings.Compare(string(a.UID), string(b.UID)) })
-	w := &workload{owner: first, image: r.Options.WorkerImage}
-	modelDir := modelMounts(w, "model", plan.ModelDir, k.Model, w.image)
+	w := &workload.Workload{Owner: first, Image: r.Options.WorkerImage}
+	modelDir := w.MountModel("model", plan.ModelDir, k.Model, w.Image)
 	sv := first.Spec.Serving
 	device, precision := sv.Device, k.Precision
 	if device == "" {
@@ -263,9 +265,9 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 	}
 	srv := specs.Server{
 		Name: k.name(), Namespace: first.Namespace,
-		Labels: map[string]string{LabelManagedBy: managedBy, LabelComponent: componentModelServer},
+		Labels: map[string]string{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer},
 		Owners: owners, Image: r.Options.WorkerImage, ModelDir: modelDir,
-		Volumes: w.volumes, Mounts: w.mounts, Init: w.init,
+		Volumes: w.Volumes, Mounts: w.Mounts, Init: w.Init,
 		Device: string(device), Precision: string(precision), Replicas: max(sv.Replicas, 1),
 		Resources: sv.Resources, NodeSelector: sv.NodeSelector, Tolerations: sv.Tolerations,
 		ManagerNamespace: r.Options.ManagerNamespace,
@@ -278,7 +280,7 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 		}),
 	}
 	dep := srv.Deployment()
-	restrictPod(&dep.Spec.Template.Spec)
+	workload.RestrictPod(&dep.Spec.Template.Spec)
 	objs := []client.Object{srv.Service(), srv.NetworkPolicy()}
 	pdb := srv.PodDisruptionBudget()
 	if pdb != nil {
@@ -412,12 +414,12 @@ var serverModelHash = func(ctx context.Context, endpoint string) (string, error)
 // servingStatus fills status.serving and ServingReady from the server of the revision behind
 // the alias (the desired revision while none serves), and records whether Weaviate has the
 // text2vec-transformers module.
-func (r *IndexReconciler) servingStatus(ctx context.Context, st *indexState) stepResult {
+func (r *IndexReconciler) servingStatus(ctx context.Context, st *indexState) reconcile.Result {
 	idx := st.idx
 	if !idx.Spec.Serving.ServingEnabled() {
 		idx.Status.Serving = nil
 		conditions.Remove(idx, ragopsv1alpha1.ConditionServingReady)
-		return proceed
+		return reconcile.Proceed
 	}
 	revName := idx.Status.ActiveRevision
 	rev := findRevision(idx, revName)
@@ -428,20 +430,20 @@ func (r *IndexReconciler) servingStatus(ctx context.Context, st *indexState) ste
 	s, err := r.readServer(ctx, idx.Namespace, k, revModelHash(rev))
 	if err != nil {
 		log.FromContext(ctx).Info("model server not read", "deployment", k.name(), "error", err.Error())
-		return proceedFor(r.Options.ProgressInterval)
+		return reconcile.ProceedFor(r.Options.ProgressInterval)
 	}
 	idx.Status.Serving = &ragopsv1alpha1.ServingStatus{Endpoint: s.endpoint, Deployment: s.name, Revision: revName,
 		ReadyReplicas: s.ready, ModelHash: s.modelHash}
 	hasModule, moduleErr := r.weaviateHasTransformers(ctx, st)
 	status, reason := metav1.ConditionTrue, ReasonModelServerReady
 	msg := fmt.Sprintf("model server %s of revision %s: %d/%d replicas ready at %s", s.name, revName, s.ready, s.want, s.endpoint)
-	res := proceed
+	res := reconcile.Proceed
 	switch {
 	case s.problem != "":
 		status, reason, msg = metav1.ConditionFalse, ReasonModelHashMismatch, s.problem
 	case s.ready == 0:
 		status, reason = metav1.ConditionFalse, ReasonModelServerNotReady
-		res = proceedFor(r.Options.ProgressInterval)
+		res = reconcile.ProceedFor(r.Options.ProgressInterval)
 	}
 	if moduleErr == nil && !hasModule && s.problem == "" {
 		reason, msg = ReasonTransformersModuleMissing, msg+"; "+moduleMissing(idx.Spec.Weaviate.URL, s.endpoint)
@@ -491,26 +493,26 @@ func modelServerFor(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatu
 // awaitServing holds a revision back from the alias while the model server its collection
 // is wired to has no ready replica, or serves another model folder. A collection without a
 // vectorizer (Weaviate without the module, serving disabled, built before) does not wait.
-func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) (stepResult, bool) {
+func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) (reconcile.Result, bool) {
 	ms, ok := unwrapStore(st.store).(moduleStore)
 	if !ok {
-		return proceed, false
+		return reconcile.Proceed, false
 	}
 	info, err := ms.Collection(ctx, rev.Collection)
 	if err != nil {
-		return stopFor(r.Options.ProgressInterval).with(outcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read collection %s: %v", rev.Collection, err)), true
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read collection %s: %v", rev.Collection, err)), true
 	}
 	if info.Vectorizer.QueryURL == "" {
-		return proceed, false
+		return reconcile.Proceed, false
 	}
 	k := servingKeyFor(st.idx, rev)
 	s, err := r.readServer(ctx, st.idx.Namespace, k, revModelHash(rev))
 	switch {
 	case err != nil:
-		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonModelServerNotReady, fmt.Sprintf("revision %s: model server %s not read: %v", rev.Name, k.name(), err)), true
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonModelServerNotReady, fmt.Sprintf("revision %s: model server %s not read: %v", rev.Name, k.name(), err)), true
 	case s.endpoint != info.Vectorizer.QueryURL:
 		msg := fmt.Sprintf("revision %s: collection %s queries through %s, not its model server %s; it does not take the alias", rev.Name, rev.Collection, info.Vectorizer.QueryURL, s.endpoint)
-		return stalled(ReasonModelHashMismatch, msg).requeue(jitter(r.Options.DriftInterval)), true
+		return reconcile.Stalled(ReasonModelHashMismatch, msg).Requeue(jitter(r.Options.DriftInterval)), true
 	case s.problem != "":
 		// The build step may have recorded the revision's hash after the serving step ran:
 		// status.serving and ServingReady say what this read found, together.
@@ -519,12 +521,12 @@ func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev 
 		}
 		conditions.Set(st.idx, ragopsv1alpha1.ConditionServingReady, metav1.ConditionFalse, ReasonModelHashMismatch, s.problem)
 		// Looked at again: the folder may be fixed and the server restarted.
-		return stalled(ReasonModelHashMismatch, fmt.Sprintf("revision %s does not take the alias: %s", rev.Name, s.problem)).requeue(jitter(r.Options.DriftInterval)), true
+		return reconcile.Stalled(ReasonModelHashMismatch, fmt.Sprintf("revision %s does not take the alias: %s", rev.Name, s.problem)).Requeue(jitter(r.Options.DriftInterval)), true
 	case s.ready == 0:
-		return stopFor(r.Options.ProgressInterval).with(outcomeProgressing, ReasonModelServerNotReady,
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonModelServerNotReady,
 			fmt.Sprintf("revision %s waits for its model server %s (0/%d replicas ready) before it takes the alias", rev.Name, s.name, s.want)), true
 	}
-	return proceed, false
+	return reconcile.Proceed, false
 }
 
 // revModelHash is the content hash of the model folder a revision was built with ("" when

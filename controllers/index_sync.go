@@ -5,8 +5,6 @@ package controllers
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,49 +18,24 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/workload"
 )
-
-// annotationCorpusRevision on a sync Job records the corpus revision it syncs, which the
-// revision records once the Job has finished.
-const annotationCorpusRevision = "ragops.dev/corpus-revision"
-
-// annotationSyncAttempt on a sync Job records the revision's SyncAttempt it was created
-// under: a status whose SyncAttempt is past it has recorded that the Job was superseded.
-const annotationSyncAttempt = "ragops.dev/sync-attempt"
 
 // maxSyncRetries bounds the automatic retries of a failed corpus sync; then it stalls until a
 // new ragops.dev/retry value.
 const maxSyncRetries = 5
-
-// syncJobName names the sync Job of a corpus revision into a revision; after a retry
-// (ragops.dev/retry) the name carries the handled retry, after a re-run of an incomplete sync
-// its count, and after a stopped or automatically retried sync its attempt, so each runs
-// anew. At most 63 characters.
-func syncJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus, corpusRev string) string {
-	name := fmt.Sprintf("%s-%s-sync-%s", objectName(idx.Name, 32), rev.Name, truncate(corpusRev, 8))
-	if r := idx.Status.LastHandledRetry; r != "" {
-		sum := sha256.Sum256([]byte(r))
-		name += "-" + hex.EncodeToString(sum[:])[:6]
-	}
-	if rev.IncompleteRuns > 0 {
-		name += fmt.Sprintf("-r%d", rev.IncompleteRuns) // a re-run after verifySync found counts off
-	}
-	if rev.SyncAttempt > 0 {
-		name += fmt.Sprintf("-a%d", rev.SyncAttempt)
-	}
-	return objectName(name, maxNameLength)
-}
 
 // reconcileCorpusSync keeps the active revision in step with the Corpus: when the content
 // revision moved on, changed documents are re-embedded and removed ones deleted, also while
 // another revision builds or gates (the revision behind the alias never serves a frozen
 // corpus). It runs before the build step and stops the reconcile only when the active
 // revision is the desired one; otherwise the build and rollout steps go on beside it.
-func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexState) (stepResult, error) {
+func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexState) (reconcile.Result, error) {
 	idx := st.idx
 	rev := findRevision(idx, idx.Status.ActiveRevision)
 	if rev == nil || rev.Phase != ragopsv1alpha1.RevisionActive {
-		return proceed, nil
+		return reconcile.Proceed, nil
 	}
 	desired := rev.Name == st.revision
 	if rev.Strategy == nil && desired {
@@ -70,14 +43,14 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 	}
 	done, res, err := r.syncRevision(ctx, st, rev)
 	if err != nil {
-		return stop, err
+		return reconcile.Stop, err
 	}
 	if !desired {
-		res.Stop, res.Outcome = false, outcomeNone // the build or gate of the desired revision decides
+		res.Stop, res.Outcome = false, reconcile.OutcomeNone // the build or gate of the desired revision decides
 		return res, nil
 	}
 	if done {
-		return res.with(outcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
+		return res.With(reconcile.OutcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
 	}
 	return res, nil
 }
@@ -88,56 +61,56 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 // is stopped first, and the next starts only once it is gone; a stopped sync may have
 // written part of its corpus revision, so the revision syncs again even to the corpus
 // revision it recorded. A failed sync is retried automatically with back-off.
-func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) (done bool, res stepResult, err error) {
+func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) (done bool, res reconcile.Result, err error) {
 	idx := st.idx
 	corpusRev := st.corpus.Status.Revision
 	if corpusRev == "" {
-		return true, proceed, nil
+		return true, reconcile.Proceed, nil
 	}
 	if rev.Strategy == nil && rev.Name != st.revision {
 		// Recorded before revisions kept their strategy: it cannot be cut again.
-		return true, proceed, nil
+		return true, reconcile.Proceed, nil
 	}
-	stopping, err := r.stopSupersededSyncs(ctx, st, rev, syncJobName(idx, rev, corpusRev))
+	stopping, err := r.stopSupersededSyncs(ctx, st, rev, workload.SyncJobName(idx, rev, corpusRev))
 	if err != nil {
-		return false, stop, err
+		return false, reconcile.Stop, err
 	}
 	if len(stopping) > 0 {
-		return false, stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus,
+		return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus,
 			fmt.Sprintf("stopping superseded sync Job(s) %s before syncing corpus revision %s into revision %s", strings.Join(stopping, ","), corpusRev, rev.Name)), nil
 	}
 	if rev.CorpusRevision == corpusRev {
 		if err := r.deleteFinishedSyncJobs(ctx, st, rev); err != nil {
-			return false, stop, err
+			return false, reconcile.Stop, err
 		}
-		return true, proceed, nil
+		return true, reconcile.Proceed, nil
 	}
 	w := r.embedWorkload(st, rev, true)
-	job, err := w.ensure(ctx, r.Client, r.Options.reader(r.Client))
+	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), w)
 	if err != nil {
 		res, err := ensureFailed(err)
 		return false, res, err
 	}
 	if !job.DeletionTimestamp.IsZero() {
-		return false, stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, jobGoingMessage(job, "corpus sync into revision "+rev.Name)), nil
+		return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, jobGoingMessage(job, "corpus sync into revision "+rev.Name)), nil
 	}
-	state, failure := stateOf(job)
+	state, failure := workload.StateOf(job)
 	switch state {
-	case jobRunning:
+	case workload.Running:
 		if res, stuck, err := r.podsNotStarting(ctx, job, "corpus sync into revision "+rev.Name); stuck || err != nil {
 			return false, res, err
 		}
 		if rev.Name == st.revision {
 			r.refreshProgress(ctx, st, rev, job)
 		}
-		return false, stopFor(r.Options.ProgressInterval).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", corpusRev, rev.Name)), nil
-	case jobFailed:
+		return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", corpusRev, rev.Name)), nil
+	case workload.Failed:
 		res, err := r.syncFailed(ctx, st, rev, job, failure)
 		return false, res, err
 	}
 	results, lost, err := r.shardResults(ctx, job)
 	if err != nil {
-		return false, stop, err
+		return false, reconcile.Stop, err
 	}
 	if len(lost) == 0 {
 		if ok, res, err := r.verifySync(ctx, st, rev, job.Name, results); !ok {
@@ -161,7 +134,7 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 	}
 	// What the Job wrote, not what the Corpus says now (it may have moved on meanwhile).
 	rev.CorpusRevision = corpusRev
-	if wrote := job.Annotations[annotationCorpusRevision]; wrote != "" {
+	if wrote := job.Annotations[workload.AnnotationCorpusRevision]; wrote != "" {
 		rev.CorpusRevision = wrote
 	}
 	rev.Skipped, rev.Message, rev.SyncFailures = nil, "", 0
@@ -191,36 +164,36 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted, %d unreadable kept their chunks", rev.Name, changed, deleted, kept)
 	// The sync Job goes in a later reconcile, once this status (its result) is persisted: a
 	// failed status patch then reads the result again instead of re-embedding the diff.
-	return rev.CorpusRevision == corpusRev, proceedFor(time.Second), nil
+	return rev.CorpusRevision == corpusRev, reconcile.ProceedFor(time.Second), nil
 }
 
 // syncFailed handles a failed sync Job: a new ragops.dev/retry value runs it again at once;
 // otherwise it is retried automatically after 30 s, doubling per failure, at most
 // maxSyncRetries times, and then stalls. The revision keeps serving what it held.
-func (r *IndexReconciler) syncFailed(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, job *batchv1.Job, failure string) (stepResult, error) {
+func (r *IndexReconciler) syncFailed(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, job *batchv1.Job, failure string) (reconcile.Result, error) {
 	idx := st.idx
 	corpusRev := st.corpus.Status.Revision
 	msg, why, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 	if err != nil {
-		return stop, err
+		return reconcile.Stop, err
 	}
 	if retry := idx.Annotations[AnnotationRetry]; retry != "" && retry != idx.Status.LastHandledRetry {
 		// The next reconcile starts a sync Job under a new name (it carries the retry).
 		idx.Status.LastHandledRetry, rev.SyncFailures = retry, 0
 		if err := deleteJob(ctx, r.Client, idx.Namespace, job.Name); err != nil {
-			return stop, err
+			return reconcile.Stop, err
 		}
-		return stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("retry requested (%s=%s): syncing corpus revision %s into revision %s again", AnnotationRetry, retry, corpusRev, rev.Name)), nil
+		return reconcile.StopFor(time.Second).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("retry requested (%s=%s): syncing corpus revision %s into revision %s again", AnnotationRetry, retry, corpusRev, rev.Name)), nil
 	}
 	failed := fmt.Sprintf("corpus sync Job %s failed: %s; revision %s keeps serving corpus revision %s", job.Name, truncate(msg, 1024), rev.Name, rev.CorpusRevision)
 	if reason := buildFailureReason(why); reason != ReasonBuildFailed {
 		// A refusal (the model folder changed, the strategy does not fit) does not pass by
 		// itself: no automatic retry; a fix and ragops.dev/retry run it again.
-		return stalled(reason, failed+retryHint(idx)), nil
+		return reconcile.Stalled(reason, failed+retryHint(idx)), nil
 	}
 	if rev.SyncFailures >= maxSyncRetries {
 		metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
-		return stalled(ReasonBuildFailed, fmt.Sprintf("%s; gave up after %d automatic retries%s", failed, rev.SyncFailures, retryHint(idx))), nil
+		return reconcile.Stalled(ReasonBuildFailed, fmt.Sprintf("%s; gave up after %d automatic retries%s", failed, rev.SyncFailures, retryHint(idx))), nil
 	}
 	at := time.Now()
 	for _, c := range job.Status.Conditions {
@@ -233,14 +206,14 @@ func (r *IndexReconciler) syncFailed(ctx context.Context, st *indexState, rev *r
 		if rev.SyncFailures == 0 {
 			metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
 		}
-		return stalled(ReasonBuildFailed, fmt.Sprintf("%s; retrying automatically in %s (retry %d of %d)%s", failed, wait.Round(time.Second), rev.SyncFailures+1, maxSyncRetries, retryHint(idx))).requeue(wait), nil
+		return reconcile.Stalled(ReasonBuildFailed, fmt.Sprintf("%s; retrying automatically in %s (retry %d of %d)%s", failed, wait.Round(time.Second), rev.SyncFailures+1, maxSyncRetries, retryHint(idx))).Requeue(wait), nil
 	}
 	if err := deleteJob(ctx, r.Client, idx.Namespace, job.Name); err != nil {
-		return stop, err
+		return reconcile.Stop, err
 	}
 	rev.SyncFailures++
 	rev.SyncAttempt++
-	return stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("%s; retrying (retry %d of %d)", failed, rev.SyncFailures, maxSyncRetries)), nil
+	return reconcile.StopFor(time.Second).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("%s; retrying (retry %d of %d)", failed, rev.SyncFailures, maxSyncRetries)), nil
 }
 
 // syncBackoff is the wait before the automatic retry after n earlier retries: 30 s
@@ -260,7 +233,7 @@ func (r *IndexReconciler) stopSupersededSyncs(ctx context.Context, st *indexStat
 	// and missing it would let the revision count as synced while it writes.
 	var list batchv1.JobList
 	if err := r.Options.reader(r.Client).List(ctx, &list, client.InNamespace(st.idx.Namespace),
-		client.MatchingLabels{LabelManagedBy: managedBy, LabelRevision: rev.Name, labelJobKind: jobKindSync}); err != nil {
+		client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelRevision: rev.Name, workload.LabelJobKind: workload.JobKindSync}); err != nil {
 		return nil, err
 	}
 	var jobs []batchv1.Job
@@ -274,10 +247,10 @@ func (r *IndexReconciler) stopSupersededSyncs(ctx context.Context, st *indexStat
 	next := rev.SyncAttempt
 	for i := range jobs {
 		j := &jobs[i]
-		if j.Labels[labelJobKind] != jobKindSync || j.Name == current {
+		if j.Labels[workload.LabelJobKind] != workload.JobKindSync || j.Name == current {
 			continue
 		}
-		if s, _ := stateOf(j); s != jobRunning {
+		if s, _ := workload.StateOf(j); s != workload.Running {
 			continue // finished: its pods have terminated and write nothing
 		}
 		stopping = append(stopping, j.Name)
@@ -308,7 +281,7 @@ func (r *IndexReconciler) stopSupersededSyncs(ctx context.Context, st *indexStat
 // jobSyncAttempt is the SyncAttempt a sync Job was created under; def for a Job created
 // before the annotation.
 func jobSyncAttempt(j *batchv1.Job, def int32) int32 {
-	n, err := strconv.Atoi(j.Annotations[annotationSyncAttempt])
+	n, err := strconv.Atoi(j.Annotations[workload.AnnotationSyncAttempt])
 	if err != nil {
 		return def
 	}
@@ -334,10 +307,10 @@ func (r *IndexReconciler) deleteFinishedSyncJobs(ctx context.Context, st *indexS
 		return err
 	}
 	for _, j := range jobs {
-		if j.Labels[labelJobKind] != jobKindSync || !j.DeletionTimestamp.IsZero() {
+		if j.Labels[workload.LabelJobKind] != workload.JobKindSync || !j.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if s, _ := stateOf(&j); s != jobRunning {
+		if s, _ := workload.StateOf(&j); s != workload.Running {
 			if err := deleteJob(ctx, r.Client, j.Namespace, j.Name); err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/reconcile"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -96,7 +97,7 @@ func unread(results []plan.BuildResult) int64 {
 // documents the Corpus counted in the revision the build read. Otherwise the build is restarted (its next attempt resumes)
 // or, after maxIncompleteRuns re-runs, the revision fails with a message naming both counts;
 // the caller returns res and err.
-func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult) (ok bool, res stepResult, err error) {
+func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult) (ok bool, res reconcile.Result, err error) {
 	idx := st.idx
 	want, _ := reported(results, false)
 	got, err := countCollection(ctx, st.store, rev.Collection, true)
@@ -111,7 +112,7 @@ func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *
 	corpusDocs := st.corpus.Status.Documents
 	short := rev.CorpusRevision == st.corpus.Status.Revision && corpusDocs > 0 && read < corpusDocs
 	if got == want && !short {
-		return true, proceed, nil
+		return true, reconcile.Proceed, nil
 	}
 	what := fmt.Sprintf("collection %s holds %s, the shards reported %s", rev.Collection, got, want)
 	if got == want {
@@ -124,27 +125,27 @@ func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *
 		rev.Phase, rev.Reason, rev.Message = ragopsv1alpha1.RevisionFailed, ReasonIncompleteCollection, fmt.Sprintf("%s after %d re-runs", what, runs)
 		idx.Status.Build, idx.Status.Progress = nil, ""
 		st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Verify", "revision %s: %s", rev.Name, rev.Message)
-		return false, stalled(ReasonIncompleteCollection, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
+		return false, reconcile.Stalled(ReasonIncompleteCollection, fmt.Sprintf("revision %s: %s%s", rev.Name, rev.Message, retryHint(idx))), nil
 	}
 	if err := r.restartBuild(ctx, st, rev, what+": re-running the build for the missing documents"); err != nil {
-		return false, stop, err
+		return false, reconcile.Stop, err
 	}
 	rev.IncompleteRuns = runs + 1
 	st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Rebuild", "revision %s: %s", rev.Name, rev.Message)
-	return false, stopFor(time.Second).with(outcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
+	return false, reconcile.StopFor(time.Second).With(reconcile.OutcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 }
 
 // verifySync checks a finished corpus sync: ok when the active collection holds exactly the
 // chunks the shards reported for their documents (the previous count plus added minus
 // removed chunks). Otherwise the sync Job is deleted, and the next reconcile starts it again
-// under a new name (syncJobName carries IncompleteRuns); it resumes, since documents already
+// under a new name (workload.SyncJobName carries IncompleteRuns); it resumes, since documents already
 // synced are unchanged. After maxIncompleteRuns re-runs the Index stalls naming the counts
 // (the revision keeps serving) until a new ragops.dev/retry value allows as many more.
-func (r *IndexReconciler) verifySync(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, jobName string, results []plan.BuildResult) (ok bool, res stepResult, err error) {
+func (r *IndexReconciler) verifySync(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, jobName string, results []plan.BuildResult) (ok bool, res reconcile.Result, err error) {
 	idx := st.idx
 	want, known := reported(results, true)
 	if !known {
-		return true, proceed, nil
+		return true, reconcile.Proceed, nil
 	}
 	got, err := countCollection(ctx, st.store, rev.Collection, false)
 	if err != nil {
@@ -153,22 +154,22 @@ func (r *IndexReconciler) verifySync(ctx context.Context, st *indexState, rev *r
 	}
 	if got.chunks == want.chunks {
 		rev.IncompleteRuns = 0
-		return true, proceed, nil
+		return true, reconcile.Proceed, nil
 	}
 	what := fmt.Sprintf("after syncing corpus revision %s, collection %s holds %d chunks, the shards reported %d",
 		st.corpus.Status.Revision, rev.Collection, got.chunks, want.chunks)
 	if rev.IncompleteRuns >= maxIncompleteRuns {
 		retry := idx.Annotations[AnnotationRetry]
 		if retry == "" || retry == idx.Status.LastHandledRetry {
-			return false, stalled(ReasonIncompleteCollection, fmt.Sprintf("%s after %d re-runs; revision %s keeps serving corpus revision %s%s",
+			return false, reconcile.Stalled(ReasonIncompleteCollection, fmt.Sprintf("%s after %d re-runs; revision %s keeps serving corpus revision %s%s",
 				what, rev.IncompleteRuns, rev.Name, rev.CorpusRevision, retryHint(idx))), nil
 		}
 		idx.Status.LastHandledRetry, rev.IncompleteRuns = retry, 0
 	}
 	if err := deleteJob(ctx, r.Client, idx.Namespace, jobName); err != nil {
-		return false, stop, err
+		return false, reconcile.Stop, err
 	}
 	rev.IncompleteRuns++
 	st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Resync", "revision %s: %s: syncing again (re-run %d)", rev.Name, what, rev.IncompleteRuns)
-	return false, stopFor(time.Second).with(outcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("%s: syncing again (re-run %d)", what, rev.IncompleteRuns)), nil
+	return false, reconcile.StopFor(time.Second).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("%s: syncing again (re-run %d)", what, rev.IncompleteRuns)), nil
 }

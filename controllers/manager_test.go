@@ -18,6 +18,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // Defect 6: a reconciler's Weaviate call makes one attempt (the work queue backs off), not
@@ -59,7 +60,7 @@ func TestManagerCachesOnlyRagopsPods(t *testing.T) {
 		}
 	}
 	mk("theirs", map[string]string{"app": "web"})
-	mk("ours", map[string]string{controllers.LabelManagedBy: "ragops"})
+	mk("ours", map[string]string{workload.LabelManagedBy: "ragops"})
 	var pods corev1.PodList
 	eventually(t, 30*time.Second, "our pod in the cache", func() (bool, error) {
 		err := k8s.List(ctx, &pods, client.InNamespace(ns))

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // Defect 5: a Job deleted any other way than by the controller was recreated with its old
@@ -109,7 +109,7 @@ func TestGeneratedNamesAtTheMaximumLengths(t *testing.T) {
 		}
 		return false, nil
 	})
-	for what, v := range map[string]string{"Job name": job.Name, "owner label": job.Labels[controllers.LabelOwner]} {
+	for what, v := range map[string]string{"Job name": job.Name, "owner label": job.Labels[workload.LabelOwner]} {
 		if errs := validation.IsDNS1123Label(v); len(errs) > 0 && what == "Job name" {
 			t.Errorf("%s %q: %v", what, v, errs)
 		}
@@ -144,7 +144,7 @@ func TestGeneratedNamesAtTheMaximumLengths(t *testing.T) {
 		}
 		for _, j := range jobs.Items {
 			if metav1.IsControlledBy(&j, ev) {
-				return len(validation.IsValidLabelValue(j.Labels[controllers.LabelOwner])) == 0 && len(j.Name) <= 63, nil
+				return len(validation.IsValidLabelValue(j.Labels[workload.LabelOwner])) == 0 && len(j.Name) <= 63, nil
 			}
 		}
 		return false, nil

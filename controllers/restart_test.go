@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // Fault injection: the manager is stopped while the gating Evaluation of a candidate revision
@@ -42,7 +42,7 @@ func TestManagerRestartedDuringGatedRolloutMovesTheAliasOnce(t *testing.T) {
 	gateName := "besluiten-gate-" + r2
 	var jobs batchv1.JobList
 	eventually(t, 30*time.Second, "the gating evaluation Job", func() (bool, error) {
-		err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelOwner: gateName})
+		err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelOwner: gateName})
 		return err == nil && len(jobs.Items) == 1, err
 	})
 	// The fault: no manager while the gating Evaluation finishes.
@@ -112,7 +112,7 @@ func TestManagerRestartedDuringGatedRolloutMovesTheAliasOnce(t *testing.T) {
 	if gates != 1 {
 		t.Errorf("%d Evaluations of %s, want 1", gates, r2)
 	}
-	if err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelOwner: gateName}); err != nil || len(jobs.Items) != 1 {
+	if err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelOwner: gateName}); err != nil || len(jobs.Items) != 1 {
 		t.Fatalf("%d evaluation Jobs of %s after the restart, want 1 (%v)", len(jobs.Items), gateName, err)
 	}
 	var all batchv1.JobList

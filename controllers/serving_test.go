@@ -21,6 +21,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/serving/specs"
 	"github.com/ragops/ragops/vectorstore"
 	"github.com/ragops/ragops/vectorstore/weaviatetest"
@@ -31,7 +32,7 @@ func modelServer(t *testing.T, ns string) *appsv1.Deployment {
 	t.Helper()
 	var deps appsv1.DeploymentList
 	eventually(t, 30*time.Second, "a model server Deployment", func() (bool, error) {
-		err := env.Client.List(context.Background(), &deps, client.InNamespace(ns), client.MatchingLabels{controllers.LabelComponent: "model-server"})
+		err := env.Client.List(context.Background(), &deps, client.InNamespace(ns), client.MatchingLabels{workload.LabelComponent: "model-server"})
 		return err == nil && len(deps.Items) == 1, err
 	})
 	return &deps.Items[0]

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // Options configure every reconciler.
@@ -112,6 +113,11 @@ func (o *Options) defaults() {
 	}
 }
 
+// workloadDefaults are the settings every worker Job takes from the operator's options.
+func (o Options) workloadDefaults() workload.Defaults {
+	return workload.Defaults{Image: o.WorkerImage, Deadline: o.JobDeadline}
+}
+
 // Field index keys.
 const (
 	indexByCorpus   = ".spec.corpusRef.name"
@@ -149,7 +155,7 @@ const AnnotationSkipCleanup = "ragops.dev/skip-cleanup"
 // them to the objects that name them) and read from the API server when a reconcile needs
 // one. Call it on the options before ctrl.NewManager.
 func ScopeCache(o *ctrl.Options) {
-	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: managedBy})}
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{workload.LabelManagedBy: workload.ManagedBy})}
 	if o.Cache.ByObject == nil {
 		o.Cache.ByObject = map[client.Object]cache.ByObject{}
 	}

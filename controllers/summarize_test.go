@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/reconcile"
 )
 
 // The Index's steps only return results; summarize alone sets the conditions, from the last
@@ -27,37 +28,37 @@ func TestSummarizeSetsConditionsFromTheLastDecidingStep(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		before []metav1.Condition
-		steps  []stepResult
+		steps  []reconcile.Result
 		// want maps each condition type to "Status/Reason"; "" means absent.
 		want    map[string]string
 		requeue time.Duration
 	}{
 		{"a build while r1 serves keeps Ready", serving,
-			[]stepResult{proceed, stopFor(10*time.Second).with(outcomeProgressing, ReasonBuilding, "building revision r2: 1/2 (50%) documents")},
+			[]reconcile.Result{reconcile.Proceed, reconcile.StopFor(10*time.Second).With(reconcile.OutcomeProgressing, ReasonBuilding, "building revision r2: 1/2 (50%) documents")},
 			map[string]string{ready: "True/Active", reconciling: "True/Building", stalledC: ""}, 10 * time.Second},
 		{"a first build is not Ready", nil,
-			[]stepResult{proceed, stopFor(10*time.Second).with(outcomeProgressing, ReasonBuilding, "building revision r1: 0/2 (0%) documents")},
+			[]reconcile.Result{reconcile.Proceed, reconcile.StopFor(10*time.Second).With(reconcile.OutcomeProgressing, ReasonBuilding, "building revision r1: 0/2 (0%) documents")},
 			map[string]string{ready: "False/Building", reconciling: "True/Building", stalledC: ""}, 10 * time.Second},
 		{"the sync's Ready survives a prune without outcome", notServing,
-			[]stepResult{proceed, proceed, proceedFor(5 * time.Minute), proceedFor(time.Second).with(outcomeReady, ReasonActive, "revision r1 serves 6 chunks"), proceed},
+			[]reconcile.Result{reconcile.Proceed, reconcile.Proceed, reconcile.ProceedFor(5 * time.Minute), reconcile.ProceedFor(time.Second).With(reconcile.OutcomeReady, ReasonActive, "revision r1 serves 6 chunks"), reconcile.Proceed},
 			map[string]string{ready: "True/Active", reconciling: "", stalledC: ""}, time.Second},
 		{"Weaviate unreachable", serving,
-			[]stepResult{proceed, proceed, stopFor(10*time.Second).with(outcomeRetrying, ReasonWeaviateError, "read alias: connection refused")},
+			[]reconcile.Result{reconcile.Proceed, reconcile.Proceed, reconcile.StopFor(10*time.Second).With(reconcile.OutcomeRetrying, ReasonWeaviateError, "read alias: connection refused")},
 			map[string]string{ready: "False/WeaviateUnavailable", reconciling: "True/WeaviateUnavailable", stalledC: ""}, 10 * time.Second},
 		{"a missing Corpus stalls", serving,
-			[]stepResult{stalled(ReasonCorpusNotFound, `spec.corpusRef.name: Corpus "x" not found`)},
+			[]reconcile.Result{reconcile.Stalled(ReasonCorpusNotFound, `spec.corpusRef.name: Corpus "x" not found`)},
 			map[string]string{ready: "False/CorpusNotFound", reconciling: "", stalledC: "True/CorpusNotFound"}, 0},
 		{"suspended while serving stays Ready", serving,
-			[]stepResult{suspended("suspended")},
+			[]reconcile.Result{suspended("suspended")},
 			map[string]string{ready: "True/Active", reconciling: "", stalledC: ""}, 0},
 		{"suspended before serving is Stalled", notServing,
-			[]stepResult{suspended("suspended")},
+			[]reconcile.Result{suspended("suspended")},
 			map[string]string{ready: "False/Suspended", reconciling: "", stalledC: "True/Suspended"}, 0},
 		{"deletion waits for Job pods", serving,
-			[]stepResult{stopFor(2*time.Second).with(outcomeDeletionBlocked, ReasonDeleting, "waiting for the pods of Job(s) j")},
+			[]reconcile.Result{reconcile.StopFor(2*time.Second).With(reconcile.OutcomeDeletionBlocked, ReasonDeleting, "waiting for the pods of Job(s) j")},
 			map[string]string{ready: "True/Active", blocked: "True/Deleting"}, 2 * time.Second},
 		{"deleted while another finalizer holds it", append(serving, metav1.Condition{Type: blocked, Status: metav1.ConditionTrue, Reason: ReasonDeleting}),
-			[]stepResult{stop.with(outcomeDeleted, ReasonDeleting, "deleted: alias a and its collections are gone")},
+			[]reconcile.Result{reconcile.Stop.With(reconcile.OutcomeDeleted, ReasonDeleting, "deleted: alias a and its collections are gone")},
 			map[string]string{ready: "False/Deleting", reconciling: "", stalledC: "", blocked: ""}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,11 +66,11 @@ func TestSummarizeSetsConditionsFromTheLastDecidingStep(t *testing.T) {
 			for _, c := range tc.before {
 				meta.SetStatusCondition(&idx.Status.Conditions, c)
 			}
-			var merged stepResult
+			var merged reconcile.Result
 			for _, s := range tc.steps {
-				merged = merged.merge(s)
+				merged = merged.Merge(s)
 			}
-			res := summarize(idx, merged)
+			res := reconcile.Summarize(idx, merged)
 			if res.RequeueAfter != tc.requeue {
 				t.Errorf("requeue after %s, want %s", res.RequeueAfter, tc.requeue)
 			}

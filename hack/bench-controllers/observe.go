@@ -15,8 +15,8 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/cmd"
-	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // indexTimes are the moments one Index passed through, as this process saw them.
@@ -158,12 +158,12 @@ func (r *recorder) onStatus(kind string, changed bool) {
 }
 
 func (r *recorder) onJob(job *batchv1.Job) {
-	if job.Labels[controllers.LabelComponent] != "embed" {
+	if job.Labels[workload.LabelComponent] != "embed" {
 		return
 	}
 	now := time.Now()
 	r.mu.Lock()
-	if t := r.indexes[job.Labels[controllers.LabelOwner]]; t != nil && t.jobCreated.IsZero() {
+	if t := r.indexes[job.Labels[workload.LabelOwner]]; t != nil && t.jobCreated.IsZero() {
 		t.jobCreated = now
 	}
 	r.mu.Unlock()

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -55,7 +55,7 @@ func (p *player) finish(ctx context.Context, key client.ObjectKey) error {
 		return fmt.Errorf("plan ConfigMap: %w", err)
 	}
 	var b plan.Build
-	p.rec.playStart(cm.Labels[controllers.LabelOwner], time.Now())
+	p.rec.playStart(cm.Labels[workload.LabelOwner], time.Now())
 	if err := json.Unmarshal([]byte(cm.Data[plan.File]), &b); err != nil {
 		return fmt.Errorf("plan ConfigMap %s key %s: %w", key, plan.File, err)
 	}
@@ -108,7 +108,7 @@ func (p *player) finish(ctx context.Context, key client.ObjectKey) error {
 	if err != nil {
 		return fmt.Errorf("mark Job Complete: %w", err)
 	}
-	p.rec.jobDone(job.Labels[controllers.LabelOwner], time.Now())
+	p.rec.jobDone(job.Labels[workload.LabelOwner], time.Now())
 	return nil
 }
 

@@ -31,10 +31,10 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/cmd"
-	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/evaluator/stats"
 	"github.com/ragops/ragops/internal/testenv"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -281,7 +281,7 @@ func killBuildPodMidShard(t *testing.T, k8s client.Client, store *vectorstore.St
 		}
 		var pods corev1.PodList
 		if err := k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{
-			controllers.LabelOwner: "recursive", controllers.LabelRevision: rev.Name, "ragops.dev/job-kind": "build",
+			workload.LabelOwner: "recursive", workload.LabelRevision: rev.Name, "ragops.dev/job-kind": "build",
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +336,7 @@ func assertResumedAfterKill(t *testing.T, k8s client.Client, store *vectorstore.
 	ctx := context.Background()
 	var pods corev1.PodList
 	if err := k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{
-		controllers.LabelOwner: "recursive", controllers.LabelRevision: rev.Name, "ragops.dev/job-kind": "build",
+		workload.LabelOwner: "recursive", workload.LabelRevision: rev.Name, "ragops.dev/job-kind": "build",
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,8 @@ var layering = []importRule{
 	{from: "reader", deny: []string{"api", "chunkers", "embedder", "vectorstore", "pipeline", "controllers", "internal/plan"}, why: "readers turn files into text and know nothing above them"},
 	{from: "embedder", deny: []string{"api", "vectorstore", "pipeline", "controllers", "internal/plan"}, why: "the embedder turns text into vectors"},
 	{from: "internal/plan", deny: []string{"pipeline", "controllers", "cmd", "serving"}, why: "plans are the Job boundary both sides import"},
+	{from: "internal/workload", deny: []string{"controllers", "cmd", "pipeline", "serving", "experiment"}, why: "workloads are pure Job builders the reconcilers call"},
+	{from: "internal/reconcile", deny: []string{"controllers", "cmd", "pipeline", "serving", "experiment", "internal/workload"}, why: "the step kit knows results and conditions, not what any reconciler does"},
 }
 
 // under reports whether pkg (relative to the module) is prefix or inside it; "" matches only
@@ -101,6 +103,26 @@ func TestPackagesImportOneWay(t *testing.T) {
 	}
 	for _, v := range violations(imports, layering) {
 		t.Error(v)
+	}
+}
+
+// The Job builders are pure: internal/workload imports no API client (client-go,
+// controller-runtime), so every workload kind is tested without an API server.
+func TestWorkloadsNeedNoAPIClient(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "./internal/workload")
+	cmd.Dir = repoPath()
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := strings.Fields(string(raw))
+	if len(imports) < 5 {
+		t.Fatalf("go list gave the imports %v: not internal/workload's", imports)
+	}
+	for _, d := range imports {
+		if strings.HasPrefix(d, "k8s.io/client-go") || strings.HasPrefix(d, "sigs.k8s.io/controller-runtime") {
+			t.Errorf("internal/workload imports %s", d)
+		}
 	}
 }
 

@@ -37,6 +37,7 @@ import (
 	"github.com/ragops/ragops/cmd"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -383,7 +384,7 @@ func ownedJob(t *testing.T, c client.Client, ns, owner string) *batchv1.Job {
 	t.Helper()
 	var jobs batchv1.JobList
 	eventually(t, 60*time.Second, "the Job of "+owner, func() (bool, error) {
-		err := c.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelOwner: owner})
+		err := c.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelOwner: owner})
 		return err == nil && len(jobs.Items) == 1, err
 	})
 	return &jobs.Items[0]

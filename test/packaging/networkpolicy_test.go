@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/serving/specs"
 )
 
@@ -117,7 +117,7 @@ func TestWorkerNetworkPoliciesRenderAndDryRun(t *testing.T) {
 	if len(objs) != 2 {
 		t.Fatalf("config/network-policy/workers renders %d objects, want 2", len(objs))
 	}
-	workerLabels := labels.Set{controllers.LabelManagedBy: "ragops", controllers.LabelComponent: "embed"}
+	workerLabels := labels.Set{workload.LabelManagedBy: "ragops", workload.LabelComponent: "embed"}
 	for _, name := range []string{"ragops-workers", "ragops-workers-sources"} {
 		var np networkingv1.NetworkPolicy
 		find(t, objs, "NetworkPolicy", name, &np)

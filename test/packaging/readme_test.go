@@ -2,6 +2,7 @@ package packaging
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -18,7 +19,9 @@ const readmeMaxLines = 300
 // TestReadmeFrontDoor checks README.md as a newcomer's front door: its "Two commands" section
 // holds exactly the two set-up commands `make demo` and `make test` and no other shell block
 // in it runs a make target, it has at most readmeMaxLines lines, and no relative Markdown link
-// in README.md, BENCHMARKS.md or docs/ points at a missing file or heading.
+// in README.md, BENCHMARKS.md or docs/ points at a missing file or heading, and its
+// architecture section's package table names every top-level package folder (and
+// internal/workload, internal/reconcile).
 func TestReadmeFrontDoor(t *testing.T) {
 	readme, err := os.ReadFile(repoPath("README.md"))
 	if err != nil {
@@ -45,6 +48,40 @@ func TestReadmeFrontDoor(t *testing.T) {
 	t.Run("Length", func(t *testing.T) {
 		if n := strings.Count(text, "\n"); n > readmeMaxLines {
 			t.Errorf("README.md has %d lines, at most %d: move details into docs/ and link them", n, readmeMaxLines)
+		}
+	})
+
+	t.Run("PackageTable", func(t *testing.T) {
+		table := markdownSection(text, "Architecture")
+		if table == "" {
+			t.Fatal(`README.md has no "## Architecture" section`)
+		}
+		cmd := exec.Command("go", "list", "-f", "{{.Dir}}", "./...")
+		cmd.Dir = repoPath()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs := map[string]bool{}
+		for _, d := range strings.Fields(string(out)) {
+			rel, err := filepath.Rel(repoPath(), d)
+			if err != nil || rel == "." {
+				continue
+			}
+			parts := strings.Split(filepath.ToSlash(rel), "/")
+			top := parts[0]
+			if top == "internal" && len(parts) > 1 && (parts[1] == "workload" || parts[1] == "reconcile") {
+				top += "/" + parts[1]
+			}
+			dirs[top] = true
+		}
+		if len(dirs) < 15 {
+			t.Fatalf("go list gave %d top-level package folders: %v", len(dirs), dirs)
+		}
+		for d := range dirs {
+			if !strings.Contains(table, "`"+d+"/`") && !strings.Contains(table, "`"+d+"`") && !strings.Contains(table, "`"+d+"/") {
+				t.Errorf("README.md's package table does not name %s", d)
+			}
 		}
 	})
 

@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/pipeline/scan"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -406,13 +406,13 @@ func TestRestrictedWorkersAndNoSecretLeak(t *testing.T) {
 	})
 	// One scan Job per generation, however the reconciles of the spec change interleaved.
 	var scanJobs batchv1.JobList
-	if err := env.Client.List(ctx, &scanJobs, client.InNamespace(ns), client.MatchingLabels{controllers.LabelComponent: "scan"}); err != nil {
+	if err := env.Client.List(ctx, &scanJobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelComponent: "scan"}); err != nil {
 		t.Fatal(err)
 	}
 	perGeneration := map[string][]string{}
 	for _, j := range scanJobs.Items {
 		if strings.HasPrefix(j.Name, "docs-scan-") {
-			perGeneration[j.Labels[controllers.LabelRevision]] = append(perGeneration[j.Labels[controllers.LabelRevision]], j.Name)
+			perGeneration[j.Labels[workload.LabelRevision]] = append(perGeneration[j.Labels[workload.LabelRevision]], j.Name)
 		}
 	}
 	if len(perGeneration) != 2 || len(perGeneration["1"]) != 1 || len(perGeneration[strconv.FormatInt(corpus.Generation, 10)]) != 1 {
@@ -464,7 +464,7 @@ func TestRestrictedWorkersAndNoSecretLeak(t *testing.T) {
 	}
 	components := map[string]int{}
 	for _, p := range pods.Items {
-		components[p.Labels[controllers.LabelComponent]]++
+		components[p.Labels[workload.LabelComponent]]++
 		checkRestricted(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: p.Name}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: p.Spec}}})
 	}
 	if len(pods.Items) != 6 || components["scan"] != 3 || components["embed"] != 2 || components["evaluate"] != 1 {

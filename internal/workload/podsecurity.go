@@ -1,11 +1,11 @@
-package controllers
+package workload
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
 
-// restrictPod makes a worker pod spec pass the Pod Security Standard "restricted"
+// RestrictPod makes a worker pod spec pass the Pod Security Standard "restricted"
 // (https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted), so the
 // Jobs run in namespaces labelled pod-security.kubernetes.io/enforce: restricted:
 //
@@ -16,10 +16,10 @@ import (
 //     volumes);
 //   - no ServiceAccount token: automountServiceAccountToken false. Workers never call the
 //     Kubernetes API (results travel in termination messages); S3 workload identity mounts its
-//     own audience-bound projected token (s3IdentityMounts), not the API token.
+//     own audience-bound projected token (Workload.MountS3Identity), not the API token.
 //
 // Settings a template already made stricter (a runAsUser, say) are kept.
-func restrictPod(spec *corev1.PodSpec) {
+func RestrictPod(spec *corev1.PodSpec) {
 	spec.AutomountServiceAccountToken = ptr.To(false)
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}
@@ -30,15 +30,15 @@ func restrictPod(spec *corev1.PodSpec) {
 		psc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	}
 	for i := range spec.InitContainers {
-		restrictContainer(&spec.InitContainers[i])
+		RestrictContainer(&spec.InitContainers[i])
 	}
 	for i := range spec.Containers {
-		restrictContainer(&spec.Containers[i])
+		RestrictContainer(&spec.Containers[i])
 	}
 }
 
-// restrictContainer sets the container-level settings of the restricted profile.
-func restrictContainer(c *corev1.Container) {
+// RestrictContainer sets the container-level settings of the restricted profile.
+func RestrictContainer(c *corev1.Container) {
 	if c.SecurityContext == nil {
 		c.SecurityContext = &corev1.SecurityContext{}
 	}

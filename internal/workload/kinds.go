@@ -1,0 +1,233 @@
+package workload
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+// Annotations on an Index's sync Jobs.
+const (
+	// AnnotationCorpusRevision records the corpus revision a sync Job syncs, which the
+	// revision records once the Job has finished.
+	AnnotationCorpusRevision = "ragops.dev/corpus-revision"
+	// AnnotationSyncAttempt records the revision's SyncAttempt the sync Job was created
+	// under: a status whose SyncAttempt is past it has recorded that the Job was superseded.
+	AnnotationSyncAttempt = "ragops.dev/sync-attempt"
+)
+
+// DefaultHybridAlpha is the weight of the vector score in a hybrid Evaluation that sets
+// none (Weaviate's alpha: 0 is BM25 alone, 1 the vector search alone).
+const DefaultHybridAlpha = 0.5
+
+// Defaults are the operator's settings every workload kind takes.
+type Defaults struct {
+	// Image is the worker image when a template names none.
+	Image string
+	// Deadline is activeDeadlineSeconds when a template sets none (none when 0).
+	Deadline time.Duration
+}
+
+// ScanJobName names the scan Job of a Corpus for trigger: a function of the Corpus's name,
+// generation and the trigger only, never of the clock or of cached status, so reconciles on
+// stale caches name the same Job. At most 55 characters.
+func ScanJobName(c *ragopsv1alpha1.Corpus, trigger string) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s", c.Generation, trigger))
+	return fmt.Sprintf("%s-scan-%s", ObjectName(c.Name, 40), hex.EncodeToString(sum[:])[:10])
+}
+
+// Scan returns the scan Job of a Corpus (ScanJobName of trigger): it lists the source and
+// reports the documents, their revision and the skipped ones.
+func Scan(c *ragopsv1alpha1.Corpus, trigger string, d Defaults) *Workload {
+	w := &Workload{Owner: c, Name: ScanJobName(c, trigger), Component: ComponentScan, Deadline: d.Deadline,
+		Revision: strconv.FormatInt(c.Generation, 10), Args: []string{"scan"}, Image: d.Image}
+	var src plan.Source
+	w.MountCorpus(c, &src)
+	w.Plan = plan.Scan{Version: plan.Version, Namespace: c.Namespace, Corpus: c.Name, Source: src}
+	return w
+}
+
+// BuildJobName names the build Job of a revision: <index>-<revision>-build, then -<attempt>
+// after the first attempt. At most MaxNameLength characters.
+func BuildJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) string {
+	name := fmt.Sprintf("%s-%s-build", ObjectName(idx.Name, 40), rev.Name)
+	if rev.Attempt > 1 {
+		name += fmt.Sprintf("-%d", rev.Attempt)
+	}
+	return ObjectName(name, MaxNameLength)
+}
+
+// SyncJobName names the sync Job of a corpus revision into a revision; after a retry
+// (ragops.dev/retry) the name carries the handled retry, after a re-run of an incomplete sync
+// its count, and after a stopped or automatically retried sync its attempt, so each runs
+// anew. At most MaxNameLength characters.
+func SyncJobName(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus, corpusRev string) string {
+	name := fmt.Sprintf("%s-%s-sync-%s", ObjectName(idx.Name, 32), rev.Name, corpusRev[:min(len(corpusRev), 8)])
+	if r := idx.Status.LastHandledRetry; r != "" {
+		sum := sha256.Sum256([]byte(r))
+		name += "-" + hex.EncodeToString(sum[:])[:6]
+	}
+	if rev.IncompleteRuns > 0 {
+		name += fmt.Sprintf("-r%d", rev.IncompleteRuns) // a re-run after verifySync found counts off
+	}
+	if rev.SyncAttempt > 0 {
+		name += fmt.Sprintf("-a%d", rev.SyncAttempt)
+	}
+	return ObjectName(name, MaxNameLength)
+}
+
+// EmbedInputs are what an embed Job is built from, resolved by the Index controller.
+type EmbedInputs struct {
+	Index    *ragopsv1alpha1.Index
+	Revision *ragopsv1alpha1.RevisionStatus
+	// Corpus is the Index's Corpus; its status.commit pins a Git source.
+	Corpus *ragopsv1alpha1.Corpus
+	// Strategy is the spec's strategy, used when the revision records none of its own.
+	Strategy ragopsv1alpha1.ChunkingStrategySpec
+	// Model and Embedder are the revision's (the query model, see the Index controller).
+	Model    ragopsv1alpha1.ModelSpec
+	Embedder ragopsv1alpha1.EmbedderSpec
+	// Incremental makes a sync Job of the corpus revision Corpus.Status.Revision.
+	Incremental bool
+	// Consistency is the write consistency level.
+	Consistency ragopsv1alpha1.ConsistencyLevel
+	// ModelServer is the model server the revision's queries use ("" for none).
+	ModelServer string
+	// OutageWait is how long a worker waits out a Weaviate outage.
+	OutageWait time.Duration
+}
+
+// Embed returns the embedder Job of a revision: a full build (BuildJobName), or with
+// Incremental a sync (SyncJobName) annotated with the corpus revision and sync attempt.
+// The revision's own strategy, model and precision are used (a sync into the active
+// revision runs also while the spec names another). A revision that served through the
+// alias is never built non-incrementally: a rebuild after its collection was found missing
+// runs as a sync, so if the collection is there after all (a false loss) an unreadable
+// document keeps its served chunks instead of being deleted.
+func Embed(in EmbedInputs, d Defaults) *Workload {
+	idx, rev := in.Index, in.Revision
+	name, kind := BuildJobName(idx, rev), JobKindBuild
+	if in.Incremental {
+		name, kind = SyncJobName(idx, rev, in.Corpus.Status.Revision), JobKindSync
+	}
+	strategy := in.Strategy
+	if rev.Strategy != nil {
+		strategy = *rev.Strategy
+	}
+	e := in.Embedder
+	w := &Workload{Owner: idx, Name: name, Component: ComponentEmbed, Deadline: d.Deadline, Kind: kind, Revision: rev.Name,
+		Args: []string{"embed"}, Template: e.Template, Image: d.Image, Shards: max(e.Shards, 1), GPU: e.Device == ragopsv1alpha1.DeviceCUDA}
+	var src plan.Source
+	w.MountCorpus(in.Corpus, &src)
+	if g := in.Corpus.Spec.Git; g != nil && in.Corpus.Status.Commit != "" {
+		// Embed the commit the Corpus counted, not wherever the branch is now.
+		pinned := *g
+		pinned.Ref = in.Corpus.Status.Commit
+		src.Git = &pinned
+	}
+	if in.Incremental {
+		w.Annotations = map[string]string{AnnotationCorpusRevision: in.Corpus.Status.Revision,
+			AnnotationSyncAttempt: strconv.Itoa(int(rev.SyncAttempt))}
+	}
+	modelDir := w.MountModel("model", plan.ModelDir, in.Model, w.Image)
+	w.mountWeaviate(idx.Spec.Weaviate)
+	w.Plan = plan.Build{
+		Version: plan.Version, Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
+		Incremental: in.Incremental || rev.ServedTime != nil, Shards: int(w.Shards), Source: src, Strategy: strategy,
+		ModelDir: modelDir, ModelHash: rev.ModelHash, Embedder: e, VectorIndex: idx.Spec.VectorIndex,
+		Replication: idx.Spec.Replication, Sharding: idx.Spec.Sharding, Compression: idx.Spec.Compression,
+		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
+			Consistency: in.Consistency},
+		OutageSeconds: int64(in.OutageWait.Seconds()),
+		ModelServer:   in.ModelServer,
+	}
+	return w
+}
+
+// EvaluationJobName names the Job of an Evaluation against revision rev: a hash of the
+// generation, the revision, the handled retry annotation (retry) and, for a scheduled
+// Evaluation, its last schedule time. At most 59 characters.
+func EvaluationJobName(ev *ragopsv1alpha1.Evaluation, rev, retry string) string {
+	key := fmt.Sprintf("%d/%s", ev.Generation, rev)
+	if retry != "" {
+		key += "/" + retry
+	}
+	if t := ev.Status.LastScheduleTime; t != nil && ev.Spec.Schedule != "" {
+		key += "/scheduled/" + t.UTC().Format(time.RFC3339)
+	}
+	sum := sha256.Sum256([]byte(key))
+	return fmt.Sprintf("%s-%s", ObjectName(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
+}
+
+// EvaluateInputs are what an evaluate Job is built from, resolved by the Evaluation
+// controller.
+type EvaluateInputs struct {
+	Evaluation *ragopsv1alpha1.Evaluation
+	Index      *ragopsv1alpha1.Index
+	Revision   *ragopsv1alpha1.RevisionStatus
+	// Retry is the Evaluation's ragops.dev/retry annotation (part of the Job's name).
+	Retry string
+	// Model and Embedder embed the queries: the revision's.
+	Model    ragopsv1alpha1.ModelSpec
+	Embedder ragopsv1alpha1.EmbedderSpec
+	// Consistency is the read consistency level.
+	Consistency ragopsv1alpha1.ConsistencyLevel
+}
+
+// Evaluate returns the evaluate Job of an Evaluation against one revision: k = 10 always
+// plus the spec's k values (sorted, once each), split "test" unless set, hybrid alpha
+// DefaultHybridAlpha and relative-score fusion unless set; the model is not mounted for
+// BM25.
+func Evaluate(in EvaluateInputs, d Defaults) *Workload {
+	ev, idx, rev := in.Evaluation, in.Index, in.Revision
+	p := ev.Spec.EvaluationParameters
+	w := &Workload{Owner: ev, Name: EvaluationJobName(ev, rev.Name, in.Retry), Deadline: d.Deadline, Component: ComponentEvaluate,
+		Revision: rev.Name, Args: []string{"evaluate"}, Template: p.Template, Image: d.Image, Shards: 1}
+	ds := plan.Source{HTTP: p.Dataset.HTTP}
+	ds.Dir = w.MountSource("dataset", plan.DatasetDir, p.Dataset.PVC, p.Dataset.ConfigMap)
+	w.MountHeaders(p.Dataset.HTTP)
+	var modelDir string
+	if p.Mode != ragopsv1alpha1.ModeBM25 {
+		modelDir = w.MountModel("model", plan.ModelDir, in.Model, w.Image)
+	}
+	w.mountWeaviate(idx.Spec.Weaviate)
+	ks := []int{10}
+	for _, k := range p.K {
+		if !slices.Contains(ks, int(k)) {
+			ks = append(ks, int(k))
+		}
+	}
+	slices.Sort(ks)
+	pl := plan.Evaluate{Version: plan.Version,
+		Namespace: ev.Namespace, Evaluation: ev.Name, UID: string(ev.UID), Revision: rev.Name, Collection: rev.Collection,
+		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
+		Embedder: in.Embedder,
+		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
+			Consistency: in.Consistency},
+	}
+	if pl.Split == "" {
+		pl.Split = "test"
+	}
+	if p.Mode == ragopsv1alpha1.ModeHybrid {
+		pl.Alpha, pl.Fusion = DefaultHybridAlpha, ragopsv1alpha1.FusionRelativeScore
+		if h := p.Hybrid; h != nil {
+			if h.Alpha != nil {
+				pl.Alpha = *h.Alpha
+			}
+			if h.Fusion != "" {
+				pl.Fusion = h.Fusion
+			}
+		}
+	}
+	if rr := p.Rerank; rr != nil {
+		pl.Rerank = &plan.Rerank{ModelDir: w.MountModel("rerank-model", plan.RerankModelDir, rr.Model, w.Image), TopN: int(max(rr.TopN, 1))}
+	}
+	w.Plan = pl
+	return w
+}
