@@ -94,25 +94,54 @@ func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		exp.Status.ObservedGeneration = exp.Generation
 		patcher.Done(ctx, r.Client, r.Events, &exp, &res, &retErr)
 	}()
+	result, err := reconcile.Run(ctx, &experimentState{exp: &exp},
+		r.listChildren,
+		r.resolveSpace,
+		r.runTrials,
+	)
+	res = reconcile.Summarize(&exp, result)
+	if err != nil {
+		return ctrl.Result{}, err // the work queue backs off
+	}
+	return res, nil
+}
+
+// experimentState carries what the steps of an Experiment reconcile resolve.
+type experimentState struct {
+	exp      *ragopsv1alpha1.Experiment
+	children *experimentChildren
+	corpus   ragopsv1alpha1.Corpus
+	plan     *trials.Plan
+}
+
+// listChildren lists the Experiment's children; a finished Experiment whose spec is the one
+// that finished only cleans up.
+func (r *ExperimentReconciler) listChildren(ctx context.Context, st *experimentState) (reconcile.Result, error) {
+	exp := st.exp
 	if exp.Status.StartTime == nil {
 		exp.Status.StartTime = ptr.To(metav1.Now())
 	}
-	children, err := r.children(ctx, &exp)
+	children, err := r.children(ctx, exp)
 	if err != nil {
-		return ctrl.Result{}, err
+		return reconcile.Stop, err
 	}
-	// Done, and the spec is the one that finished: only the cleanup is left.
+	st.children = children
 	if exp.Status.CompletionTime != nil && exp.Status.ObservedGeneration == exp.Generation {
-		return ctrl.Result{}, r.cleanup(ctx, &exp, children)
+		return reconcile.Stop, r.cleanup(ctx, exp, children)
 	}
+	return reconcile.Proceed, nil
+}
 
-	var c ragopsv1alpha1.Corpus
-	if err := r.Get(ctx, client.ObjectKey{Namespace: exp.Namespace, Name: exp.Spec.CorpusRef.Name}, &c); err != nil {
+// resolveSpace fetches the Corpus and the referenced strategies, validates the space,
+// creates the generated strategies and expands the trials; it stalls with a condition that
+// names the field at fault.
+func (r *ExperimentReconciler) resolveSpace(ctx context.Context, st *experimentState) (reconcile.Result, error) {
+	exp := st.exp
+	if err := r.Get(ctx, client.ObjectKey{Namespace: exp.Namespace, Name: exp.Spec.CorpusRef.Name}, &st.corpus); err != nil {
 		if apierrors.IsNotFound(err) {
-			conditions.MarkStalled(&exp, ReasonCorpusNotFound, fmt.Sprintf("spec.corpusRef.name: Corpus %q not found", exp.Spec.CorpusRef.Name))
-			return ctrl.Result{}, nil
+			return reconcile.Stalled(ReasonCorpusNotFound, fmt.Sprintf("spec.corpusRef.name: Corpus %q not found", exp.Spec.CorpusRef.Name)), nil
 		}
-		return ctrl.Result{}, err
+		return reconcile.Stop, err
 	}
 	referenced := map[string]ragopsv1alpha1.ChunkingStrategySpec{}
 	for i, s := range exp.Spec.Space.Strategies {
@@ -122,31 +151,28 @@ func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		var cs ragopsv1alpha1.ChunkingStrategy
 		if err := r.Get(ctx, client.ObjectKey{Namespace: exp.Namespace, Name: s.StrategyRef.Name}, &cs); err != nil {
 			if apierrors.IsNotFound(err) {
-				conditions.MarkStalled(&exp, ReasonStrategyNotFound, fmt.Sprintf("spec.space.strategies[%d].strategyRef.name: ChunkingStrategy %q not found", i, s.StrategyRef.Name))
-				return ctrl.Result{}, nil
+				return reconcile.Stalled(ReasonStrategyNotFound, fmt.Sprintf("spec.space.strategies[%d].strategyRef.name: ChunkingStrategy %q not found", i, s.StrategyRef.Name)), nil
 			}
-			return ctrl.Result{}, err
+			return reconcile.Stop, err
 		}
 		referenced[cs.Name] = cs.Spec
 	}
 	if err := trials.Validate(&exp.Spec); err != nil {
-		conditions.MarkStalled(&exp, ragopsv1alpha1.ReasonInvalidSpace, err.Error())
-		return ctrl.Result{}, nil
+		return reconcile.Stalled(ragopsv1alpha1.ReasonInvalidSpace, err.Error()), nil
 	}
 	// The generated strategies exist before the revisions are computed: an Index's revision
 	// hashes the strategy as stored (defaults applied), and so must the trials'.
-	stored, msg, err := r.ensureStrategies(ctx, &exp, children)
+	stored, msg, err := r.ensureStrategies(ctx, exp, st.children)
 	if err != nil {
-		return ctrl.Result{}, err
+		return reconcile.Stop, err
 	}
 	if msg != "" {
-		conditions.MarkStalled(&exp, ReasonChildConflict, msg)
-		return ctrl.Result{}, nil
+		return reconcile.Stalled(ReasonChildConflict, msg), nil
 	}
 	for name, s := range referenced {
 		stored[name] = s
 	}
-	p, err := trials.Expand(trials.Input{Experiment: &exp, Referenced: referenced, Format: c.Spec.Format,
+	p, err := trials.Expand(trials.Input{Experiment: exp, Referenced: referenced, Format: st.corpus.Spec.Format,
 		Revision: func(s ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, f ragopsv1alpha1.DocumentFormat) string {
 			if st, ok := stored[idx.Spec.StrategyRef.Name]; ok {
 				s = st
@@ -154,13 +180,18 @@ func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return Revision(s, idx, f)
 		}})
 	if err != nil {
-		conditions.MarkStalled(&exp, ragopsv1alpha1.ReasonInvalidSpace, err.Error())
-		return ctrl.Result{}, nil
+		return reconcile.Stalled(ragopsv1alpha1.ReasonInvalidSpace, err.Error()), nil
 	}
-	if err := r.pruneChildren(ctx, p, children); err != nil {
-		return ctrl.Result{}, err
+	if err := r.pruneChildren(ctx, p, st.children); err != nil {
+		return reconcile.Stop, err
 	}
-	return r.run(ctx, &exp, &c, p, children)
+	st.plan = p
+	return reconcile.Proceed, nil
+}
+
+// runTrials runs the trials (see run).
+func (r *ExperimentReconciler) runTrials(ctx context.Context, st *experimentState) (reconcile.Result, error) {
+	return r.run(ctx, st.exp, &st.corpus, st.plan, st.children)
 }
 
 // children lists the Indexes, Evaluations and ChunkingStrategies exp controls.
@@ -286,7 +317,7 @@ func isTerminal(p ragopsv1alpha1.TrialPhase) bool {
 
 // run reads every trial's phase from its children, starts the trials that parallelism, the
 // failure limit and the budget allow, and writes the status.
-func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Experiment, c *ragopsv1alpha1.Corpus, p *trials.Plan, ch *experimentChildren) (ctrl.Result, error) {
+func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Experiment, c *ragopsv1alpha1.Corpus, p *trials.Plan, ch *experimentChildren) (reconcile.Result, error) {
 	prev := map[string]ragopsv1alpha1.TrialStatus{}
 	for _, ts := range exp.Status.Trials {
 		prev[ts.Name] = ts
@@ -303,7 +334,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 		}
 		if _, live := ch.indexes[t.Name]; live {
 			if err := r.ensureTrial(ctx, exp, t, ch); err != nil {
-				return ctrl.Result{}, err
+				return reconcile.Stop, err
 			}
 		}
 		statuses[i] = ts
@@ -388,7 +419,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 			}
 		}
 		if err := r.ensureTrial(ctx, exp, t, ch); err != nil {
-			return ctrl.Result{}, err
+			return reconcile.Stop, err
 		}
 		ts.Phase, ts.Message = ragopsv1alpha1.TrialBuilding, ""
 		if estErr != nil {
@@ -404,8 +435,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 	exp.Status.Budget = budgetStatus(maxTokens, spent, reserved)
 	exp.Status.Leaderboard, exp.Status.CurrentOptimalTrial = leaderboard(exp, p, statuses, ch)
 	exp.Status.Progress = progress(exp.Status.TrialCounts)
-	summarizeExperiment(exp, tooManyFailed, exhausted)
-	return ctrl.Result{}, nil
+	return summarizeExperiment(exp, tooManyFailed, exhausted), nil
 }
 
 // droppedMessage starts the message of a trial a spec change took out of the space.

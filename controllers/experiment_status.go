@@ -13,6 +13,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/experiment/trials"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/reconcile"
 )
 
 // RankCandidates orders leaderboard candidates best first, in place. It ranks by the point
@@ -222,21 +223,24 @@ func humanTokens(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// summarizeExperiment sets the kstatus conditions, BudgetExhausted and the completion time.
-func summarizeExperiment(exp *ragopsv1alpha1.Experiment, tooManyFailed bool, exhausted []string) {
+// summarizeExperiment sets BudgetExhausted and the completion time, and returns the outcome
+// the trials' counts call for: Stalled past spec.maxFailedTrials, Ready when every trial is
+// done, else Reconciling with Ready=False.
+func summarizeExperiment(exp *ragopsv1alpha1.Experiment, tooManyFailed bool, exhausted []string) reconcile.Result {
 	c := exp.Status.TrialCounts
+	var budget reconcile.Result
 	switch {
 	case len(exhausted) > 0:
 		msg := exhausted[0]
 		if len(exhausted) > 1 {
 			msg += fmt.Sprintf(" (%d more trials not started)", len(exhausted)-1)
 		}
-		conditions.Set(exp, ragopsv1alpha1.ConditionBudgetExhausted, metav1.ConditionTrue, ragopsv1alpha1.ReasonBudgetExhausted, msg)
+		budget = budget.Set(ragopsv1alpha1.ConditionBudgetExhausted, metav1.ConditionTrue, ragopsv1alpha1.ReasonBudgetExhausted, msg)
 	case exp.Spec.Budget != nil:
-		conditions.Set(exp, ragopsv1alpha1.ConditionBudgetExhausted, metav1.ConditionFalse, ReasonWithinBudget,
+		budget = budget.Set(ragopsv1alpha1.ConditionBudgetExhausted, metav1.ConditionFalse, ReasonWithinBudget,
 			fmt.Sprintf("%s tokens spent, %s held by running trials", exp.Status.Budget.Display, humanTokens(exp.Status.Budget.TokensReserved)))
 	default:
-		conditions.Remove(exp, ragopsv1alpha1.ConditionBudgetExhausted)
+		budget = budget.Remove(ragopsv1alpha1.ConditionBudgetExhausted)
 	}
 	running := c.Building + c.Evaluating
 	switch {
@@ -248,9 +252,9 @@ func summarizeExperiment(exp *ragopsv1alpha1.Experiment, tooManyFailed bool, exh
 			}
 		}
 		exp.Status.CompletionTime = nil
-		conditions.MarkStalled(exp, ragopsv1alpha1.ReasonTooManyFailedTrials,
+		return budget.Merge(reconcile.Stalled(ragopsv1alpha1.ReasonTooManyFailedTrials,
 			fmt.Sprintf("%d trials failed, more than spec.maxFailedTrials %d (%s); no further trial starts, %d still running",
-				c.Failed, exp.Spec.MaxFailedTrials, strings.Join(names, ", "), running))
+				c.Failed, exp.Spec.MaxFailedTrials, strings.Join(names, ", "), running)))
 	case running+c.Pending == 0:
 		if exp.Status.CompletionTime == nil {
 			exp.Status.CompletionTime = ptr.To(metav1.Now())
@@ -259,10 +263,10 @@ func summarizeExperiment(exp *ragopsv1alpha1.Experiment, tooManyFailed bool, exh
 		if o := exp.Status.CurrentOptimalTrial; o != nil {
 			msg += fmt.Sprintf("; best %s/%s %s@%d %.4f", o.Trial, o.Retrieval, exp.Spec.Objective.Metric, exp.Spec.Objective.K, o.Objective.Value)
 		}
-		conditions.MarkReady(exp, ReasonExperimentDone, msg)
+		return budget.Merge(reconcile.Stop.With(reconcile.OutcomeReady, ReasonExperimentDone, msg))
 	default:
 		exp.Status.CompletionTime = nil
-		conditions.MarkReconciling(exp, conditions.ReasonProgressing,
-			fmt.Sprintf("%s trials done; %d building, %d evaluating, %d pending", exp.Status.Progress, c.Building, c.Evaluating, c.Pending))
+		return budget.Merge(reconcile.Stop.With(reconcile.OutcomeReconciling, conditions.ReasonProgressing,
+			fmt.Sprintf("%s trials done; %d building, %d evaluating, %d pending", exp.Status.Progress, c.Building, c.Evaluating, c.Pending)))
 	}
 }

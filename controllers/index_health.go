@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/reconcile"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -46,14 +45,12 @@ func (r *IndexReconciler) reconcileReplicaHealth(ctx context.Context, st *indexS
 	hs, ok := st.store.(healthStore)
 	if !ok || (idx.Spec.Replication == nil && idx.Spec.Sharding == nil) {
 		idx.Status.Replication = nil
-		conditions.Remove(idx, ragopsv1alpha1.ConditionUnderReplicated)
-		return reconcile.Proceed, nil
+		return reconcile.Proceed.Remove(ragopsv1alpha1.ConditionUnderReplicated), nil
 	}
 	active := findRevision(idx, idx.Status.ActiveRevision)
 	if active == nil || active.Collection == "" {
 		idx.Status.Replication = nil
-		conditions.Remove(idx, ragopsv1alpha1.ConditionUnderReplicated)
-		return reconcile.ProceedFor(jitter(replicaHealthInterval)), nil
+		return reconcile.ProceedFor(jitter(replicaHealthInterval)).Remove(ragopsv1alpha1.ConditionUnderReplicated), nil
 	}
 	h, err := hs.CollectionHealth(ctx, active.Collection)
 	if err != nil {
@@ -64,14 +61,13 @@ func (r *IndexReconciler) reconcileReplicaHealth(ctx context.Context, st *indexS
 	now := metav1.Now()
 	rs.UpdateTime = &now
 	idx.Status.Replication = rs
+	res := reconcile.ProceedFor(jitter(replicaHealthInterval))
 	if rs.UnderReplicatedShards > 0 {
-		conditions.Set(idx, ragopsv1alpha1.ConditionUnderReplicated, metav1.ConditionTrue, ReasonShardsUnderReplicated,
-			underReplicatedMessage(active.Name, h))
-	} else {
-		conditions.Set(idx, ragopsv1alpha1.ConditionUnderReplicated, metav1.ConditionFalse, ReasonReplicasHealthy,
-			fmt.Sprintf("revision %s: %d shards with %d of %d replicas ready each", active.Name, rs.Shards, rs.Factor, rs.Factor))
+		return res.Set(ragopsv1alpha1.ConditionUnderReplicated, metav1.ConditionTrue, ReasonShardsUnderReplicated,
+			underReplicatedMessage(active.Name, h)), nil
 	}
-	return reconcile.ProceedFor(jitter(replicaHealthInterval)), nil
+	return res.Set(ragopsv1alpha1.ConditionUnderReplicated, metav1.ConditionFalse, ReasonReplicasHealthy,
+		fmt.Sprintf("revision %s: %d shards with %d of %d replicas ready each", active.Name, rs.Shards, rs.Factor, rs.Factor)), nil
 }
 
 // replicationStatus converts the store's health to the Index status shape (without

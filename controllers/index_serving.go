@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/reconcile"
 	"github.com/ragops/ragops/internal/workload"
@@ -418,8 +417,7 @@ func (r *IndexReconciler) servingStatus(ctx context.Context, st *indexState) rec
 	idx := st.idx
 	if !idx.Spec.Serving.ServingEnabled() {
 		idx.Status.Serving = nil
-		conditions.Remove(idx, ragopsv1alpha1.ConditionServingReady)
-		return reconcile.Proceed
+		return reconcile.Proceed.Remove(ragopsv1alpha1.ConditionServingReady)
 	}
 	revName := idx.Status.ActiveRevision
 	rev := findRevision(idx, revName)
@@ -448,8 +446,7 @@ func (r *IndexReconciler) servingStatus(ctx context.Context, st *indexState) rec
 	if moduleErr == nil && !hasModule && s.problem == "" {
 		reason, msg = ReasonTransformersModuleMissing, msg+"; "+moduleMissing(idx.Spec.Weaviate.URL, s.endpoint)
 	}
-	conditions.Set(idx, ragopsv1alpha1.ConditionServingReady, status, reason, msg)
-	return res
+	return res.Set(ragopsv1alpha1.ConditionServingReady, status, reason, msg)
 }
 
 // moduleMissing says what to set on a Weaviate without text2vec-transformers.
@@ -519,9 +516,9 @@ func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev 
 		if sv := st.idx.Status.Serving; sv != nil && sv.Deployment == s.name {
 			sv.ReadyReplicas, sv.ModelHash = s.ready, s.modelHash
 		}
-		conditions.Set(st.idx, ragopsv1alpha1.ConditionServingReady, metav1.ConditionFalse, ReasonModelHashMismatch, s.problem)
 		// Looked at again: the folder may be fixed and the server restarted.
-		return reconcile.Stalled(ReasonModelHashMismatch, fmt.Sprintf("revision %s does not take the alias: %s", rev.Name, s.problem)).Requeue(jitter(r.Options.DriftInterval)), true
+		return reconcile.Stalled(ReasonModelHashMismatch, fmt.Sprintf("revision %s does not take the alias: %s", rev.Name, s.problem)).Requeue(jitter(r.Options.DriftInterval)).
+			Set(ragopsv1alpha1.ConditionServingReady, metav1.ConditionFalse, ReasonModelHashMismatch, s.problem), true
 	case s.ready == 0:
 		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonModelServerNotReady,
 			fmt.Sprintf("revision %s waits for its model server %s (0/%d replicas ready) before it takes the alias", rev.Name, s.name, s.want)), true

@@ -87,7 +87,7 @@ type Readers struct {
 	// PDFs are skipped as NoTextLayer, images as Unsupported).
 	OCR ocr.Options
 
-	r *formats.Readers
+	r *formats.Lazy
 }
 
 // Close stops PDFium if it was started.
@@ -115,9 +115,10 @@ func (rs *Readers) ReadFile(ctx context.Context, path string) ([]Document, []Ski
 		if dir, err := os.UserCacheDir(); err == nil {
 			cache = filepath.Join(dir, "ragops", "pdfium")
 		}
-		if rs.r, err = formats.New(ctx, formats.Options{MaxBytes: rs.MaxBytes, PDF: pdf.Options{CacheDir: cache}, OCR: rs.OCR}); err != nil {
-			return nil, nil, err
-		}
+		rs.r = &formats.Lazy{Options: formats.Options{MaxBytes: rs.MaxBytes, PDF: pdf.Options{CacheDir: cache}, OCR: rs.OCR}}
+	}
+	if err := rs.r.Start(ctx); err != nil {
+		return nil, nil, err
 	}
 	doc, err := rs.r.Read(ctx, data)
 	if err != nil {

@@ -7,6 +7,7 @@ package reconcile
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,6 +30,10 @@ type Result struct {
 	Outcome Outcome
 	// Reason and Message explain Outcome in the conditions it sets.
 	Reason, Message string
+	// Also are the other conditions the step decided (UnderReplicated, ServingReady,
+	// BudgetExhausted): Summarize sets each after the kstatus ones, and removes the types
+	// whose Status is "". Merge appends them, so a later step's decision on a type wins.
+	Also []metav1.Condition
 }
 
 // Outcome is the kstatus state a step found (see package internal/conditions).
@@ -43,6 +48,9 @@ const (
 	// Reconciling=True, and Ready stays True when it was (what serves keeps serving), else
 	// Ready=False.
 	OutcomeProgressing
+	// OutcomeReconciling: work in progress on a result not usable until it ends (an
+	// Experiment's trials); Reconciling=True and Ready=False whatever it was.
+	OutcomeReconciling
 	// OutcomeProgressingKeepReady: work in progress on what serves (a corpus sync);
 	// Reconciling=True, Ready left as it is.
 	OutcomeProgressingKeepReady
@@ -83,6 +91,18 @@ func (res Result) With(o Outcome, reason, msg string) Result {
 	return res
 }
 
+// Set returns res deciding the condition typ (see Also).
+func (res Result) Set(typ string, status metav1.ConditionStatus, reason, msg string) Result {
+	res.Also = append(slices.Clip(res.Also), metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg})
+	return res
+}
+
+// Remove returns res deciding that the condition typ goes (see Also).
+func (res Result) Remove(typ string) Result {
+	res.Also = append(slices.Clip(res.Also), metav1.Condition{Type: typ})
+	return res
+}
+
 // Requeue returns res looking again after d.
 func (res Result) Requeue(d time.Duration) Result {
 	res.RequeueAfter = d
@@ -99,6 +119,7 @@ func (res Result) Merge(b Result) Result {
 	if b.Outcome != OutcomeNone {
 		res.Outcome, res.Reason, res.Message = b.Outcome, b.Reason, b.Message
 	}
+	res.Also = append(slices.Clip(res.Also), b.Also...)
 	return res
 }
 
@@ -121,7 +142,8 @@ func Run[S any](ctx context.Context, st S, steps ...Step[S]) (Result, error) {
 }
 
 // Summarize sets obj's Ready, Reconciling, Stalled and DeletionBlocked conditions from the
-// merged result of its steps, and returns the reconcile's result. It is the one place a
+// merged result of its steps, then the other conditions the steps decided (Also), and
+// returns the reconcile's result. It is the one place a
 // reconciler sets those conditions.
 func Summarize(obj conditions.Getter, res Result) ctrl.Result {
 	switch res.Outcome {
@@ -129,6 +151,8 @@ func Summarize(obj conditions.Getter, res Result) ctrl.Result {
 		conditions.MarkReady(obj, res.Reason, res.Message)
 	case OutcomeProgressing:
 		conditions.MarkReconcilingKeepReadyOrFalse(obj, res.Reason, res.Message)
+	case OutcomeReconciling:
+		conditions.MarkReconciling(obj, res.Reason, res.Message)
 	case OutcomeProgressingKeepReady:
 		conditions.MarkReconcilingKeepReady(obj, res.Reason, res.Message)
 	case OutcomeRetrying:
@@ -147,6 +171,13 @@ func Summarize(obj conditions.Getter, res Result) ctrl.Result {
 		conditions.Remove(obj, ragopsv1alpha1.ConditionReconciling)
 		conditions.Remove(obj, ragopsv1alpha1.ConditionStalled)
 		conditions.Remove(obj, ragopsv1alpha1.ConditionDeletionBlocked)
+	}
+	for _, c := range res.Also {
+		if c.Status == "" {
+			conditions.Remove(obj, c.Type)
+		} else {
+			conditions.Set(obj, c.Type, c.Status, c.Reason, c.Message)
+		}
 	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}
 }

@@ -68,3 +68,23 @@ func TestSummarizeOnEveryKind(t *testing.T) {
 		}
 	}
 }
+
+// The other conditions steps decide are applied by Summarize in step order: a later step's
+// decision on a type wins, and a removal removes.
+func TestSummarizeAppliesTheStepsOtherConditions(t *testing.T) {
+	idx := &ragopsv1alpha1.Index{}
+	meta.SetStatusCondition(&idx.Status.Conditions, metav1.Condition{Type: "Stale", Status: metav1.ConditionTrue, Reason: "Old"})
+	first := ProceedFor(time.Minute).Set("UnderReplicated", metav1.ConditionTrue, "ShardsUnderReplicated", "1 of 2")
+	second := Proceed.Set("UnderReplicated", metav1.ConditionFalse, "ReplicasHealthy", "2 of 2").Remove("Stale")
+	Summarize(idx, first.Merge(second).Merge(Stop.With(OutcomeReady, "Active", "serves")))
+	c := meta.FindStatusCondition(idx.Status.Conditions, "UnderReplicated")
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "ReplicasHealthy" {
+		t.Errorf("UnderReplicated %+v; want the later step's False/ReplicasHealthy", c)
+	}
+	if meta.FindStatusCondition(idx.Status.Conditions, "Stale") != nil || !meta.IsStatusConditionTrue(idx.Status.Conditions, ragopsv1alpha1.ConditionReady) {
+		t.Errorf("conditions %+v; want Stale removed and Ready True", idx.Status.Conditions)
+	}
+	if len(first.Also) != 1 {
+		t.Errorf("Merge changed the first step's result: %+v", first.Also)
+	}
+}

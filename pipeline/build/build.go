@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
@@ -60,32 +59,21 @@ type ReadersError struct{ Err error }
 func (e *ReadersError) Error() string { return "document readers did not start: " + e.Err.Error() }
 func (e *ReadersError) Unwrap() error { return e.Err }
 
-// lazyReaders starts the format readers (PDFium takes seconds) only when a file needs them.
-type lazyReaders struct {
-	once sync.Once
-	r    *formats.Readers
-	err  error
-	max  int
-	ocr  ocr.Options
-}
+// lazyReaders starts the format readers only when a file needs them (formats.Lazy); a start
+// that fails is a *ReadersError.
+type lazyReaders struct{ formats.Lazy }
 
 func (l *lazyReaders) Read(ctx context.Context, data []byte) (reader.Document, error) {
-	l.once.Do(func() {
-		l.r, l.err = formats.New(ctx, formats.Options{MaxBytes: l.max, PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "pdfium-cache")}, OCR: l.ocr})
-	})
-	if l.err != nil {
-		return reader.Document{}, &ReadersError{Err: l.err}
+	if err := l.Start(ctx); err != nil {
+		return reader.Document{}, &ReadersError{Err: err}
 	}
-	return l.r.Read(ctx, data)
-}
-
-func (l *lazyReaders) Close() {
-	if l.r != nil {
-		_ = l.r.Close()
-	}
+	return l.Lazy.Read(ctx, data)
 }
 
 // Run runs one shard of a build plan and returns its figures (the pod's termination message).
+// It runs the shard's steps in order: open (model, chunker, store, collection), plan the
+// shard (its documents and what the collection already holds of them), sync each document,
+// remove what the corpus no longer has, and count.
 //
 // Documents that fail to read, are too large or fail to chunk are counted in Skipped by
 // reason; in an incremental sync, those that had chunks keep them and are also counted in
@@ -96,22 +84,79 @@ func (l *lazyReaders) Close() {
 // deletions wait for a sync that reads every container). Errors: the model,
 // Weaviate or the corpus source fail, or the readers cannot start (*ReadersError).
 func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.BuildResult, error) {
-	start := time.Now()
-	res := plan.BuildResult{Shard: o.Shard, Skipped: map[string]int64{}}
+	b := &shardBuild{log: log, p: p, o: o, start: time.Now(), res: plan.BuildResult{Shard: o.Shard, Skipped: map[string]int64{}},
+		seen: map[string]bool{}, emptied: map[string]bool{}, wrote: map[string]bool{}}
+	defer b.close()
+	for _, step := range []func(context.Context) error{b.open, b.planShard, b.syncDocuments, b.removeStale} {
+		if err := step(ctx); err != nil {
+			return b.res, err
+		}
+	}
+	return b.finish(), nil
+}
+
+// shardBuild is the state of one Run: what open and planShard set up, and what the
+// per-document sync has seen and written.
+type shardBuild struct {
+	log   *slog.Logger
+	p     plan.Build
+	o     Options
+	start time.Time
+	res   plan.BuildResult
+
+	// Set by open.
+	model   *embedder.Model
+	mode    embedder.Mode
+	chunker chunkers.Chunker
+	store   *vectorstore.Store
+	closers []func()
+
+	// Set by planShard.
+	src  *corpus.Source
+	mine func(id string) bool
+	// states is what the collection already holds of this shard's documents; existing their
+	// hashes in an incremental sync (nil in a build).
+	states   map[string]vectorstore.DocumentState
+	existing map[string]string
+	prog     *progress.Logger
+
+	seen    map[string]bool // incremental: documents still in the corpus
+	emptied map[string]bool // read, with no text: their chunks go
+	wrote   map[string]bool // full build: documents with chunks, written or resumed
+	// pending documents wait for the next flush, with their chunks.
+	pending       []corpus.Document
+	pendingChunks [][]chunkers.Chunk
+	done          int64
+	// shardChunks counts the chunks of this shard's documents the collection holds at the end.
+	shardChunks int64
+	// unreadContainers are the container files not read whole: unseen documents are kept.
+	unreadContainers []string
+}
+
+func (b *shardBuild) close() {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		b.closers[i]()
+	}
+}
+
+// open checks the plan against the model, loads the model, builds the chunker and opens the
+// store and the revision's collection.
+func (b *shardBuild) open(ctx context.Context) error {
+	p, o := &b.p, b.o
 	if p.Shards < 1 {
 		p.Shards = 1
 	}
 	if o.Shard >= p.Shards {
-		return res, fmt.Errorf("shard %d is outside the plan's %d shards", o.Shard, p.Shards)
+		return fmt.Errorf("shard %d is outside the plan's %d shards", o.Shard, p.Shards)
 	}
-	if err := checkModelLimits(p); err != nil {
-		return res, err
+	if err := checkModelLimits(*p); err != nil {
+		return err
 	}
-	hash, err := checkModelHash(p)
+	hash, err := checkModelHash(*p)
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.ModelHash = hash
+	b.res.ModelHash = hash
 	late := p.Strategy.Late != nil && p.Strategy.Late.Enabled
 	mopts := embedder.Options{
 		LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
@@ -123,31 +168,30 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	}
 	model, err := loadModel(p.ModelDir, mopts)
 	if err != nil {
-		return res, err
+		return err
 	}
-	defer model.Close()
-	log.Info("model loaded", "dir", p.ModelDir, "provider", model.Provider(), "precision", mopts.Precision, "dimension", model.Dimension(), "late", late)
+	b.model = model
+	b.closers = append(b.closers, func() { model.Close() })
+	b.log.Info("model loaded", "dir", p.ModelDir, "provider", model.Provider(), "precision", mopts.Precision, "dimension", model.Dimension(), "late", late)
 
-	chunker, err := registry.New(p.Strategy, model.Tokenizer(), model)
-	if err != nil {
-		return res, fmt.Errorf("strategy: %w", err)
+	if b.chunker, err = registry.New(p.Strategy, model.Tokenizer(), model); err != nil {
+		return fmt.Errorf("strategy: %w", err)
 	}
-	mode := embedder.Naive
+	b.mode = embedder.Naive
 	if late {
-		mode = embedder.Late
+		b.mode = embedder.Late
 	}
 	cfg, err := vectorstore.EndpointConfig(p.Weaviate.URL, p.Weaviate.GRPCAddress, os.Getenv(plan.EnvWeaviateAPIKey))
 	if err != nil {
-		return res, err
+		return err
 	}
 	if cfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
-		return res, err
+		return err
 	}
-	cfg.Outage = outagePolicy(log, o.OutageWait)
+	cfg.Outage = outagePolicy(b.log, o.OutageWait)
 	cfg.WriteConsistency = string(p.Weaviate.Consistency)
-	store, err := vectorstore.New(cfg)
-	if err != nil {
-		return res, err
+	if b.store, err = vectorstore.New(cfg); err != nil {
+		return err
 	}
 	spec := vectorstore.CollectionSpec{Name: p.Collection, Revision: p.Revision, Dimensions: model.Dimension(),
 		Index: vectorIndex(p.VectorIndex)}
@@ -156,144 +200,58 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 		spec.Vectorizer = vectorstore.Transformers{PassageURL: p.ModelServer, QueryURL: p.ModelServer,
 			Pooling: vectorstore.TransformersPooling(string(model.Config().Pooling))}
 	}
-	if info, err := store.Collection(ctx, p.Collection); err == nil {
+	if info, err := b.store.Collection(ctx, p.Collection); err == nil {
 		// A resumed build or a sync keeps the collection's wiring (Weaviate refuses to change it).
 		spec.Vectorizer = info.Vectorizer
 	}
-	if err := store.EnsureCollection(ctx, spec); err != nil {
-		return res, err
-	}
+	return b.store.EnsureCollection(ctx, spec)
+}
 
+// planShard opens the corpus and counts the shard's documents, and reads what the collection
+// already holds of them: a sync compares it with the corpus; a build (first run, Job retry
+// or rebuilt revision) resumes from it.
+func (b *shardBuild) planShard(ctx context.Context) error {
+	p, o := &b.p, b.o
 	readers := o.Readers
 	if readers == nil {
-		lazy := &lazyReaders{max: int(p.Source.MaxDocumentBytes), ocr: ocrOptions(p.Source.OCR)}
-		defer lazy.Close()
+		lazy := &lazyReaders{formats.Lazy{Options: formats.Options{MaxBytes: int(p.Source.MaxDocumentBytes),
+			PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "pdfium-cache")}, OCR: ocrOptions(p.Source.OCR)}}}
+		b.closers = append(b.closers, func() { _ = lazy.Close() })
 		readers = lazy
 	}
 	src, err := corpus.Open(ctx, p.Source, os.TempDir(), readers)
 	if err != nil {
-		return res, err
+		return err
 	}
-	mine := func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
-
-	// What the collection already holds of this shard's documents: a sync compares it with the
-	// corpus; a build (first run, Job retry or rebuilt revision) resumes from it.
-	states, err := store.DocumentStates(ctx, p.Collection, 0, mine)
-	if err != nil {
-		return res, err
+	b.src = src
+	b.mine = func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
+	if b.states, err = b.store.DocumentStates(ctx, p.Collection, 0, b.mine); err != nil {
+		return err
 	}
-	var existing map[string]string
 	if p.Incremental {
-		existing = make(map[string]string, len(states))
-		for id, st := range states {
-			existing[id] = st.Hash
+		b.existing = make(map[string]string, len(b.states))
+		for id, st := range b.states {
+			b.existing[id] = st.Hash
 		}
 	}
 	var total int64
-	if err := src.Walk(ctx, true, mine, func(corpus.Document) error { total++; return nil }, func(corpus.Skipped) {}); err != nil {
-		return res, err
+	if err := src.Walk(ctx, true, b.mine, func(corpus.Document) error { total++; return nil }, func(corpus.Skipped) {}); err != nil {
+		return err
 	}
-	log.Info("shard", "shard", o.Shard, "shards", p.Shards, "documents", total, "incremental", p.Incremental, "existing", len(states))
+	b.log.Info("shard", "shard", o.Shard, "shards", p.Shards, "documents", total, "incremental", p.Incremental, "existing", len(b.states))
+	b.prog = progress.New(b.log, "embedding", total, o.ProgressEvery)
+	return nil
+}
 
-	prog := progress.New(log, "embedding", total, o.ProgressEvery)
-	seen := map[string]bool{}    // incremental: documents still in the corpus
-	emptied := map[string]bool{} // read, with no text: their chunks go
-	wrote := map[string]bool{}   // full build: documents with chunks, written or resumed
-	var pending []corpus.Document
-	var pendingChunks [][]chunkers.Chunk
-	var done int64
-	var shardChunks int64 // chunks of this shard's documents the collection holds at the end
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		docs := make([]embedder.Document, len(pending))
-		for i, d := range pending {
-			docs[i] = embedder.Document{Text: d.Doc.Text, Chunks: pendingChunks[i]}
-		}
-		vecs, err := model.EmbedDocuments(ctx, docs, mode)
-		if err != nil {
-			return err
-		}
-		var batch []vectorstore.Chunk
-		for i, d := range pending {
-			var objs []vectorstore.Chunk
-			for j, c := range pendingChunks[i] {
-				first, last, _ := d.Doc.PageRange(c.Start, c.End)
-				objs = append(objs, vectorstore.Chunk{
-					DocID: d.ID, Ordinal: c.Ordinal, Start: c.Start, End: c.End, Text: c.Text(d.Doc.Text),
-					HeadingPath: c.HeadingPath, PageStart: first, PageEnd: last, DocHash: d.Hash, Vector: vecs[i][j],
-				})
-			}
-			res.Chunks += int64(len(objs))
-			wrote[d.ID] = true
-			if _, had := states[d.ID]; p.Incremental || had {
-				// A partial (or outdated) set of chunks is rewritten whole.
-				if err := store.ReplaceDocument(ctx, p.Collection, d.ID, objs); err != nil {
-					return err
-				}
-				continue
-			}
-			batch = append(batch, objs...)
-		}
-		if len(batch) > 0 {
-			if err := store.Upsert(ctx, p.Collection, batch); err != nil {
-				return err
-			}
-		}
-		done += int64(len(pending))
-		res.Documents += int64(len(pending))
-		pending, pendingChunks = pending[:0], pendingChunks[:0]
-		prog.Tick(done+res.Unchanged, false, "chunks", res.Chunks)
-		return nil
-	}
-	// A reader that cannot start stops the walk: wctx is cancelled and fatal says why.
+// syncDocuments walks the shard's documents: each is left alone (unchanged in a sync),
+// resumed (written whole by an earlier run), skipped with a reason, or chunked and queued
+// for the next flush. A reader that cannot start stops the walk (*ReadersError).
+func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var fatal error
-	var unreadContainers []string // container files not read whole: unseen documents are kept
-	err = src.Walk(wctx, false, mine, func(d corpus.Document) error {
-		seen[d.ID] = true
-		if st, had := states[d.ID]; p.Incremental && had && st.Consistent() && st.Hash == d.Hash {
-			res.Unchanged++
-			shardChunks += int64(st.Chunks)
-			return nil
-		}
-		addOCR(&res, d.Doc.OCR)
-		chunks, err := docchunk.Chunk(ctx, chunker, d.Doc)
-		if err != nil {
-			res.Skipped["ChunkingFailed"]++
-			if _, had := existing[d.ID]; had {
-				res.Kept++
-				shardChunks += int64(states[d.ID].Chunks)
-			}
-			log.Warn("document skipped", "document", d.ID, "reason", "ChunkingFailed", "error", err)
-			return nil
-		}
-		if len(chunks) == 0 {
-			// Its earlier chunks (if any) go, as a clean build would have none.
-			delete(seen, d.ID)
-			emptied[d.ID] = true
-			res.Skipped[string(reader.Empty)]++
-			log.Warn("document skipped", "document", d.ID, "reason", reader.Empty)
-			return nil
-		}
-		if st, had := states[d.ID]; !p.Incremental && had && st.Complete(d.Hash, len(chunks)) {
-			// Written whole by an earlier run of this revision: not embedded again.
-			res.Resumed++
-			res.ResumedTokens += model.DocumentTokens([]embedder.Document{{Text: d.Doc.Text, Chunks: chunks}}, mode)
-			res.Documents++
-			res.Chunks += int64(len(chunks))
-			wrote[d.ID] = true
-			done++
-			return nil
-		}
-		pending = append(pending, d)
-		pendingChunks = append(pendingChunks, chunks)
-		if len(pending) >= embedBatchDocuments {
-			return flush()
-		}
-		return nil
+	err := b.src.Walk(wctx, false, b.mine, func(d corpus.Document) error {
+		return b.document(ctx, d)
 	}, func(sk corpus.Skipped) {
 		var re *ReadersError
 		if errors.As(sk.Err, &re) {
@@ -303,63 +261,170 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 			cancel()
 			return
 		}
-		res.Skipped[sk.Reason]++
-		if sk.Container {
-			unreadContainers = append(unreadContainers, sk.ID)
-		}
-		if _, had := existing[sk.ID]; had {
-			// Its previous chunks stay: the document is still in the corpus.
-			seen[sk.ID] = true
-			res.Kept++
-			shardChunks += int64(states[sk.ID].Chunks)
-		}
-		log.Warn("document skipped", "document", sk.ID, "reason", sk.Reason, "error", sk.Err, "keptPreviousChunks", seen[sk.ID])
+		b.skipped(sk)
 	})
 	if fatal != nil {
-		return res, fatal
-	}
-	if err == nil {
-		err = flush()
+		return fatal
 	}
 	if err != nil {
-		return res, err
+		return err
 	}
-	// Documents of this shard that are no longer in the corpus (a sync), or that an earlier
-	// run of this revision wrote but this one did not (a rebuild on a newer corpus revision),
-	// are deleted: the collection ends as a clean build of the corpus would leave it. In a
-	// sync that could not read a container whole, an unseen document may be one of its
-	// records: all of them stay.
-	var keptUnseen int64
-	for id, st := range states {
-		if p.Incremental && !seen[id] && len(unreadContainers) > 0 && !emptied[id] {
+	return b.flush(ctx)
+}
+
+// document syncs one read document (see syncDocuments).
+func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
+	p, res := &b.p, &b.res
+	b.seen[d.ID] = true
+	if st, had := b.states[d.ID]; p.Incremental && had && st.Consistent() && st.Hash == d.Hash {
+		res.Unchanged++
+		b.shardChunks += int64(st.Chunks)
+		return nil
+	}
+	addOCR(res, d.Doc.OCR)
+	chunks, err := docchunk.Chunk(ctx, b.chunker, d.Doc)
+	if err != nil {
+		res.Skipped["ChunkingFailed"]++
+		if _, had := b.existing[d.ID]; had {
 			res.Kept++
-			keptUnseen++
-			shardChunks += int64(st.Chunks)
+			b.shardChunks += int64(b.states[d.ID].Chunks)
+		}
+		b.log.Warn("document skipped", "document", d.ID, "reason", "ChunkingFailed", "error", err)
+		return nil
+	}
+	if len(chunks) == 0 {
+		// Its earlier chunks (if any) go, as a clean build would have none.
+		delete(b.seen, d.ID)
+		b.emptied[d.ID] = true
+		res.Skipped[string(reader.Empty)]++
+		b.log.Warn("document skipped", "document", d.ID, "reason", reader.Empty)
+		return nil
+	}
+	if st, had := b.states[d.ID]; !p.Incremental && had && st.Complete(d.Hash, len(chunks)) {
+		// Written whole by an earlier run of this revision: not embedded again.
+		res.Resumed++
+		res.ResumedTokens += b.model.DocumentTokens([]embedder.Document{{Text: d.Doc.Text, Chunks: chunks}}, b.mode)
+		res.Documents++
+		res.Chunks += int64(len(chunks))
+		b.wrote[d.ID] = true
+		b.done++
+		return nil
+	}
+	b.pending = append(b.pending, d)
+	b.pendingChunks = append(b.pendingChunks, chunks)
+	if len(b.pending) >= embedBatchDocuments {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+// skipped counts a document that could not be read; in a sync its previous chunks stay.
+func (b *shardBuild) skipped(sk corpus.Skipped) {
+	b.res.Skipped[sk.Reason]++
+	if sk.Container {
+		b.unreadContainers = append(b.unreadContainers, sk.ID)
+	}
+	if _, had := b.existing[sk.ID]; had {
+		// Its previous chunks stay: the document is still in the corpus.
+		b.seen[sk.ID] = true
+		b.res.Kept++
+		b.shardChunks += int64(b.states[sk.ID].Chunks)
+	}
+	b.log.Warn("document skipped", "document", sk.ID, "reason", sk.Reason, "error", sk.Err, "keptPreviousChunks", b.seen[sk.ID])
+}
+
+// flush embeds the pending documents together and writes their chunks: new documents in one
+// upsert, a document the collection already had (or any in a sync) replaced whole.
+func (b *shardBuild) flush(ctx context.Context) error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	p, res := &b.p, &b.res
+	docs := make([]embedder.Document, len(b.pending))
+	for i, d := range b.pending {
+		docs[i] = embedder.Document{Text: d.Doc.Text, Chunks: b.pendingChunks[i]}
+	}
+	vecs, err := b.model.EmbedDocuments(ctx, docs, b.mode)
+	if err != nil {
+		return err
+	}
+	var batch []vectorstore.Chunk
+	for i, d := range b.pending {
+		var objs []vectorstore.Chunk
+		for j, c := range b.pendingChunks[i] {
+			first, last, _ := d.Doc.PageRange(c.Start, c.End)
+			objs = append(objs, vectorstore.Chunk{
+				DocID: d.ID, Ordinal: c.Ordinal, Start: c.Start, End: c.End, Text: c.Text(d.Doc.Text),
+				HeadingPath: c.HeadingPath, PageStart: first, PageEnd: last, DocHash: d.Hash, Vector: vecs[i][j],
+			})
+		}
+		res.Chunks += int64(len(objs))
+		b.wrote[d.ID] = true
+		if _, had := b.states[d.ID]; p.Incremental || had {
+			// A partial (or outdated) set of chunks is rewritten whole.
+			if err := b.store.ReplaceDocument(ctx, p.Collection, d.ID, objs); err != nil {
+				return err
+			}
 			continue
 		}
-		if (p.Incremental && !seen[id]) || (!p.Incremental && !wrote[id]) {
-			if _, err := store.DeleteDocument(ctx, p.Collection, id); err != nil {
-				return res, err
+		batch = append(batch, objs...)
+	}
+	if len(batch) > 0 {
+		if err := b.store.Upsert(ctx, p.Collection, batch); err != nil {
+			return err
+		}
+	}
+	b.done += int64(len(b.pending))
+	res.Documents += int64(len(b.pending))
+	b.pending, b.pendingChunks = b.pending[:0], b.pendingChunks[:0]
+	b.prog.Tick(b.done+res.Unchanged, false, "chunks", res.Chunks)
+	return nil
+}
+
+// removeStale deletes the documents of this shard that are no longer in the corpus (a sync),
+// or that an earlier run of this revision wrote but this one did not (a rebuild on a newer
+// corpus revision): the collection ends as a clean build of the corpus would leave it. In a
+// sync that could not read a container whole, an unseen document may be one of its records:
+// all of them stay.
+func (b *shardBuild) removeStale(ctx context.Context) error {
+	p, res := &b.p, &b.res
+	var keptUnseen int64
+	for id, st := range b.states {
+		if p.Incremental && !b.seen[id] && len(b.unreadContainers) > 0 && !b.emptied[id] {
+			res.Kept++
+			keptUnseen++
+			b.shardChunks += int64(st.Chunks)
+			continue
+		}
+		if (p.Incremental && !b.seen[id]) || (!p.Incremental && !b.wrote[id]) {
+			if _, err := b.store.DeleteDocument(ctx, p.Collection, id); err != nil {
+				return err
 			}
 			res.Deleted++
 		}
 	}
-	if len(unreadContainers) > 0 && p.Incremental {
-		log.Warn("container files not read whole: documents not seen in this sync keep their chunks",
-			"files", unreadContainers, "keptDocuments", keptUnseen)
+	if len(b.unreadContainers) > 0 && p.Incremental {
+		b.log.Warn("container files not read whole: documents not seen in this sync keep their chunks",
+			"files", b.unreadContainers, "keptDocuments", keptUnseen)
 	}
-	shardChunks += res.Chunks
+	return nil
+}
+
+// finish fills in the shard's totals: chunks held, tokens, truncations and time.
+func (b *shardBuild) finish() plan.BuildResult {
+	res := &b.res
+	shardChunks := b.shardChunks + res.Chunks
 	res.ShardChunks = &shardChunks
 	if res.Resumed > 0 {
-		log.Info(fmt.Sprintf("resumed: skipped %d documents already complete", res.Resumed), "resumed", res.Resumed, "embedded", res.Documents-res.Resumed)
+		b.log.Info(fmt.Sprintf("resumed: skipped %d documents already complete", res.Resumed), "resumed", res.Resumed, "embedded", res.Documents-res.Resumed)
 	}
-	res.Tokens, res.TruncatedChunks = model.Stats().Tokens+res.ResumedTokens, model.Stats().TruncatedChunks
-	res.Seconds = time.Since(start).Seconds()
+	res.Tokens, res.TruncatedChunks = b.model.Stats().Tokens+res.ResumedTokens, b.model.Stats().TruncatedChunks
+	res.Seconds = time.Since(b.start).Seconds()
 	if len(res.Skipped) == 0 {
 		res.Skipped = nil
 	}
-	prog.Tick(done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted, "kept", res.Kept, "resumed", res.Resumed)
-	return res, nil
+	b.prog.Tick(b.done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted, "kept", res.Kept, "resumed", res.Resumed)
+	return *res
 }
 
 // outagePolicy is the store's wait for an unavailable Weaviate (see Options.OutageWait).

@@ -1,0 +1,41 @@
+package formats
+
+import (
+	"context"
+	"sync"
+
+	"github.com/ragops/ragops/reader"
+)
+
+// Lazy starts the readers (PDFium takes seconds to compile its WebAssembly module) only
+// when the first document needs them: a build of Markdown files, or a preview of one text
+// file, never pays for it. The zero value with Options set is ready; Close it when done.
+type Lazy struct {
+	Options Options
+
+	once sync.Once
+	r    *Readers
+	err  error
+}
+
+// Start starts the readers once; every later call returns the first call's error.
+func (l *Lazy) Start(ctx context.Context) error {
+	l.once.Do(func() { l.r, l.err = New(ctx, l.Options) })
+	return l.err
+}
+
+// Read reads data as a document, starting the readers first (see Start for its error).
+func (l *Lazy) Read(ctx context.Context, data []byte) (reader.Document, error) {
+	if err := l.Start(ctx); err != nil {
+		return reader.Document{}, err
+	}
+	return l.r.Read(ctx, data)
+}
+
+// Close stops the readers if they were started.
+func (l *Lazy) Close() error {
+	if l.r == nil {
+		return nil
+	}
+	return l.r.Close()
+}
