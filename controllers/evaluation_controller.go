@@ -67,6 +67,8 @@ type evaluationState struct {
 	// newSlot: a schedule time passed since the last run, which starts a new one.
 	newSlot bool
 	job     *batchv1.Job
+	// collected: this reconcile read a finished run's result into status.
+	collected bool
 }
 
 // Reconcile drives one Evaluation through its steps (check the schedule, resolve the
@@ -94,7 +96,8 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		ev.Status.ObservedGeneration = ev.Generation
 		patcher.Done(ctx, r.Client, r.Events, &ev, &res, &retErr)
 	}()
-	result, err := reconcile.Run(ctx, &evaluationState{ev: &ev},
+	st := &evaluationState{ev: &ev}
+	result, err := reconcile.Run(ctx, st,
 		checkSchedule,
 		r.resolveRevision,
 		scheduleRun,
@@ -103,6 +106,9 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.collectEvaluation,
 	)
 	res = reconcile.Summarize(&ev, result)
+	if st.collected {
+		observeEvaluation(&ev, st.idx.Name) // after QualityDropped is decided
+	}
 	if err != nil {
 		return ctrl.Result{}, err // the work queue backs off
 	}
@@ -254,8 +260,8 @@ func (r *EvaluationReconciler) collectEvaluation(ctx context.Context, st *evalua
 	ready := reconcile.Stop.With(reconcile.OutcomeReady, ReasonEvaluated,
 		fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, recallAt10(&ev.Status), result.Queries))
 	recordRun(ev, job.Name, st.rev)
-	err = r.storeResults(ctx, ev, job, result.Results)
-	observeEvaluation(ev, st.idx.Name) // after QualityDropped is decided
+	err = r.storeResults(ctx, ev, job, result.Results, &ready)
+	st.collected = true
 	return ready, err
 }
 

@@ -24,6 +24,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/reconcile"
 	"github.com/ragops/ragops/internal/workload"
 )
 
@@ -89,9 +90,9 @@ func resultsPending(ev *ragopsv1alpha1.Evaluation) bool {
 	return c != nil && c.Status == metav1.ConditionUnknown
 }
 
-func markResults(ev *ragopsv1alpha1.Evaluation, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&ev.Status.Conditions, metav1.Condition{Type: ConditionResultsStored, Status: status,
-		Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: ev.Generation})
+// markResults decides the ResultsStored condition in res.
+func markResults(res *reconcile.Result, status metav1.ConditionStatus, reason, msg string) {
+	*res = res.Set(ConditionResultsStored, status, reason, truncate(msg, 1024))
 }
 
 // storeResults keeps the per-query results ref describes (from the succeeded Job's
@@ -99,13 +100,14 @@ func markResults(ev *ragopsv1alpha1.Evaluation, status metav1.ConditionStatus, r
 // status.results and the ResultsStored condition. A ConfigMap already holding them (a retry,
 // a restarted manager) is left as it is. A refusal or a lost log deletes the ConfigMap of an
 // earlier run, so that no reader takes it for this run's. Errors are transient (the caller
-// retries with backoff; the condition stays Unknown).
-func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alpha1.Evaluation, job *batchv1.Job, ref *plan.ResultsRef) error {
+// retries with backoff; the condition stays Unknown). The conditions it decides (ResultsStored,
+// QualityDropped) go into res.
+func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alpha1.Evaluation, job *batchv1.Job, ref *plan.ResultsRef, res *reconcile.Result) error {
 	name := results.ConfigMapName(ev.Name)
 	lost := func(reason, msg string) error {
 		ev.Status.Results = nil
-		markResults(ev, metav1.ConditionFalse, reason, msg)
-		markQuality(ev, metav1.ConditionFalse, ReasonNoBaseline, "the last run's per-query results are not stored: not compared")
+		markResults(res, metav1.ConditionFalse, reason, msg)
+		markQuality(ev, res, metav1.ConditionFalse, ReasonNoBaseline, "the last run's per-query results are not stored: not compared")
 		return r.deleteResults(ctx, ev, name)
 	}
 	switch {
@@ -116,7 +118,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	}
 	stored := func() error {
 		ev.Status.Results = &ragopsv1alpha1.PerQueryResults{ConfigMap: name, Queries: int32(ref.Queries), Bytes: int64(ref.Bytes), SHA256: ref.SHA256}
-		markResults(ev, metav1.ConditionTrue, ReasonResultsStored, fmt.Sprintf("ConfigMap %s holds the per-query results of %d queries (%d bytes gzip-compressed)", name, ref.Queries, ref.Bytes))
+		markResults(res, metav1.ConditionTrue, ReasonResultsStored, fmt.Sprintf("ConfigMap %s holds the per-query results of %d queries (%d bytes gzip-compressed)", name, ref.Queries, ref.Bytes))
 		return nil
 	}
 	var cm corev1.ConfigMap
@@ -124,7 +126,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	switch {
 	case err == nil && !metav1.IsControlledBy(&cm, ev):
 		ev.Status.Results = nil
-		markResults(ev, metav1.ConditionFalse, ReasonResultsUnavailable, fmt.Sprintf("ConfigMap %s exists and is not this Evaluation's: not overwritten (delete or rename it)", name))
+		markResults(res, metav1.ConditionFalse, ReasonResultsUnavailable, fmt.Sprintf("ConfigMap %s exists and is not this Evaluation's: not overwritten (delete or rename it)", name))
 		return nil
 	case err == nil && cm.Annotations[AnnotationResultsSHA256] == ref.SHA256:
 		return stored()
@@ -139,7 +141,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 		if job.Status.CompletionTime != nil && time.Since(job.Status.CompletionTime.Time) > resultsCollectTimeout {
 			return lost(ReasonResultsUnavailable, fmt.Sprintf("%v (still failing %s after the Job completed); set the ragops.dev/retry annotation to run the Evaluation again", err, resultsCollectTimeout))
 		}
-		markResults(ev, metav1.ConditionUnknown, ReasonResultsCollecting, fmt.Sprintf("reading the per-query results of Job %s: %v", job.Name, err))
+		markResults(res, metav1.ConditionUnknown, ReasonResultsCollecting, fmt.Sprintf("reading the per-query results of Job %s: %v", job.Name, err))
 		return err
 	}
 	want := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ev.Namespace, Name: name,
@@ -155,7 +157,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	if cm.Name != "" {
 		prev, _ = results.Decode(cm.BinaryData[results.ConfigMapKey])
 	}
-	compareRuns(ev, prev, set, ref.SHA256, cm.Annotations[AnnotationResultsSHA256])
+	compareRuns(ev, res, prev, set, ref.SHA256, cm.Annotations[AnnotationResultsSHA256])
 	if cm.Name == "" {
 		if err := r.Create(ctx, &want); err != nil {
 			return err // AlreadyExists included: the next reconcile reads what is there

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/evaluator/stats"
+	"github.com/ragops/ragops/internal/reconcile"
 )
 
 // ConditionQualityDropped, with spec.alert, says whether the last run was significantly
@@ -88,27 +88,26 @@ func recordRun(ev *ragopsv1alpha1.Evaluation, job string, rev *ragopsv1alpha1.Re
 	ev.Status.History = slices.Clone(h[max(0, len(h)-limit):])
 }
 
-// markQuality sets QualityDropped (spec.alert only; removed without it).
-func markQuality(ev *ragopsv1alpha1.Evaluation, status metav1.ConditionStatus, reason, msg string) {
+// markQuality decides QualityDropped in res (spec.alert only; removed without it).
+func markQuality(ev *ragopsv1alpha1.Evaluation, res *reconcile.Result, status metav1.ConditionStatus, reason, msg string) {
 	if ev.Spec.Alert == nil {
-		meta.RemoveStatusCondition(&ev.Status.Conditions, ConditionQualityDropped)
+		*res = res.Remove(ConditionQualityDropped)
 		return
 	}
-	meta.SetStatusCondition(&ev.Status.Conditions, metav1.Condition{Type: ConditionQualityDropped, Status: status, Reason: reason,
-		Message: truncate(msg, 1024), ObservedGeneration: ev.Generation})
+	*res = res.Set(ConditionQualityDropped, status, reason, truncate(msg, 1024))
 }
 
-// compareRuns, with spec.alert, sets QualityDropped from the paired comparison of the new
+// compareRuns, with spec.alert, decides QualityDropped in res from the paired comparison of the new
 // run's per-query recall@10 (cur, with SHA-256 curSHA of its encoding) with the previous
 // run's (prev, nil when there is none): True when the two-sided paired randomization test
 // gives p < 0.05 and the mean drop is beyond spec.alert.maxDrop; the message names both
 // runs (their Jobs from status.history, which already holds the new run).
-func compareRuns(ev *ragopsv1alpha1.Evaluation, prev, cur *results.Set, curSHA, prevSHA string) {
+func compareRuns(ev *ragopsv1alpha1.Evaluation, res *reconcile.Result, prev, cur *results.Set, curSHA, prevSHA string) {
 	if ev.Spec.Alert == nil {
-		markQuality(ev, "", "", "")
+		markQuality(ev, res, "", "", "")
 		return
 	}
-	set := func(status metav1.ConditionStatus, reason, msg string) { markQuality(ev, status, reason, msg) }
+	set := func(status metav1.ConditionStatus, reason, msg string) { markQuality(ev, res, status, reason, msg) }
 	// The runs' names: the last two entries of status.history (the new run is the last).
 	var curRun, prevRun ragopsv1alpha1.EvaluationRun
 	if n := len(ev.Status.History); n > 0 {

@@ -1,11 +1,16 @@
-// Package controllers reconciles Corpus, ChunkingStrategy, Index and Evaluation resources.
+// Package controllers reconciles Corpus, ChunkingStrategy, Index, Evaluation and Experiment
+// resources.
 //
 // Each reconciler follows Flux's source-controller shape: fetch the object, defer one status
-// patch (written only when the status changed), handle deletion and the finalizer first, then
-// run small sub-reconcilers in sequence. Conditions follow kstatus (Ready, Reconciling,
-// Stalled) with observedGeneration, and every Ready transition emits a Kubernetes Event.
-// Work happens in Jobs running the ragops binary (scan, embed, evaluate); their results come
-// back in the pods' termination messages.
+// patch (reconcile.StatusPatcher, written only when the status changed), handle deletion and
+// the finalizer first, then run its steps in sequence (reconcile.Run). A step returns a
+// reconcile.Result naming the outcome it found and any other conditions it decided;
+// reconcile.Summarize sets the conditions from the merged result, once per reconcile, so no
+// step sets a condition itself. Conditions follow kstatus (Ready, Reconciling, Stalled) with
+// observedGeneration, and every condition transition emits an Event (Warning for what needs a
+// person, see needsAPerson). Work happens in Jobs running the ragops binary (scan, embed,
+// evaluate), built by package internal/workload; their results come back in the pods'
+// termination messages.
 package controllers
 
 import (
