@@ -143,8 +143,7 @@ func Run[S any](ctx context.Context, st S, steps ...Step[S]) (Result, error) {
 
 // Summarize sets obj's Ready, Reconciling, Stalled and DeletionBlocked conditions from the
 // merged result of its steps, then the other conditions the steps decided (Also), and
-// returns the reconcile's result. It is the one place a
-// reconciler sets those conditions.
+// returns the reconcile's result. It is the one place a reconciler sets conditions.
 func Summarize(obj conditions.Getter, res Result) ctrl.Result {
 	switch res.Outcome {
 	case OutcomeReady:
