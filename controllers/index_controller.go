@@ -84,8 +84,8 @@ type indexState struct {
 // Reconcile drives one Index: the steps (resolve inputs, serving, replica health, sync of
 // the active revision, build, rollout, prune; or delete) each return a reconcile.Result that
 // names the condition its outcome calls for, and reconcile.Summarize sets Ready, Reconciling
-// and Stalled from them once, before the status is patched once. A step's error ends the reconcile (the work queue backs off) after its result is
-// summarized like any other.
+// and Stalled from them once, before the status is patched once. A step's error ends the
+// reconcile (the work queue backs off) after its result is summarized like any other.
 func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var idx ragopsv1alpha1.Index
 	if err := r.Get(ctx, req.NamespacedName, &idx); err != nil {
