@@ -145,8 +145,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 		return err
 	}
 	want := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ev.Namespace, Name: name,
-		Labels: map[string]string{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: "results", workload.LabelOwner: workload.LabelValue(ev.Name),
-			workload.LabelRevision: workload.LabelValue(ev.Status.Revision)},
+		Labels:      workload.ObjectLabels("results", ev.Name, ev.Status.Revision),
 		Annotations: map[string]string{AnnotationResultsSHA256: ref.SHA256}},
 		BinaryData: map[string][]byte{results.ConfigMapKey: blob}}
 	if err := controllerutil.SetControllerReference(ev, &want, r.Scheme()); err != nil {

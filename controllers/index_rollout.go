@@ -282,9 +282,8 @@ func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.In
 	err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: name}, &ev)
 	if apierrors.IsNotFound(err) {
 		ev = ragopsv1alpha1.Evaluation{
-			ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: name, Labels: map[string]string{
-				workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: "gate", workload.LabelOwner: workload.LabelValue(idx.Name), workload.LabelRevision: rev.Name,
-			}, Annotations: map[string]string{AnnotationGateParameters: paramsHash}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: name, Labels: workload.ObjectLabels("gate", idx.Name, rev.Name),
+				Annotations: map[string]string{AnnotationGateParameters: paramsHash}},
 			Spec: ragopsv1alpha1.EvaluationSpec{
 				IndexRef: ragopsv1alpha1.LocalObjectReference{Name: idx.Name}, Revision: rev.Name,
 				RerunOnRevisionChange: ptr.To(false), EvaluationParameters: *params.DeepCopy(),

@@ -65,10 +65,7 @@ func conflictOf(kind string, o metav1.Object) error {
 // otherwise the error is a *JobConflictError. live reads from the API server: a Job another
 // owner made is outside the manager's label-scoped cache.
 func ensureJob(ctx context.Context, c client.Client, live client.Reader, w *workload.Workload) (*batchv1.Job, error) {
-	owner, ok := w.Owner.(client.Object)
-	if !ok {
-		return nil, fmt.Errorf("workload %s: owner %T is no client.Object", w.Name, w.Owner)
-	}
+	owner := w.Owner
 	var job batchv1.Job
 	err := c.Get(ctx, client.ObjectKey{Namespace: w.Owner.GetNamespace(), Name: w.Name}, &job)
 	if apierrors.IsNotFound(err) {

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
@@ -56,11 +57,18 @@ const DefaultBackoffLimit int32 = 2
 // Evaluations: a Job's name is also the value of its pods' job-name label (at most 63).
 const MaxNameLength = 63
 
+// Owner is the resource that controls a workload's Job and plan ConfigMap: any API object
+// (a controller-runtime client.Object satisfies it).
+type Owner interface {
+	metav1.Object
+	runtime.Object
+}
+
 // Workload is one Job the controllers run: its plan, command and mounts. The builders of
 // this package (Scan, Embed, Evaluate) fill it; Job and PlanConfigMap render it.
 type Workload struct {
 	// Owner controls the Job and its plan ConfigMap; its namespace is theirs.
-	Owner metav1.Object
+	Owner Owner
 	Name  string
 	// Component is the LabelComponent value (ComponentScan, ComponentEmbed, ...).
 	Component string
@@ -88,16 +96,24 @@ type Workload struct {
 
 // Labels returns the labels of the Job, its pods and its plan ConfigMap.
 func (w *Workload) Labels() map[string]string {
-	l := map[string]string{
-		LabelManagedBy: ManagedBy,
-		LabelComponent: w.Component,
-		LabelOwner:     LabelValue(w.Owner.GetName()),
-	}
-	if w.Revision != "" {
-		l[LabelRevision] = w.Revision
-	}
+	l := ObjectLabels(w.Component, w.Owner.GetName(), w.Revision)
 	if w.Kind != "" {
 		l[LabelJobKind] = w.Kind
+	}
+	return l
+}
+
+// ObjectLabels returns the labels of an object ragops creates for owner (a gate
+// Evaluation, a results ConfigMap, a Job): managed-by, component, the owner's name as a
+// label value and, unless empty, the revision.
+func ObjectLabels(component, owner, revision string) map[string]string {
+	l := map[string]string{
+		LabelManagedBy: ManagedBy,
+		LabelComponent: component,
+		LabelOwner:     LabelValue(owner),
+	}
+	if revision != "" {
+		l[LabelRevision] = LabelValue(revision)
 	}
 	return l
 }
