@@ -78,6 +78,7 @@ type svgPath struct {
 	fill   string // the style's fill colour, "" when not filled
 	stroke string // the style's stroke colour, "" when not stroked
 	box
+	pts [][2]float64 // the path's points in page coordinates, in order
 }
 
 type svgDoc struct {
@@ -138,13 +139,15 @@ func parseSVG(t *testing.T, src string) svgDoc {
 				}
 				nums := pathNumbers.FindAllString(attr(e, "d"), -1)
 				b := box{math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)}
+				var pts [][2]float64
 				for i := 0; i+1 < len(nums); i += 2 {
 					x, _ := strconv.ParseFloat(nums[i], 64)
 					y, _ := strconv.ParseFloat(nums[i+1], 64)
 					px, py := ctm.apply(x, y)
 					b = box{math.Min(b.minX, px), math.Max(b.maxX, px), math.Min(b.minY, py), math.Max(b.maxY, py)}
+					pts = append(pts, [2]float64{px, py})
 				}
-				doc.paths = append(doc.paths, svgPath{fill: fill, stroke: stroke, box: b})
+				doc.paths = append(doc.paths, svgPath{fill: fill, stroke: stroke, box: b, pts: pts})
 			}
 			stack = append(stack, ctm)
 		case xml.CharData:
