@@ -1,5 +1,7 @@
 package chunkers
 
+import "sort"
+
 // seg is one segment handed to the packer: a contiguous byte range [s, e) of the text.
 type seg struct {
 	s, e int
@@ -7,6 +9,10 @@ type seg struct {
 	prefix string
 	// atomic segments are never split further (a Markdown table row).
 	atomic bool
+	// fine segments come from a last-resort cutter (grapheme clusters, code points): pieces
+	// of a word whose sizes do not add up (a tokenizer measures "▁abc" as less than "▁a",
+	// "▁b" and "▁c"), so packing grows their group by the joined text's size (grow).
+	fine bool
 }
 
 // item is a segment being packed: its size estimate n (untrimmed, without prefix), the size
@@ -66,12 +72,13 @@ func (sp *splitter) cutFiner(text string, ts, te, lvl int) ([]seg, int) {
 			continue
 		}
 		segs := make([]seg, 0, len(cuts)+1)
+		fine := lvl >= len(sp.levels)-2 // every hierarchy ends with graphemes, code points
 		prev := ts
 		for _, c := range cuts {
-			segs = append(segs, seg{s: prev, e: c})
+			segs = append(segs, seg{s: prev, e: c, fine: fine})
 			prev = c
 		}
-		return append(segs, seg{s: prev, e: te}), lvl
+		return append(segs, seg{s: prev, e: te, fine: fine}), lvl
 	}
 	return nil, lvl
 }
@@ -116,6 +123,15 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 				it.n = sp.size(text, g.s, te)
 			}
 		}
+		if g.fine && len(group) > 0 && groupSize(group)+it.n > sp.max && !sp.additive() {
+			// Sizes of word pieces overestimate their joined size: grow the group while
+			// the joined text fits and close it at once.
+			if j, n := sp.grow(text, group, segs, k); j > k {
+				out, group = sp.emitGrown(text, group, segs, k, j, n, out)
+				k = j - 1
+				continue
+			}
+		}
 		for len(group) > 0 && groupSize(group)+it.n > sp.max {
 			if group[0].repeat {
 				group = group[1:]
@@ -134,6 +150,104 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 	}
 	out, _ = sp.closeAll(text, group, out)
 	return out
+}
+
+// additive reports whether the sizer's sizes of neighbouring segments add up to the size of
+// their joined text (RuneSizer), so packing by summed sizes is exact.
+func (sp *splitter) additive() bool {
+	if sp.runes != nil {
+		return true
+	}
+	_, ok := sp.sizer.(RuneSizer)
+	return ok
+}
+
+// grow returns the largest j > k such that group followed by segs[k:j] measures at most max
+// as one chunk (its trimmed, prefixed joined text), and that size; j == k when segs[k] does
+// not fit. Only the run of fine segments from k is considered. The joined size is not
+// monotone in j for every tokenizer, so this is the end found by galloping (from the end
+// projected by the units per byte so far) and then binary search over candidate ends, each
+// measured once (benbrandt/text-splitter's binary search over semantic levels with memoised
+// sizes): O(log n) measures of the joined text instead of one per piece.
+func (sp *splitter) grow(text string, group []item, segs []seg, k int) (int, int) {
+	start, prefix := group[0].s, group[0].prefix
+	hi := k
+	for hi < len(segs) && segs[hi].fine && !segs[hi].atomic && segs[hi].prefix == "" {
+		hi++
+	}
+	sizes := map[int]int{} // candidate end index -> joined size, each measured once
+	fits := func(j int) bool {
+		n, ok := sizes[j]
+		if !ok {
+			s, e := trimSpan(text, start, segs[j-1].e)
+			n = sp.sizePrefixed(prefix, text, s, e)
+			sizes[j] = n
+		}
+		return n <= sp.max
+	}
+	if hi == k || !fits(k+1) {
+		return k, 0
+	}
+	// Gallop: project the end where the joined size reaches max from the bytes per unit so
+	// far, at least doubling the step after each fit, until a candidate does not fit.
+	lo, bad, step := k+1, hi+1, 1 // fits(lo); bad: the first end known not to fit
+	for lo < hi && bad > hi {
+		want := start + (segs[lo-1].e-start)*sp.max/max(sizes[lo], 1)
+		j := lo + sort.Search(hi-lo, func(i int) bool { return segs[lo+i].e >= want }) + 1
+		j = min(max(j, lo+step), hi)
+		if fits(j) {
+			lo, step = j, 2*step
+		} else {
+			bad = j
+		}
+	}
+	for lo+1 < bad && lo < hi {
+		m := (lo + bad) / 2
+		if fits(m) {
+			lo = m
+		} else {
+			bad = m
+		}
+	}
+	return lo, sizes[lo]
+}
+
+// emitGrown emits group followed by segs[k:j] as one chunk of measured size n (grow) and
+// returns the group the next chunk starts with: empty, or with overlap > 0 the shortest
+// suffix of segs[k+1:j] (never the whole chunk) whose joined size is at most overlap, as
+// repeats.
+func (sp *splitter) emitGrown(text string, group []item, segs []seg, k, j, n int, out []Chunk) ([]Chunk, []item) {
+	s, e := trimSpan(text, group[0].s, segs[j-1].e)
+	if s < e {
+		out = append(out, Chunk{Start: s, End: e, TokenCount: n, Prefix: group[0].prefix})
+	}
+	group = group[:0]
+	if sp.overlap <= 0 {
+		return out, group
+	}
+	size := func(i int) int {
+		ts, te := trimSpan(text, segs[i].s, segs[j-1].e)
+		return sp.size(text, ts, te)
+	}
+	// The smallest i in (k, j) whose suffix fits the overlap: binary search, the suffix's
+	// size shrinking as i grows.
+	lo, hi := k+1, j
+	for lo < hi {
+		m := (lo + hi) / 2
+		if size(m) <= sp.overlap {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	if lo >= j {
+		return out, group
+	}
+	group = append(group, item{seg: segs[lo], n: size(lo), repeat: true})
+	for i := lo + 1; i < j; i++ {
+		group = append(group, item{seg: segs[i], repeat: true})
+	}
+	return out, group
 }
 
 // groupSize estimates the size of a group's chunk: its segments' sizes plus the first
