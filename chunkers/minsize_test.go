@@ -48,3 +48,78 @@ func TestMinSizeFixedLastWindowFull(t *testing.T) {
 		}
 	}
 }
+
+// mergeable counts the chunks under minSize that could still join a neighbour: single-span
+// neighbours with the same heading path whose merged span measures at most max.
+func mergeable(text string, cs []Chunk, sz Sizer, max, minSize int) int {
+	n := 0
+	for i := 1; i < len(cs); i++ {
+		p, c := cs[i-1], cs[i]
+		if p.TokenCount >= minSize && c.TokenCount >= minSize || len(p.Spans) > 0 || len(c.Spans) > 0 ||
+			!reflect.DeepEqual(p.HeadingPath, c.HeadingPath) || c.End <= p.End {
+			continue
+		}
+		m := p
+		m.End = c.End
+		if sz.Size(m.EmbedText(text)) <= max {
+			n++
+		}
+	}
+	return n
+}
+
+// TestMinSizeMergesShortChunks: for Sentence, Paragraph, Recursive, Semantic and Cluster
+// (contiguous) over real SciFact and QMSum documents, the plain cut leaves chunks under
+// minSize beside a neighbour they fit with; WithMinSize leaves none, makes fewer chunks and
+// keeps every property (exact offsets, coverage, sizes re-measured within the size). Run
+// with minSize 0 (WithMinSize returning the chunker itself) it fails: the short chunks stay.
+func TestMinSizeMergesShortChunks(t *testing.T) {
+	docs := append(loadDocs(t, "scifact", 200), loadDocs(t, "qmsum", 2)...)
+	const size, minSize = 300, 120
+	cases := []struct {
+		name string
+		make func(Sizer) (Chunker, error)
+	}{
+		{"Sentence", func(s Sizer) (Chunker, error) { return NewSentence(s, size, 0, SentenceOptions{}) }},
+		{"Paragraph", func(s Sizer) (Chunker, error) { return NewParagraph(s, size, 0) }},
+		{"Recursive", func(s Sizer) (Chunker, error) { return NewRecursive(s, size, 0, nil) }},
+		{"Semantic", func(s Sizer) (Chunker, error) {
+			return NewSemantic(s, size, &bowEmbedder{}, SemanticOptions{Amount: 80, BufferSentences: 1})
+		}},
+		{"Cluster", func(s Sizer) (Chunker, error) { return NewCluster(s, size, &bowEmbedder{}, ClusterOptions{}) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sz := RuneSizer{}
+			base, err := tc.make(sz)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := WithMinSize(base, minSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plainN, gotN, plainSmall, gotSmall := 0, 0, 0, 0
+			for di, d := range docs {
+				plain, got := run(t, base, d), run(t, c, d)
+				checkChunks(t, d, got, checkOpts{max: size, sizer: sz, ordered: true})
+				plainN += len(plain)
+				gotN += len(got)
+				plainSmall += mergeable(d, plain, sz, size, minSize)
+				if k := mergeable(d, got, sz, size, minSize); k > 0 {
+					gotSmall += k
+					if gotSmall == k {
+						t.Errorf("doc %d: %d chunks under %d characters could still join a neighbour", di, k, minSize)
+					}
+				}
+			}
+			t.Logf("%d documents: %d chunks plain (%d mergeable under %d), %d with minSize", len(docs), plainN, plainSmall, minSize, gotN)
+			if plainSmall == 0 {
+				t.Fatalf("the plain cut has no short chunk to merge: the data no longer tests anything")
+			}
+			if gotSmall > 0 || gotN >= plainN {
+				t.Errorf("with minSize %d: %d mergeable short chunks left, %d chunks (plain %d)", minSize, gotSmall, gotN, plainN)
+			}
+		})
+	}
+}

@@ -77,12 +77,13 @@ type ChunkingStrategySpec struct {
 	// MinSize is the smallest chunk in Unit that stands on its own; 0 (the default) keeps
 	// chunks as the strategy cuts them. With MinSize set, a chunk under it merges with a
 	// neighbour in the same section when the merged chunk fits Size (Sentence, Paragraph,
-	// Recursive, Heading, Semantic); a Fixed or SlidingWindow document's last window under
-	// it starts earlier, sharing units with the window before, so that it holds Size units;
-	// a Heading section with no text under its heading folds into its first subsection (the
-	// chunk's heading path keeps both titles), and a document's first heading with nothing
-	// under it (a title) folds into the section after it. Text is never dropped. Cluster
-	// chunks are left as they are. Must be less than Size.
+	// Recursive, Heading, Semantic, and Cluster's contiguous chunks; a KMeans chunk of
+	// several spans is left as it is); a Fixed or SlidingWindow document's last window
+	// under it starts earlier, sharing units with the window before, so that it holds Size
+	// units; a Heading section with no text under its heading folds into its first
+	// subsection (the chunk's heading path keeps both titles), and a document's first
+	// heading with nothing under it (a title) folds into the section after it. Text is
+	// never dropped. Must be less than Size.
 	// +optional
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
