@@ -62,9 +62,13 @@ type Config struct {
 	// Fusion is the hybrid fusion type; default RelativeScoreFusion.
 	Fusion Fusion
 	// Retriever searches the index; required. Encoder embeds queries; required for dense
-	// and hybrid.
+	// and hybrid unless EmbedByRetriever.
 	Retriever Retriever
 	Encoder   QueryEncoder
+	// EmbedByRetriever sends dense and hybrid queries as text (Query.EmbedText) for the
+	// retriever to embed with the index's own query model (Weaviate's vectorizer, the
+	// revision's model server) instead of embedding them with Encoder, which must be nil.
+	EmbedByRetriever bool
 	// Growth bounds the chunk limits tried per query (see RetrieveDocuments).
 	Growth Growth
 
@@ -108,8 +112,11 @@ func (c *Config) defaults() error {
 	switch c.Mode {
 	case BM25:
 	case Dense, Hybrid:
-		if c.Encoder == nil {
-			return fmt.Errorf("evaluator: mode %s needs a query encoder", c.Mode)
+		switch {
+		case c.EmbedByRetriever && c.Encoder != nil:
+			return errors.New("evaluator: a query encoder and EmbedByRetriever: the queries are embedded one way, not both")
+		case !c.EmbedByRetriever && c.Encoder == nil:
+			return fmt.Errorf("evaluator: mode %s needs a query encoder (or EmbedByRetriever)", c.Mode)
 		}
 	case "":
 		return errors.New("evaluator: no retrieval mode (want Dense, BM25 or Hybrid)")
@@ -369,7 +376,11 @@ func truncate(s string, n int) string {
 func runQuery(ctx context.Context, cfg *Config, ds *beir.Dataset, bq beir.Query, maxK int) QueryRun {
 	out := QueryRun{QueryID: bq.ID}
 	q := Query{ID: bq.ID, Text: bq.Text, Mode: cfg.Mode, Alpha: cfg.Alpha, Fusion: cfg.Fusion}
-	if cfg.Mode != BM25 {
+	switch {
+	case cfg.Mode == BM25:
+	case cfg.EmbedByRetriever:
+		q.EmbedText = true
+	default:
 		v, err := cfg.Encoder.EncodeQuery(ctx, bq.Text)
 		if err != nil {
 			out.Err = fmt.Errorf("evaluator: query %q: encode: %w", bq.ID, err)

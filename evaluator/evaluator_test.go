@@ -371,6 +371,7 @@ func TestConfigErrors(t *testing.T) {
 		"qrels/nope.tsv":        {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Mode: BM25, Split: "nope"},
 		"hybrid alpha 1.5":      {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Encoder: nilEncoder{}, Mode: Hybrid, Alpha: 1.5},
 		`fusion "rrf", want RankedFusion or RelativeScoreFusion`: {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Encoder: nilEncoder{}, Mode: Hybrid, Alpha: 0.5, Fusion: "rrf"},
+		"embedded one way, not both":                             {Dataset: DatasetSource{Dir: dir}, Retriever: ix, Encoder: nilEncoder{}, EmbedByRetriever: true, Mode: Dense},
 	}
 	for want, cfg := range cases {
 		if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), want) {
@@ -436,5 +437,41 @@ func TestSummaryStaysUnder4KB(t *testing.T) {
 	b, _ = small.Marshal()
 	if strings.Contains(string(b), "truncated") {
 		t.Fatalf("small summary marked truncated: %s", b)
+	}
+}
+
+// textRetriever records the queries it gets and answers from the index by their text.
+type textRetriever struct {
+	*memIndex
+	mu   sync.Mutex
+	seen []Query
+}
+
+func (r *textRetriever) Search(ctx context.Context, q Query, limit int) ([]ChunkHit, error) {
+	r.mu.Lock()
+	r.seen = append(r.seen, q)
+	r.mu.Unlock()
+	return r.memIndex.Search(ctx, Query{ID: q.ID, Text: q.Text, Mode: BM25}, limit)
+}
+
+// With EmbedByRetriever no encoder is needed: every Dense and Hybrid query reaches the
+// retriever as text with EmbedText set and no vector (the retriever embeds it).
+func TestEmbedByRetrieverSendsText(t *testing.T) {
+	dir := datasets.Dir(t, "scifact")
+	_, ix := sciFact(t)
+	for _, mode := range []Mode{Dense, Hybrid} {
+		r := &textRetriever{memIndex: ix}
+		sum, err := Run(context.Background(), Config{Dataset: DatasetSource{Dir: dir}, Mode: mode, Alpha: 0.5, Retriever: r, EmbedByRetriever: true, MaxQueries: 20})
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if sum.Queries != 20 || len(r.seen) < 20 {
+			t.Fatalf("%s: %d queries evaluated, %d searches; want 20, at least 20", mode, sum.Queries, len(r.seen))
+		}
+		for _, q := range r.seen {
+			if !q.EmbedText || q.Vector != nil || q.Text == "" || q.Mode != mode {
+				t.Errorf("%s: the retriever got %+v, want the text with EmbedText and no vector", mode, q)
+			}
+		}
 	}
 }

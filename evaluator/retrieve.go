@@ -37,8 +37,9 @@ const (
 	RelativeScoreFusion = ragopsv1alpha1.FusionRelativeScore
 )
 
-// Query is one search request. Vector is set for Dense and Hybrid and nil for BM25.
-// Alpha weighs Hybrid: 1 is pure dense, 0 pure BM25 (Weaviate's convention).
+// Query is one search request. Vector is set for Dense and Hybrid and nil for BM25, unless
+// EmbedText asks the retriever to embed Text itself. Alpha weighs Hybrid: 1 is pure dense, 0
+// pure BM25 (Weaviate's convention).
 type Query struct {
 	ID     string
 	Text   string
@@ -46,6 +47,9 @@ type Query struct {
 	Mode   Mode
 	Alpha  float64
 	Fusion Fusion
+	// EmbedText (Dense, Hybrid; Vector nil) has the index embed Text with its own query model,
+	// as an application's nearText or text hybrid query does (see Config.EmbedByRetriever).
+	EmbedText bool
 }
 
 // ChunkHit is one retrieved chunk. Start and End are byte offsets of the chunk in its

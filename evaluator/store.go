@@ -10,7 +10,9 @@ import (
 
 // StoreRetriever adapts vectorstore.Store.Search to Retriever for one search target, a
 // revision collection or an Index alias. Dense maps to nearVector (score 1 - distance),
-// BM25 to bm25, Hybrid to hybrid with the query's alpha and fusion.
+// BM25 to bm25, Hybrid to hybrid with the query's alpha and fusion; a query with EmbedText
+// runs Dense as nearText and Hybrid with no vector, so Weaviate embeds the text with the
+// target collection's text2vec-transformers vectorizer (vectorstore.Query.EmbedText).
 type StoreRetriever struct {
 	Store *vectorstore.Store
 	// Target is the collection or alias searched.
@@ -25,12 +27,12 @@ type StoreRetriever struct {
 
 // Search implements Retriever.
 func (r StoreRetriever) Search(ctx context.Context, q Query, limit int) ([]ChunkHit, error) {
-	vq := vectorstore.Query{Text: q.Text, Vector: q.Vector, Limit: limit, WithText: r.WithText}
+	vq := vectorstore.Query{Text: q.Text, Vector: q.Vector, Limit: limit, WithText: r.WithText, EmbedText: q.EmbedText}
 	switch q.Mode {
 	case Dense:
 		vq.Mode = vectorstore.ModeDense
 	case BM25:
-		vq.Mode, vq.Vector = vectorstore.ModeBM25, nil
+		vq.Mode, vq.Vector, vq.EmbedText = vectorstore.ModeBM25, nil, false
 	case Hybrid:
 		vq.Mode, vq.Alpha, vq.Fusion = vectorstore.ModeHybrid, float32(q.Alpha), vectorstore.Fusion(q.Fusion)
 	default:

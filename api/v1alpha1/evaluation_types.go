@@ -25,6 +25,21 @@ const (
 	FusionRelativeScore FusionType = "RelativeScoreFusion"
 )
 
+// QueryEmbedding says who embeds an Evaluation's query text.
+// +kubebuilder:validation:Enum=Job;Weaviate
+type QueryEmbedding string
+
+// Query embeddings.
+const (
+	// QueryEmbeddingJob: the evaluate Job loads the revision's model folder and embeds each
+	// query itself (nearVector; hybrid with that vector).
+	QueryEmbeddingJob QueryEmbedding = "Job"
+	// QueryEmbeddingWeaviate: the evaluate Job sends the query text as an app does (nearText;
+	// hybrid with a text query), and Weaviate embeds it through the revision collection's
+	// text2vec-transformers vectorizer, i.e. the revision's model server.
+	QueryEmbeddingWeaviate QueryEmbedding = "Weaviate"
+)
+
 // DatasetSource is a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv).
 // +kubebuilder:validation:XValidation:rule="[has(self.configMap), has(self.pvc), has(self.http)].filter(x, x).size() == 1",message="exactly one dataset source must be set: configMap, pvc or http"
 type DatasetSource struct {
@@ -102,6 +117,7 @@ type EvaluationParameters struct {
 }
 
 // EvaluationSpec measures retrieval quality of an Index on a dataset.
+// +kubebuilder:validation:XValidation:rule="!has(self.queryEmbedding) || self.queryEmbedding == 'Job' || !has(self.mode) || self.mode != 'BM25'",fieldPath=".queryEmbedding",reason=FieldValueForbidden,message="queryEmbedding Weaviate embeds query text for Dense and Hybrid; BM25 embeds nothing"
 type EvaluationSpec struct {
 	// IndexRef names the Index to query.
 	IndexRef LocalObjectReference `json:"indexRef"`
@@ -129,6 +145,15 @@ type EvaluationSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=50
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
+	// QueryEmbedding says who embeds the query text (Dense and Hybrid): Job (the default)
+	// loads the revision's model folder into the evaluate Job; Weaviate sends the text
+	// through the revision's collection as an app does (nearText, hybrid with a text query),
+	// so the revision's model server embeds it: this measures the serving path. Weaviate needs
+	// the Index's spec.serving enabled and Weaviate's text2vec-transformers module; without
+	// them the Evaluation is Stalled naming spec.queryEmbedding. Not allowed with mode BM25.
+	// +optional
+	// +kubebuilder:default=Job
+	QueryEmbedding QueryEmbedding `json:"queryEmbedding,omitempty"`
 
 	EvaluationParameters `json:",inline"`
 }

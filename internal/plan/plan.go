@@ -208,10 +208,14 @@ type Evaluate struct {
 	Fusion     ragopsv1alpha1.FusionType    `json:"fusion,omitempty"`
 	K          []int                        `json:"k"`
 	MaxQueries int                          `json:"maxQueries,omitempty"`
-	ModelDir   string                       `json:"modelDir,omitempty"`
-	Embedder   ragopsv1alpha1.EmbedderSpec  `json:"embedder"`
-	Rerank     *Rerank                      `json:"rerank,omitempty"`
-	Weaviate   Weaviate                     `json:"weaviate"`
+	// ModelDir is the query model folder; empty for BM25 and for QueryEmbedding Weaviate.
+	ModelDir string                      `json:"modelDir,omitempty"`
+	Embedder ragopsv1alpha1.EmbedderSpec `json:"embedder"`
+	// QueryEmbedding Weaviate sends query text to Weaviate, whose collection vectorizer (the
+	// revision's model server) embeds it; empty or Job embeds it with ModelDir.
+	QueryEmbedding ragopsv1alpha1.QueryEmbedding `json:"queryEmbedding,omitempty"`
+	Rerank         *Rerank                       `json:"rerank,omitempty"`
+	Weaviate       Weaviate                      `json:"weaviate"`
 }
 
 // Rerank configures the evaluation's cross-encoder stage.

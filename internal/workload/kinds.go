@@ -182,8 +182,8 @@ type EvaluateInputs struct {
 
 // Evaluate returns the evaluate Job of an Evaluation against one revision: k = 10 always
 // plus the spec's k values (sorted, once each), split "test" unless set, hybrid alpha
-// DefaultHybridAlpha and relative-score fusion unless set; the model is not mounted for
-// BM25.
+// DefaultHybridAlpha and relative-score fusion unless set; the query model is not mounted
+// for BM25 nor with spec.queryEmbedding Weaviate (Weaviate's vectorizer embeds the text).
 func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 	ev, idx, rev := in.Evaluation, in.Index, in.Revision
 	p := ev.Spec.EvaluationParameters
@@ -193,7 +193,8 @@ func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 	ds.Dir = w.MountSource("dataset", plan.DatasetDir, p.Dataset.PVC, p.Dataset.ConfigMap)
 	w.MountHeaders(p.Dataset.HTTP)
 	var modelDir string
-	if p.Mode != ragopsv1alpha1.ModeBM25 {
+	byWeaviate := ev.Spec.QueryEmbedding == ragopsv1alpha1.QueryEmbeddingWeaviate
+	if p.Mode != ragopsv1alpha1.ModeBM25 && !byWeaviate {
 		modelDir = w.MountModel("model", plan.ModelDir, in.Model, w.Image)
 	}
 	w.mountWeaviate(idx.Spec.Weaviate)
@@ -210,6 +211,9 @@ func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 		Embedder: in.Embedder,
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
 			Consistency: in.Consistency},
+	}
+	if byWeaviate && p.Mode != ragopsv1alpha1.ModeBM25 {
+		pl.QueryEmbedding = ragopsv1alpha1.QueryEmbeddingWeaviate
 	}
 	if pl.Split == "" {
 		pl.Split = "test"

@@ -85,6 +85,8 @@ func TestWorkloadKinds(t *testing.T) {
 			Mode:    ragopsv1alpha1.ModeHybrid, K: []int32{3, 10, 1, 3}}}}
 	bm25 := ev.DeepCopy()
 	bm25.Spec.Mode = ragopsv1alpha1.ModeBM25
+	served := ev.DeepCopy()
+	served.Spec.QueryEmbedding = ragopsv1alpha1.QueryEmbeddingWeaviate
 	synced := rev.DeepCopy()
 	synced.SyncAttempt = 2
 	for _, tc := range []struct {
@@ -156,8 +158,21 @@ func TestWorkloadKinds(t *testing.T) {
 		args: "evaluate --plan " + planPath, component: ComponentEvaluate, completions: 1,
 		volumes: []string{"plan", "tmp", "dataset", "weaviate-ca"}, env: []string{plan.EnvWeaviateAPIKey, "RAGOPS_WEAVIATE_CA_FILE"},
 		check: func(t *testing.T, w *Workload) {
-			if p := planOf[plan.Evaluate](t, w); p.ModelDir != "" || p.Alpha != 0 {
-				t.Errorf("a BM25 evaluation loads a model or fuses: %+v", p)
+			if p := planOf[plan.Evaluate](t, w); p.ModelDir != "" || p.Alpha != 0 || p.QueryEmbedding != "" {
+				t.Errorf("a BM25 evaluation loads a model, fuses or embeds: %+v", p)
+			}
+		},
+	}, {
+		name: "evaluate hybrid through Weaviate", w: Evaluate(EvaluateInputs{Evaluation: served, Index: idx, Revision: rev, Model: minilm}, defaults),
+		args: "evaluate --plan " + planPath, component: ComponentEvaluate, completions: 1,
+		volumes: []string{"plan", "tmp", "dataset", "weaviate-ca"}, env: []string{plan.EnvWeaviateAPIKey, "RAGOPS_WEAVIATE_CA_FILE"},
+		check: func(t *testing.T, w *Workload) {
+			p := planOf[plan.Evaluate](t, w)
+			if p.ModelDir != "" || p.QueryEmbedding != ragopsv1alpha1.QueryEmbeddingWeaviate || p.Alpha != DefaultHybridAlpha {
+				t.Errorf("queryEmbedding Weaviate: plan %+v, want no model folder, queryEmbedding Weaviate, alpha %v", p, DefaultHybridAlpha)
+			}
+			if p := planOf[plan.Evaluate](t, Evaluate(EvaluateInputs{Evaluation: ev, Index: idx, Revision: rev, Model: minilm}, defaults)); p.QueryEmbedding != "" {
+				t.Errorf("default queryEmbedding: plan says %q, want empty (Job)", p.QueryEmbedding)
 			}
 		},
 	}} {

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/evaluator"
 	"github.com/ragops/ragops/evaluator/metrics"
@@ -68,7 +69,8 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (pla
 	default:
 		return res, errors.New("plan dataset: neither a folder nor an HTTP archive")
 	}
-	if cfg.Mode != evaluator.BM25 {
+	byWeaviate := p.QueryEmbedding == ragopsv1alpha1.QueryEmbeddingWeaviate && cfg.Mode != evaluator.BM25
+	if cfg.Mode != evaluator.BM25 && !byWeaviate {
 		model, err := loadModel(p.ModelDir, embedder.Options{
 			LibraryPath: o.LibraryPath, Device: embedder.Device(p.Embedder.Device), AllowCPUFallback: p.Embedder.AllowCPUFallback,
 			IntraOpThreads: int(p.Embedder.Threads), Precision: embedder.Precision(p.Embedder.Precision),
@@ -102,8 +104,14 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (pla
 	if err != nil {
 		return res, err
 	}
+	if byWeaviate {
+		if err := checkVectorizer(ctx, store, p.Collection); err != nil {
+			return res, err
+		}
+		cfg.EmbedByRetriever = true
+	}
 	cfg.Retriever = evaluator.StoreRetriever{Store: store, Target: p.Collection, WithText: p.Rerank != nil}
-	log.Info("evaluating", "collection", p.Collection, "revision", p.Revision, "mode", cfg.Mode, "k", p.K)
+	log.Info("evaluating", "collection", p.Collection, "revision", p.Revision, "mode", cfg.Mode, "k", p.K, "queryEmbedding", p.QueryEmbedding)
 	sum, err := evaluator.Run(ctx, cfg)
 	if err != nil && !errors.Is(err, evaluator.ErrQueriesFailed) {
 		return res, err
@@ -216,6 +224,22 @@ func intervalsAt(sum evaluator.Summary, k int) map[string]plan.MetricInterval {
 		return nil
 	}
 	return out
+}
+
+// checkVectorizer refuses QueryEmbedding Weaviate on a collection without a
+// text2vec-transformers query URL (built while Weaviate lacked the module, or with serving
+// disabled), where every nearText would fail the same way.
+func checkVectorizer(ctx context.Context, store *vectorstore.Store, collection string) error {
+	info, err := store.Collection(ctx, collection)
+	if err != nil {
+		return fmt.Errorf("queryEmbedding Weaviate: %w", err)
+	}
+	if info.Vectorizer.QueryURL == "" {
+		return fmt.Errorf("queryEmbedding Weaviate: collection %s has no %s vectorizer, so Weaviate cannot embed query text: "+
+			"rebuild the revision with the Index's spec.serving enabled on a Weaviate with ENABLE_MODULES=%s, or set spec.queryEmbedding: Job",
+			collection, vectorstore.ModuleTransformers, vectorstore.ModuleTransformers)
+	}
+	return nil
 }
 
 // loadModel loads the query embedding model.

@@ -95,9 +95,9 @@ func Start(t testing.TB, dir string, opts serving.Options) *Server {
 	return &Server{Server: s, URL: hs.URL, Model: m}
 }
 
-// SciFact is the SciFact test split from $RAGOPS_DATASETS/scifact (else
-// ../shared/datasets/scifact beside the module root).
-func SciFact(t testing.TB) *beir.Dataset {
+// SciFactDir is the SciFact folder (BEIR layout): $RAGOPS_DATASETS/scifact, else
+// ../shared/datasets/scifact beside the module root.
+func SciFactDir(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("RAGOPS_DATASETS")
 	if base == "" {
@@ -107,7 +107,13 @@ func SciFact(t testing.TB) *beir.Dataset {
 		}
 		base = filepath.Join(root, "..", "shared", "datasets")
 	}
-	ds, err := beir.Load(os.DirFS(filepath.Join(base, "scifact")), beir.Options{Split: "test", SkipSpans: true})
+	return filepath.Join(base, "scifact")
+}
+
+// SciFact is the SciFact test split from SciFactDir.
+func SciFact(t testing.TB) *beir.Dataset {
+	t.Helper()
+	ds, err := beir.Load(os.DirFS(SciFactDir(t)), beir.Options{Split: "test", SkipSpans: true})
 	if err != nil {
 		t.Fatalf("%v (set RAGOPS_DATASETS to the datasets folder)", err)
 	}
