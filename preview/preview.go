@@ -55,7 +55,7 @@ type Model struct {
 
 	libraryPath string
 	loaded      *embedder.Model
-	docPrefix   int
+	limits      registry.ModelLimits
 }
 
 // LoadModel reads dir's ragops.json and tokenizer.json. libraryPath is the ONNX Runtime
@@ -69,11 +69,8 @@ func LoadModel(dir, libraryPath string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Dir: dir, Config: cfg, Tokenizer: tok, libraryPath: libraryPath}
-	if cfg.DocumentPrefix != "" {
-		m.docPrefix = tok.Size(cfg.DocumentPrefix)
-	}
-	return m, nil
+	return &Model{Dir: dir, Config: cfg, Tokenizer: tok, libraryPath: libraryPath,
+		limits: registry.NewModelLimits(cfg.Name, cfg.MaxPositions, cfg.DocumentPrefix, tok)}, nil
 }
 
 // Close releases the ONNX Runtime session if one was started.
@@ -84,12 +81,10 @@ func (m *Model) Close() error {
 	return m.loaded.Close()
 }
 
-// Limits returns the model's figures that bound a strategy's sizes, as a build reads them
-// from the same folder (ragops.json positions, [CLS] and [SEP], the document prefix's
-// tokens).
-func (m *Model) Limits() registry.ModelLimits {
-	return registry.ModelLimits{Name: m.Config.Name, MaxPositions: m.Config.MaxPositions, SpecialTokens: 2, DocumentPrefixTokens: m.docPrefix}
-}
+// Limits returns the model's figures that bound a strategy's sizes, built as a build builds
+// them from the same folder (registry.NewModelLimits: ragops.json positions, [CLS] and
+// [SEP], the document prefix's tokens).
+func (m *Model) Limits() registry.ModelLimits { return m.limits }
 
 // sentenceEmbedder loads the ONNX model on first use.
 func (m *Model) sentenceEmbedder() (chunkers.SentenceEmbedder, error) {
@@ -269,7 +264,7 @@ func (c *Chunker) Chunk(ctx context.Context, d Document) (Result, error) {
 		if c.model != nil {
 			n := c.model.Tokenizer.Size(embedded)
 			out.Tokens = &n
-			out.Truncated = !c.Strategy.late() && c.model.docPrefix+n > c.model.Config.MaxPositions-2
+			out.Truncated = !c.Strategy.late() && n > c.model.limits.TextTokens()
 		}
 		res.Chunks[i] = out
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/chunkers"
 )
 
 // ModelLimits are the figures of an embedding model that bound a strategy's chunk size,
@@ -23,6 +24,24 @@ type ModelLimits struct {
 	// strategy's size (0 when it is, or when there is none). A hook for the heading-path
 	// prefix option of issue 15.
 	HeadingPathTokens int
+}
+
+// SpecialTokens is the count of special tokens a BERT-style model adds around every
+// sequence: [CLS] and [SEP].
+const SpecialTokens = 2
+
+// NewModelLimits returns the limits of a model called name with maxPositions positions (its
+// ragops.json "maxPositions"), [CLS] and [SEP] around every sequence, and documentPrefix
+// (ragops.json "documentPrefix", e.g. "passage: ") in front of every chunk, measured by tok,
+// the model's tokenizer; tok is not used, and may be nil, when documentPrefix is empty. A
+// build (pipeline/build) and the preview (preview.LoadModel) both build their limits here,
+// so the preview refuses what the build refuses.
+func NewModelLimits(name string, maxPositions int, documentPrefix string, tok chunkers.Sizer) ModelLimits {
+	l := ModelLimits{Name: name, MaxPositions: maxPositions, SpecialTokens: SpecialTokens}
+	if documentPrefix != "" {
+		l.DocumentPrefixTokens = tok.Size(documentPrefix)
+	}
+	return l
 }
 
 // TextTokens returns how many tokens of chunk text fit in one sequence: MaxPositions less

@@ -117,7 +117,7 @@ func TestCRDDefaultsFitDefaultModel(t *testing.T) {
 	if int(size) != DefaultSize || window == 0 {
 		t.Fatalf("CRD defaults size %v, late.window %v; registry.DefaultSize %d", props["size"].Default, props["late"].Properties["window"].Default, DefaultSize)
 	}
-	l := ModelLimits{Name: cfg.Name, MaxPositions: cfg.MaxPositions, SpecialTokens: 2, DocumentPrefixTokens: tok.Size(cfg.DocumentPrefix)}
+	l := NewModelLimits(cfg.Name, cfg.MaxPositions, cfg.DocumentPrefix, tok)
 	for _, spec := range []v1alpha1.ChunkingStrategySpec{
 		{Type: v1alpha1.StrategyRecursive, Size: int32(size)},
 		{Type: v1alpha1.StrategyRecursive, Size: int32(size), Late: &v1alpha1.LateChunkingOptions{Enabled: true, Window: int32(window)}},
@@ -125,5 +125,22 @@ func TestCRDDefaultsFitDefaultModel(t *testing.T) {
 		if err := CheckModelLimits(spec, l); err != nil {
 			t.Errorf("CRD defaults do not fit the default model: %v", err)
 		}
+	}
+}
+
+// TestNewModelLimitsCountsTheDocumentPrefix: with e5-small-v2's tokenizer the "passage: "
+// prefix takes 2 of 512 positions ("passage", ":") besides [CLS] and [SEP], leaving 508
+// tokens of text; a model without a prefix needs no tokenizer and leaves 510.
+func TestNewModelLimitsCountsTheDocumentPrefix(t *testing.T) {
+	dir := need(t, "RAGOPS_E5_SMALL_DIR", "run hack/prepare.d/embedder.sh and export what it prints")
+	tok, err := tokenize.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := NewModelLimits("e5-small-v2", 512, "passage: ", tok); l.DocumentPrefixTokens != 2 || l.TextTokens() != 508 {
+		t.Errorf("e5-small-v2: %+v, text tokens %d, want prefix 2 and 508", l, l.TextTokens())
+	}
+	if l := NewModelLimits("all-minilm-l6-v2", 512, "", nil); l.TextTokens() != 510 || l.SpecialTokens != 2 {
+		t.Errorf("all-minilm-l6-v2: %+v, text tokens %d, want 510", l, l.TextTokens())
 	}
 }
