@@ -88,6 +88,7 @@ func (sp *splitter) cutFiner(text string, ts, te, lvl int) ([]seg, int) {
 // and flagged Oversize.
 func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk {
 	var group []item
+	gs := 0 // groupSize(group), kept as the group changes instead of summed for each segment
 	for k := 0; k < len(segs); k++ {
 		g := segs[k]
 		n := sp.size(text, g.s, g.e)
@@ -99,7 +100,7 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 			g.s, g.e = ts, te
 			n = sp.size(text, ts, te)
 			if n > sp.max && !g.atomic {
-				if sp.minSize > 0 && len(group) > 0 && groupSize(group) < sp.minSize {
+				if sp.minSize > 0 && len(group) > 0 && gs < sp.minSize {
 					// Keep the small group open: its pieces join it.
 					if sub, _ := sp.cutFiner(text, ts, te, lvl+1); len(sub) > 1 {
 						segs = append(sub, segs[k+1:]...)
@@ -108,6 +109,7 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 					}
 				}
 				out, group = sp.closeAll(text, group, out)
+				gs = 0
 				out = sp.splitSized(text, ts, te, n, lvl+1, out)
 				continue
 			}
@@ -116,25 +118,27 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 		if g.prefix != "" {
 			it.pn = sp.sizer.Size(g.prefix)
 		}
-		if len(group) > 0 && groupSize(group)+it.n > sp.max {
+		if len(group) > 0 && gs+it.n > sp.max {
 			// At the limit: the segment's trailing whitespace will be trimmed off the
 			// chunk, so measure it without.
 			if _, te := trimSpan(text, g.s, g.e); te < g.e {
 				it.n = sp.size(text, g.s, te)
 			}
 		}
-		if g.fine && len(group) > 0 && groupSize(group)+it.n > sp.max && !sp.additive() {
+		if g.fine && len(group) > 0 && gs+it.n > sp.max && !sp.additive() {
 			// Sizes of word pieces overestimate their joined size: grow the group while
 			// the joined text fits and close it at once.
 			if j, n := sp.grow(text, group, segs, k); j > k {
 				out, group = sp.emitGrown(text, group, segs, k, j, n, out)
+				gs = groupSize(group)
 				k = j - 1
 				continue
 			}
 		}
-		for len(group) > 0 && groupSize(group)+it.n > sp.max {
+		for len(group) > 0 && gs+it.n > sp.max {
 			if group[0].repeat {
 				group = group[1:]
+				gs = groupSize(group)
 				continue
 			}
 			tail := sp.tail(group, lvl)
@@ -145,8 +149,13 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 			} else {
 				group = tail
 			}
+			gs = groupSize(group)
+		}
+		if len(group) == 0 {
+			gs = it.pn
 		}
 		group = append(group, it)
+		gs += it.n
 	}
 	out, _ = sp.closeAll(text, group, out)
 	return out
@@ -253,6 +262,9 @@ func (sp *splitter) emitGrown(text string, group []item, segs []seg, k, j, n int
 // groupSize estimates the size of a group's chunk: its segments' sizes plus the first
 // segment's prefix.
 func groupSize(group []item) int {
+	if len(group) == 0 {
+		return 0
+	}
 	n := group[0].pn
 	for _, it := range group {
 		n += it.n

@@ -1,6 +1,9 @@
 package chunkers
 
-import "unsafe"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // runeBlock is the number of bytes one runeIndex entry covers.
 const runeBlock = 64
@@ -10,14 +13,18 @@ const runeBlock = 64
 // table reads plus at most 2·runeBlock bytes counted at its ends, instead of a count over
 // the whole span each time the packer measures a candidate (the memoisation of sizes per
 // offset range of benbrandt/text-splitter, here as prefix sums since code points add up).
-// It takes len(text)/16 bytes.
+// It takes len(text)/16 bytes, none for ASCII text (a span's size is then its length).
 type runeIndex struct {
-	text string
-	cum  []int32 // cum[k]: code points in text[:k*runeBlock]
+	text  string
+	cum   []int32 // cum[k]: code points in text[:k*runeBlock]; nil when ascii
+	ascii bool    // every byte is a code point: a span's size is its length
 }
 
 // newRuneIndex indexes text (valid UTF-8).
 func newRuneIndex(text string) *runeIndex {
+	if leadBytes(text) == len(text) {
+		return &runeIndex{text: text, ascii: true}
+	}
 	cum := make([]int32, len(text)/runeBlock+1)
 	n := 0
 	for k := 1; k < len(cum); k++ {
@@ -28,10 +35,16 @@ func newRuneIndex(text string) *runeIndex {
 }
 
 // leadBytes counts the bytes of s that start a code point: the code points of s when s is
-// valid UTF-8, and additive over any split of it into byte ranges.
+// valid UTF-8, and additive over any split of it into byte ranges. Eight bytes at a time: a
+// continuation byte has its top bits 10, so it is marked by bit 7 set and bit 6 clear.
 func leadBytes(s string) int {
-	n := 0
-	for i := 0; i < len(s); i++ {
+	n, i := 0, 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		n += 8 - bits.OnesCount64(x&^(x<<1)&0x8080808080808080)
+	}
+	for ; i < len(s); i++ {
 		if s[i]&0xC0 != 0x80 {
 			n++
 		}
@@ -41,6 +54,9 @@ func leadBytes(s string) int {
 
 // count returns the number of code points in text[s:e].
 func (x *runeIndex) count(s, e int) int {
+	if x.ascii {
+		return e - s
+	}
 	bs, be := (s+runeBlock-1)/runeBlock, e/runeBlock
 	if bs >= be {
 		return leadBytes(x.text[s:e])

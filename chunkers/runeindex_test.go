@@ -9,7 +9,8 @@ import (
 
 // TestRuneIndexCounts: the rune index gives RuneSizer's count for every span on code point
 // boundaries of a text mixing 1- to 4-byte code points, spans shorter and longer than a
-// block, and the splitter uses it only for the text it was built for.
+// block (eight-byte words counted at once and the bytes left over), an ASCII text counted
+// by length, and the splitter uses it only for the text it was built for.
 func TestRuneIndexCounts(t *testing.T) {
 	text := strings.Repeat("abc déf 漢字 🙂 x\n", 97)
 	var bounds []int
@@ -35,6 +36,13 @@ func TestRuneIndexCounts(t *testing.T) {
 	other := strings.Repeat("ü", len(text)/2) // same length, other text
 	if got, want := sp.size(other, 0, len(other)), utf8.RuneCountInString(other); got != want {
 		t.Fatalf("size of another text %d, want %d", got, want)
+	}
+	ascii := strings.Repeat("Plain ASCII text.\n", 40)
+	if a := newRuneIndex(ascii); !a.ascii || a.count(3, 500) != 497 {
+		t.Fatalf("ASCII text: index %+v counts %d for [3, 500)", a.ascii, a.count(3, 500))
+	}
+	if newRuneIndex(ascii + "é").ascii {
+		t.Fatal("a text with a 2-byte code point indexed as ASCII")
 	}
 	if (&splitter{sizer: WordSizer{}}).indexed(text).runes != nil {
 		t.Fatal("an index for WordSizer")
