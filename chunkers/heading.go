@@ -172,7 +172,11 @@ func splitLines(text string) []line {
 		body := strings.TrimRight(text[s:e], "\r")
 		ind := len(body) - len(strings.TrimLeft(body, " "))
 		blank := ind == len(body) || strings.TrimSpace(body) == ""
-		quoted := quoteRe.FindStringIndex(body)
+		lead := leadByte(body)
+		var quoted []int
+		if lead == '>' {
+			quoted = quoteRe.FindStringIndex(body)
+		}
 		if fenceLen > 0 && fenceIndent > 0 && !blank && ind < fenceIndent {
 			fenceLen, itemIndent = 0, 0 // the list item, and with it the fence, has ended
 		}
@@ -182,7 +186,11 @@ func splitLines(text string) []line {
 		if fenceLen == 0 {
 			container, rest := 0, body
 			fenceQuote = quoted != nil
-			switch m := listItemRe.FindStringIndex(body); {
+			var m []int
+			if lead == '-' || lead == '*' || lead == '+' || '0' <= lead && lead <= '9' {
+				m = listItemRe.FindStringIndex(body)
+			}
+			switch {
 			case quoted != nil:
 				rest = body[quoted[1]:]
 			case m != nil:
@@ -215,6 +223,45 @@ func splitLines(text string) []line {
 		s = next
 	}
 	return lines
+}
+
+// atxHeading returns the level and title of an ATX heading line ("## Title ##"), as atxRe
+// reads it; ok is false for other lines. A line whose text ends in '#' (a closing sequence,
+// or a title ending in one) goes to atxRe itself; the others are parsed by hand, the regexp's
+// backtracking being most of the Heading strategy's time on Markdown.
+func atxHeading(body string) (level int, title string, ok bool) {
+	i := 0
+	for i < 3 && i < len(body) && body[i] == ' ' {
+		i++
+	}
+	n := 0
+	for i+n < len(body) && body[i+n] == '#' {
+		n++
+	}
+	rest := body[i+n:]
+	if n == 0 || n > 6 || rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return 0, "", false
+	}
+	if strings.HasSuffix(strings.TrimRight(rest, " \t"), "#") {
+		m := atxRe.FindStringSubmatch(body)
+		if m == nil {
+			return 0, "", false
+		}
+		return len(m[1]), strings.TrimSpace(m[2]), true
+	}
+	return n, strings.TrimSpace(rest), true
+}
+
+// leadByte returns the byte of s after at most three leading spaces (0 when there is none):
+// the Markdown block regexps (atxRe, setextRe, listItemRe, quoteRe) can match only when it is
+// one of their first characters, so they are run only then.
+func leadByte(s string) byte {
+	for i := 0; i < len(s) && i <= 3; i++ {
+		if s[i] != ' ' {
+			return s[i]
+		}
+	}
+	return 0
 }
 
 // fenceRun returns the length and character of the run of backticks or tildes that starts
@@ -303,10 +350,10 @@ func (h *HeadingChunker) outline(text string, lines []line) []OutlineEntry {
 		}
 		body := strings.TrimRight(text[l.s:l.e], "\r")
 		level, title := 0, ""
-		if h.opts.Markdown {
-			if m := atxRe.FindStringSubmatch(body); m != nil {
-				level, title = len(m[1]), strings.TrimSpace(m[2])
-			} else if i > 0 && !prevHeading && setextRe.MatchString(body) {
+		if lead := leadByte(body); h.opts.Markdown && (lead == '#' || lead == '=' || lead == '-') {
+			if lv, t, ok := atxHeading(body); lead == '#' && ok {
+				level, title = lv, t
+			} else if lead != '#' && i > 0 && !prevHeading && setextRe.MatchString(body) {
 				p := lines[i-1]
 				pb := strings.TrimRight(text[p.s:p.e], "\r")
 				if !p.fence && strings.TrimSpace(pb) != "" && !listRe.MatchString(pb) && !strings.HasPrefix(pb, "    ") && !strings.HasPrefix(strings.TrimSpace(pb), "|") {

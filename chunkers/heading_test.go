@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -173,5 +174,31 @@ func TestHeadingOutlineFromReader(t *testing.T) {
 	}
 	if _, err := NewHeading(RuneSizer{}, 10, 0, HeadingOptions{Patterns: []HeadingPattern{{"([", 1}}}); err == nil {
 		t.Error("invalid pattern accepted")
+	}
+}
+
+// TestATXHeadingMatchesRegexp: the hand parser of ATX heading lines gives atxRe's level and
+// title (trimmed) for every line of the Markdown READMEs and the council decision, and for
+// edge cases (closing sequences, tabs, seven hashes, no space, Unicode spaces, a title ending
+// in '#'); leadByte lets through every line the Markdown block regexps match.
+func TestATXHeadingMatchesRegexp(t *testing.T) {
+	lines := []string{"#", "# ", "#\t", "# #", "## ###", "### Title ###", "# Title #  ", "#5 x", "#######",
+		"###### six", "####### seven", "   # three spaces", "    # four spaces", "#\tTab\t#\t", "# C#", "# a \\#",
+		"# Title #\u00a0", "# \u00a0Title\u00a0", "##Title", "# Title ## more", " ## x ##", "#\r", "# x\r #", ""}
+	for _, name := range []string{"goldmark-README.md", "logr-README.md", "raadsbesluit.txt"} {
+		lines = append(lines, strings.Split(readTestdata(t, name), "\n")...)
+	}
+	for _, l := range lines {
+		lv, title, ok := atxHeading(l)
+		m := atxRe.FindStringSubmatch(l)
+		if ok != (m != nil) || ok && (lv != len(m[1]) || title != strings.TrimSpace(m[2])) {
+			t.Errorf("%q: atxHeading %d %q %v, atxRe %q", l, lv, title, ok, m)
+		}
+		lead := string([]byte{leadByte(l)})
+		for re, first := range map[*regexp.Regexp]string{atxRe: "#", setextRe: "=-", listItemRe: "-*+0123456789", quoteRe: ">"} {
+			if re.MatchString(l) && !strings.Contains(first, lead) {
+				t.Errorf("%q matches %v but leadByte gives %q", l, re, lead)
+			}
+		}
 	}
 }
