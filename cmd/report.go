@@ -20,19 +20,25 @@ import (
 )
 
 func newReportCommand() *cobra.Command {
-	var ns, out, format, index, from string
+	var ns, out, format, index, from, experiment, cost string
 	var table bool
 	c := &cobra.Command{
 		Use:   "report",
-		Short: "Chart the Evaluations of a namespace (recall@10, nDCG@10 by mode), or one Index's recall@10 over its revisions",
+		Short: "Chart the Evaluations of a namespace (recall@10, nDCG@10 by mode), one Index's recall@10 over its revisions, or an Experiment's leaderboard and Pareto front",
 		Long: `Renders the Evaluations of a namespace as grouped bars (grouped by retrieval mode, sorted by
 recall@10, the score axis zoomed to the data with its range printed), or with --index the
-recall@10 of one Index over its revisions. --format svg|png|markdown (default: the output
+recall@10 of one Index over its revisions, or with --experiment NAME the Experiment's
+leaderboard and its objective against cost (--cost tokens|storage) with the Pareto front
+marked (the candidates no other beats on both). --format svg|png|markdown (default: the output
 file's extension; "-" writes to stdout, Markdown unless --format says otherwise). With a picture format the Markdown table is also
-printed to stdout unless --table=false. --from reads the objects from a file
-(kubectl get evaluations,indexes -o yaml) instead of the cluster.`,
+printed to stdout unless --table=false. --from (-f) reads the objects from a file
+(kubectl get evaluations,indexes -o yaml, or kubectl get experiment NAME -o yaml) instead of
+the cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if experiment != "" && !c.Flags().Changed("output") {
+				out = experiment + "-pareto.svg"
+			}
 			switch {
 			case format == "" && out == "-":
 				format = "markdown"
@@ -45,11 +51,31 @@ printed to stdout unless --table=false. --from reads the objects from a file
 			if !slices.Contains(report.Formats, format) {
 				return fmt.Errorf("--format %q: want one of %s (or an output file ending in .svg, .png, .md)", format, strings.Join(report.Formats, ", "))
 			}
+			var buf, md bytes.Buffer
+			if experiment != "" {
+				if index != "" {
+					return fmt.Errorf("--experiment and --index: give one")
+				}
+				if !slices.Contains(report.Costs, report.Cost(cost)) {
+					return fmt.Errorf("--cost %q: want tokens or storage", cost)
+				}
+				exp, err := loadExperiment(c.Context(), ns, experiment, from)
+				if err != nil {
+					return err
+				}
+				title := fmt.Sprintf("Experiment %s/%s: %s against %s", ns, experiment, report.ObjectiveName(exp), cost)
+				if err := report.WritePareto(&buf, exp, report.Cost(cost), title, format); err != nil {
+					return err
+				}
+				if format != "markdown" && table {
+					_ = report.WriteLeaderboard(&md, exp, report.Cost(cost))
+				}
+				return writeReport(c.OutOrStdout(), out, &buf, &md)
+			}
 			evals, indexes, err := loadReportObjects(c.Context(), ns, from)
 			if err != nil {
 				return err
 			}
-			var buf, md bytes.Buffer
 			if index == "" {
 				rows := report.Rows(evals)
 				if err := report.Write(&buf, rows, "Evaluations in "+ns, format); err != nil {
@@ -71,15 +97,7 @@ printed to stdout unless --table=false. --from reads the objects from a file
 					_ = report.WriteRevisions(&md, rows, "", "markdown")
 				}
 			}
-			if out == "-" {
-				_, err = io.Copy(c.OutOrStdout(), &buf)
-				return err
-			}
-			if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-				return err
-			}
-			_, err = io.Copy(c.OutOrStdout(), &md)
-			return err
+			return writeReport(c.OutOrStdout(), out, &buf, &md)
 		},
 	}
 	f := c.Flags()
@@ -87,9 +105,74 @@ printed to stdout unless --table=false. --from reads the objects from a file
 	f.StringVarP(&out, "output", "o", "evaluations.svg", `output file ("-" for stdout)`)
 	f.StringVar(&format, "format", "", "svg, png or markdown (default: from the output file's extension)")
 	f.StringVar(&index, "index", "", "chart this Index's recall@10 over its revisions instead")
-	f.StringVar(&from, "from", "", "read Evaluations and Indexes from this YAML or JSON file (a List, as kubectl get -o yaml prints) instead of the cluster")
+	f.StringVarP(&from, "from", "f", "", "read Evaluations and Indexes (a List, as kubectl get -o yaml prints) or the Experiment (the object or a List) from this YAML or JSON file instead of the cluster")
+	f.StringVar(&experiment, "experiment", "", "print this Experiment's leaderboard and chart its objective against cost, the Pareto front marked (output default NAME-pareto.svg)")
+	f.StringVar(&cost, "cost", string(report.CostTokens), "with --experiment, the cost axis: tokens (embedded) or storage (bytes of the collection)")
 	f.BoolVar(&table, "table", true, "with svg or png, also print the Markdown table to stdout")
 	return c
+}
+
+// writeReport writes the picture or table buf to the file out (stdout for "-"), then, when
+// writing a file, the table md to stdout.
+func writeReport(stdout io.Writer, out string, buf, md *bytes.Buffer) error {
+	if out == "-" {
+		_, err := io.Copy(stdout, buf)
+		return err
+	}
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	_, err := io.Copy(stdout, md)
+	return err
+}
+
+// loadExperiment reads the Experiment ns/name from the cluster, or from the file from: the
+// object itself (kubectl get experiment NAME -o yaml) or a List holding it (objects of
+// other kinds, names and namespaces are ignored; an object without a namespace matches
+// any).
+func loadExperiment(ctx context.Context, ns, name, from string) (*ragopsv1alpha1.Experiment, error) {
+	if from == "" {
+		k8s, err := reportClient()
+		if err != nil {
+			return nil, err
+		}
+		var exp ragopsv1alpha1.Experiment
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &exp); err != nil {
+			return nil, err
+		}
+		return &exp, nil
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return nil, err
+	}
+	var one ragopsv1alpha1.Experiment
+	var list struct {
+		Items []ragopsv1alpha1.Experiment `json:"items"`
+	}
+	for _, into := range []any{&one, &list} {
+		if err := yaml.Unmarshal(b, into); err != nil {
+			return nil, fmt.Errorf("--from %s: %w", from, err)
+		}
+	}
+	if one.Kind == "Experiment" {
+		list.Items = []ragopsv1alpha1.Experiment{one}
+	}
+	for i, e := range list.Items {
+		if e.Kind == "Experiment" && e.Name == name && (e.Namespace == ns || e.Namespace == "") {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, fmt.Errorf("--from %s: Experiment %s/%s not found", from, ns, name)
+}
+
+// reportClient is a client of the cluster of the kubeconfig.
+func reportClient() (client.Client, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return client.New(cfg, client.Options{Scheme: Scheme()})
 }
 
 // loadReportObjects lists the Evaluations and Indexes of ns from the cluster, or from the
@@ -134,11 +217,7 @@ func loadReportObjects(ctx context.Context, ns, from string) ([]ragopsv1alpha1.E
 		}
 		return outE, outI, nil
 	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	k8s, err := reportClient()
 	if err != nil {
 		return nil, nil, err
 	}

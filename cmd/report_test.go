@@ -91,3 +91,81 @@ items:
     spec: {indexRef: {name: besluiten}, mode: Dense}
     status: {revision: r1, recallAt10: 0.7, ndcgAt10: 0.6}
 `
+
+// TestReportExperimentFromFile reads the report package's Experiment fixture, as the object
+// and inside a List: the chart is written (default NAME-pareto.svg, one marker per
+// candidate) with the leaderboard printed beside it, the same table as --format markdown;
+// --cost storage changes the Pareto column; a missing Experiment, an unknown cost and
+// --index with --experiment are refused.
+func TestReportExperimentFromFile(t *testing.T) {
+	from, err := filepath.Abs(filepath.Join("..", "report", "testdata", "experiment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+
+	out, err := runReport(t, "--experiment", "grid", "-f", from, "-n", "ragops-demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile("grid-pareto.svg")
+	if err != nil || !bytes.Contains(svg, []byte("<svg")) {
+		t.Fatalf("grid-pareto.svg: %v, %d bytes", err, len(svg))
+	}
+	// Squares of the candidates (7, one per leaderboard entry) and of the legend (2) are
+	// the only filled paths in the chart's orange and blue.
+	if n := bytes.Count(svg, []byte("fill:#FF7F0E")) + bytes.Count(svg, []byte("fill:#1F77B4")); n != 7+2 {
+		t.Errorf("%d orange or blue squares, want 7 candidates and 2 in the legend", n)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2+7 || !strings.HasPrefix(lines[0], "| rank | trial | retrieval | parameters | recall@10 [95% interval] |") ||
+		!strings.HasPrefix(lines[2], "| 1 | recursive-512 | dense |") || !strings.HasSuffix(lines[2], "| best | yes |") ||
+		!strings.Contains(lines[3], "| tied with best, p 0.620 | no |") {
+		t.Errorf("printed leaderboard (%d lines, want header, rule and 7 rows):\n%s", len(lines), out)
+	}
+	md, err := runReport(t, "--experiment", "grid", "--from", from, "-n", "ragops-demo", "-o", "-")
+	if err != nil || md != out {
+		t.Errorf("-o - (err %v) differs from the table printed beside the chart:\n%s", err, md)
+	}
+	st, err := runReport(t, "--experiment", "grid", "-f", from, "-n", "ragops-demo", "--cost", "storage", "-o", "-")
+	if err != nil || !strings.Contains(st, "Pareto front (storage)") || !strings.HasSuffix(strings.TrimSpace(st), "| - |") {
+		t.Errorf("--cost storage (err %v): want the storage column and the unmeasured last entry off the front:\n%s", err, st)
+	}
+
+	fixture, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var indented strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(string(fixture)), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			indented.WriteString("    " + l + "\n")
+		}
+	}
+	list := "apiVersion: v1\nkind: List\nitems:\n" + rolloutList[strings.Index(rolloutList, "  - apiVersion"):] + "  -\n" + indented.String()
+	if err := os.WriteFile("list.yaml", []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromList, err := runReport(t, "--experiment", "grid", "-f", "list.yaml", "-n", "ragops-demo", "-o", "-")
+	if err != nil || fromList != md {
+		t.Errorf("from a List (err %v), want the same table:\n%s", err, fromList)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--experiment", "grid", "-n", "elsewhere"}, "Experiment elsewhere/grid not found"},
+		{[]string{"--experiment", "other", "-n", "ragops-demo"}, "Experiment ragops-demo/other not found"},
+		{[]string{"--experiment", "grid", "-n", "ragops-demo", "--cost", "dollars"}, `--cost "dollars"`},
+		{[]string{"--experiment", "grid", "-n", "ragops-demo", "--index", "x"}, "--experiment and --index"},
+	} {
+		if _, err := runReport(t, append(c.args, "-f", from, "-o", "x.svg")...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
+		}
+	}
+	if _, err := os.Stat("x.svg"); !os.IsNotExist(err) {
+		t.Errorf("a refused report left x.svg behind (stat: %v)", err)
+	}
+}

@@ -108,8 +108,8 @@ func ParetoFront(cs []Candidate) []int {
 	return front
 }
 
-// objectiveName is e.g. "recall@10" or "spanHit@5".
-func objectiveName(exp *ragopsv1alpha1.Experiment) string {
+// ObjectiveName is the Experiment's objective at its cut-off, e.g. "recall@10" or "spanHit@5".
+func ObjectiveName(exp *ragopsv1alpha1.Experiment) string {
 	return fmt.Sprintf("%s@%d", exp.Spec.Objective.Metric, cmp.Or(exp.Spec.Objective.K, 10))
 }
 
@@ -171,7 +171,7 @@ func WriteLeaderboard(w io.Writer, exp *ragopsv1alpha1.Experiment, cost Cost) er
 		others = append(others, m)
 	}
 	k := cmp.Or(exp.Spec.Objective.K, 10)
-	head := []string{"rank", "trial", "retrieval", "parameters", fmt.Sprintf("%s [%s interval]", objectiveName(exp), level)}
+	head := []string{"rank", "trial", "retrieval", "parameters", fmt.Sprintf("%s [%s interval]", ObjectiveName(exp), level)}
 	rule := []string{"---:", "---", "---", "---", "---:"}
 	for _, m := range others {
 		head, rule = append(head, fmt.Sprintf("%s@%d", m.header, k)), append(rule, "---:")
@@ -326,7 +326,7 @@ func WritePareto(w io.Writer, exp *ragopsv1alpha1.Experiment, cost Cost, title, 
 	}
 	zoom := Zoom(ys)
 	p := newPlot(title, zoom)
-	p.Y.Label.Text = objectiveName(exp) + ", axis " + zoom.String()
+	p.Y.Label.Text = ObjectiveName(exp) + ", axis " + zoom.String()
 	if zoom.Min > 0 {
 		p.Y.Label.Text += " (not from 0)"
 	}
