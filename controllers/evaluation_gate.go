@@ -9,14 +9,10 @@ import (
 	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/evaluator/stats"
 )
 
@@ -71,12 +67,7 @@ func (r *IndexReconciler) regressionVerdict(ctx context.Context, idx *ragopsv1al
 }
 
 // gateValues are one gating Evaluation's per-query values of gateMetric, by query ID.
-type gateValues struct {
-	uid         string
-	fingerprint string
-	ids         []string
-	values      []float64
-}
+type gateValues = queryValues
 
 // pairedGateValues reads the per-query recall@10 of the gating Evaluations of revisions
 // cand and active and pairs them. why is not empty when there is nothing to pair: a set is
@@ -99,9 +90,8 @@ func (r *IndexReconciler) pairedGateValues(ctx context.Context, idx *ragopsv1alp
 // per-query results are still being collected: the gate waits for them.
 var errResultsCollecting = errors.New("per-query results are being collected")
 
-// gateValues reads the per-query recall@10 of revision rev's gating Evaluation from its
-// results ConfigMap, checked against the Evaluation's status.results (SHA-256) and UID.
-// Errors: errResultsCollecting; transient reads.
+// gateValues reads the per-query recall@10 of revision rev's gating Evaluation (see
+// perQueryValues). Errors: errResultsCollecting; transient reads.
 func (r *IndexReconciler) gateValues(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) (gateValues, string, error) {
 	name := gateEvaluationName(idx, rev)
 	var ev ragopsv1alpha1.Evaluation
@@ -111,37 +101,5 @@ func (r *IndexReconciler) gateValues(ctx context.Context, idx *ragopsv1alpha1.In
 		}
 		return gateValues{}, "", err
 	}
-	if resultsPending(&ev) {
-		return gateValues{}, "", fmt.Errorf("the gating Evaluation %s of revision %s: %w", name, rev, errResultsCollecting)
-	}
-	ref := ev.Status.Results
-	if ref == nil {
-		why := "none were reported"
-		if c := meta.FindStatusCondition(ev.Status.Conditions, ConditionResultsStored); c != nil {
-			why = c.Message
-		}
-		return gateValues{}, fmt.Sprintf("the gating Evaluation %s of revision %s has no per-query results (%s)", name, rev, why), nil
-	}
-	var cm corev1.ConfigMap
-	if err := r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: ref.ConfigMap}, &cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			return gateValues{}, fmt.Sprintf("the per-query results of the gating Evaluation %s of revision %s are gone (ConfigMap %s)", name, rev, ref.ConfigMap), nil
-		}
-		return gateValues{}, "", err
-	}
-	if !metav1.IsControlledBy(&cm, &ev) || cm.Annotations[AnnotationResultsSHA256] != ref.SHA256 {
-		return gateValues{}, fmt.Sprintf("ConfigMap %s does not hold the per-query results the gating Evaluation %s of revision %s reports (SHA-256 %.12s)", ref.ConfigMap, name, rev, ref.SHA256), nil
-	}
-	set, err := results.Decode(cm.BinaryData[results.ConfigMapKey])
-	if err != nil {
-		return gateValues{}, fmt.Sprintf("ConfigMap %s: %v", ref.ConfigMap, err), nil
-	}
-	if set.UID != string(ev.UID) {
-		return gateValues{}, fmt.Sprintf("ConfigMap %s holds the results of Evaluation UID %q, not of %s", ref.ConfigMap, set.UID, name), nil
-	}
-	ids, values, err := set.Column(gateMetric)
-	if err != nil {
-		return gateValues{}, fmt.Sprintf("ConfigMap %s: %v", ref.ConfigMap, err), nil
-	}
-	return gateValues{uid: string(ev.UID), fingerprint: set.Fingerprint, ids: ids, values: values}, "", nil
+	return perQueryValues(ctx, r.Options.reader(r.Client), &ev, gateMetric, fmt.Sprintf("the gating Evaluation %s of revision %s", name, rev))
 }

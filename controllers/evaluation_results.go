@@ -246,3 +246,54 @@ func (r *EvaluationReconciler) deleteResults(ctx context.Context, ev *ragopsv1al
 	}
 	return client.IgnoreNotFound(r.Delete(ctx, &cm, client.Preconditions{UID: &cm.UID}))
 }
+
+// queryValues are one Evaluation's per-query values of a metric, in the order of its
+// results (the dataset's query order), with the query IDs they belong to.
+type queryValues struct {
+	uid         string
+	fingerprint string
+	ids         []string
+	values      []float64
+}
+
+// perQueryValues reads ev's per-query values of metric (a results column name such as
+// "recall@10" or "spanHit@3") from its results ConfigMap, checked against status.results
+// (SHA-256) and ev's UID. what names ev in the messages. why is not empty when there is
+// nothing to read: none were reported, the ConfigMap is gone or holds other results, or the
+// metric is missing. Errors: errResultsCollecting while they are being collected; transient
+// reads.
+func perQueryValues(ctx context.Context, rd client.Reader, ev *ragopsv1alpha1.Evaluation, metric, what string) (v queryValues, why string, err error) {
+	if resultsPending(ev) {
+		return v, "", fmt.Errorf("%s: %w", what, errResultsCollecting)
+	}
+	ref := ev.Status.Results
+	if ref == nil {
+		why := "none were reported"
+		if c := meta.FindStatusCondition(ev.Status.Conditions, ConditionResultsStored); c != nil {
+			why = c.Message
+		}
+		return v, fmt.Sprintf("%s has no per-query results (%s)", what, why), nil
+	}
+	var cm corev1.ConfigMap
+	if err := rd.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: ref.ConfigMap}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return v, fmt.Sprintf("the per-query results of %s are gone (ConfigMap %s)", what, ref.ConfigMap), nil
+		}
+		return v, "", err
+	}
+	if !metav1.IsControlledBy(&cm, ev) || cm.Annotations[AnnotationResultsSHA256] != ref.SHA256 {
+		return v, fmt.Sprintf("ConfigMap %s does not hold the per-query results %s reports (SHA-256 %.12s)", ref.ConfigMap, what, ref.SHA256), nil
+	}
+	set, err := results.Decode(cm.BinaryData[results.ConfigMapKey])
+	if err != nil {
+		return v, fmt.Sprintf("ConfigMap %s: %v", ref.ConfigMap, err), nil
+	}
+	if set.UID != string(ev.UID) {
+		return v, fmt.Sprintf("ConfigMap %s holds the results of Evaluation UID %q, not of %s", ref.ConfigMap, set.UID, what), nil
+	}
+	ids, values, err := set.Column(metric)
+	if err != nil {
+		return v, fmt.Sprintf("ConfigMap %s: %v", ref.ConfigMap, err), nil
+	}
+	return queryValues{uid: string(ev.UID), fingerprint: set.Fingerprint, ids: ids, values: values}, "", nil
+}

@@ -25,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/experiment/budget"
@@ -51,6 +52,7 @@ type ExperimentReconciler struct {
 	Estimator TrialEstimator
 
 	written ownWrites
+	paired  pairedCache
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=experiments,verbs=get;list;watch;patch
@@ -60,6 +62,7 @@ type ExperimentReconciler struct {
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=ragops.dev,resources=chunkingstrategies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=ragops.dev,resources=corpora,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 
 // experimentChildren are the objects an Experiment controls, by name.
 type experimentChildren struct {
@@ -115,7 +118,7 @@ type experimentState struct {
 }
 
 // listChildren lists the Experiment's children; a finished Experiment whose spec is the one
-// that finished only cleans up.
+// that finished only promotes its winner (spec.promote) and cleans up.
 func (r *ExperimentReconciler) listChildren(ctx context.Context, st *experimentState) (reconcile.Result, error) {
 	exp := st.exp
 	if exp.Status.StartTime == nil {
@@ -127,7 +130,12 @@ func (r *ExperimentReconciler) listChildren(ctx context.Context, st *experimentS
 	}
 	st.children = children
 	if exp.Status.CompletionTime != nil && exp.Status.ObservedGeneration == exp.Generation {
-		return reconcile.Stop, r.cleanup(ctx, exp, children)
+		res, err := r.promote(ctx, exp, children)
+		if err != nil {
+			return reconcile.Stop, err
+		}
+		res.Stop = true
+		return res, r.cleanup(ctx, exp, children)
 	}
 	return reconcile.Proceed, nil
 }
@@ -186,7 +194,11 @@ func (r *ExperimentReconciler) resolveSpace(ctx context.Context, st *experimentS
 		return reconcile.Stop, err
 	}
 	st.plan = p
-	return reconcile.Proceed, nil
+	if exp.Spec.Screening != nil {
+		return reconcile.Proceed.Set(ragopsv1alpha1.ConditionScreened, metav1.ConditionFalse, ragopsv1alpha1.ReasonScreeningNotRun,
+			"spec.screening: no screening round is run by this operator version; every trial is built on the whole corpus and counts against the budget in full"), nil
+	}
+	return reconcile.Proceed.Remove(ragopsv1alpha1.ConditionScreened), nil
 }
 
 // runTrials runs the trials (see run).
@@ -342,6 +354,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 
 	var spent, reserved int64
 	building, started, failed := 0, 0, 0
+	requeue := false
 	for _, ts := range statuses {
 		spent += ts.Tokens
 		switch ts.Phase {
@@ -433,10 +446,23 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 	exp.Status.Trials = append(statuses, dropped...)
 	exp.Status.TrialCounts = countTrials(statuses)
 	exp.Status.Budget = budgetStatus(maxTokens, spent, reserved)
-	exp.Status.Leaderboard, exp.Status.CurrentOptimalTrial = leaderboard(exp, p, statuses, ch)
+	board, opt, collecting, err := r.leaderboard(ctx, exp, p, statuses, ch)
+	if err != nil {
+		log.FromContext(ctx).Info("paired comparisons incomplete; retrying", "error", err.Error())
+		requeue = true
+	}
+	exp.Status.Leaderboard, exp.Status.CurrentOptimalTrial = board, opt
 	exp.Status.Progress = progress(exp.Status.TrialCounts)
-	return summarizeExperiment(exp, tooManyFailed, exhausted), nil
+	res := summarizeExperiment(exp, tooManyFailed, collecting || err != nil, exhausted)
+	if requeue {
+		res = res.Requeue(comparisonRetry)
+	}
+	return res, nil
 }
+
+// comparisonRetry is when a reconcile whose paired comparisons could not all be read runs
+// again.
+const comparisonRetry = 10 * time.Second
 
 // droppedMessage starts the message of a trial a spec change took out of the space.
 const droppedMessage = "no longer in the space"

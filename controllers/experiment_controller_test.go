@@ -3,16 +3,22 @@ package controllers_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/evaluator/results"
+	"github.com/ragops/ragops/evaluator/stats"
 	"github.com/ragops/ragops/experiment/budget"
 	"github.com/ragops/ragops/experiment/winner"
+	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/markup"
 )
@@ -163,4 +169,171 @@ func TestExperimentRunsTrialsInParallelRanksThemAndDeletesTheLoser(t *testing.T)
 		t.Errorf("leaderboard table:\n%s", out.String())
 	}
 	t.Logf("ragops experiment winner:\n%s", func() string { var b bytes.Buffer; _ = res.Write(&b); return b.String() }())
+}
+
+// The leaderboard is ranked with confidence: every candidate carries its Evaluation's 95%
+// interval, and each one below the best its paired comparison with the best over the same
+// 40 queries (evaluator/stats.Compare of the two Evaluations' per-query recall@10, seeded by
+// their UIDs). A candidate that differs from the best on one query is tied with it; one that
+// misses 20 more queries is not. currentOptimalTrial's comparisons are the same pairs.
+func TestExperimentLeaderboardPairsEachCandidateWithTheBest(t *testing.T) {
+	ns := newNamespace(t)
+	experimentFixture(t, ns, []int32{64, 96}, nil)
+	t64, t96 := trialName(64), trialName(96)
+	sets := map[string]*results.Set{
+		t96 + "-dense": hits(40, func(i int) bool { return i < 30 }), // 0.75, the best
+		t64 + "-dense": hits(40, func(i int) bool { return i < 29 }), // one query fewer: tied
+		t96 + "-bm25":  hits(40, func(i int) bool { return i < 10 }), // 20 fewer: worse
+		t64 + "-bm25":  hits(40, func(i int) bool { return i < 5 }),
+	}
+	for _, trial := range []string{t64, t96} {
+		waitIndex(t, ns, trial)
+		buildRevision(t, ns, trial)
+		playEvaluationWithResults(t, ns, trial+"-dense", sets[trial+"-dense"])
+		playEvaluationWithResults(t, ns, trial+"-bm25", sets[trial+"-bm25"])
+	}
+	exp := waitExperiment(t, ns, "every candidate compared with the best", func(e *ragopsv1alpha1.Experiment) bool {
+		if len(e.Status.Leaderboard) != 4 || !conditions.IsReady(e) {
+			return false
+		}
+		for _, c := range e.Status.Leaderboard[1:] {
+			if c.VsBest == nil || c.VsBest.PValue == nil {
+				return false
+			}
+		}
+		return true
+	})
+	board := exp.Status.Leaderboard
+	if board[0].Trial != t96 || board[0].Retrieval != "dense" || board[0].VsBest != nil {
+		t.Fatalf("best %+v", board[0])
+	}
+	best := getEvaluation(t, ns, t96+"-dense")
+	for _, e := range board {
+		ev := getEvaluation(t, ns, e.Trial+"-"+e.Retrieval)
+		ci := ev.Status.Metrics[0].RecallInterval
+		if ci == nil || e.Objective.IntervalLower == nil || *e.Objective.IntervalLower != ci.Lower || *e.Objective.IntervalUpper != ci.Upper {
+			t.Errorf("%s/%s objective %+v, its Evaluation's interval %+v", e.Trial, e.Retrieval, e.Objective, ci)
+		}
+		if e.Rank == 1 {
+			continue
+		}
+		_, b, _ := sets[t96+"-dense"].Column("recall@10")
+		_, o, _ := sets[e.Trial+"-"+e.Retrieval].Column("recall@10")
+		p, err := stats.Compare(b, o, stats.Options{Seed: stats.Seed(string(best.UID), string(ev.UID), "recall@10")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs := e.VsBest
+		if vs.Trial != e.Trial || vs.Retrieval != e.Retrieval || vs.Difference != controllers.Round(p.Diff.Mean) ||
+			*vs.IntervalLower != controllers.Round(p.Diff.Lo) || *vs.IntervalUpper != controllers.Round(p.Diff.Hi) || *vs.PValue != controllers.Round(p.P) {
+			t.Errorf("%s/%s vsBest %+v (interval [%v, %v], p %v), the paired test gives %+v", e.Trial, e.Retrieval, vs, *vs.IntervalLower, *vs.IntervalUpper, *vs.PValue, p)
+		}
+		if tied := e.Trial == t64 && e.Retrieval == "dense"; e.TiedWithBest != tied {
+			t.Errorf("%s/%s tiedWithBest=%v (p %v), want %v", e.Trial, e.Retrieval, e.TiedWithBest, *vs.PValue, tied)
+		}
+	}
+	o := exp.Status.CurrentOptimalTrial
+	if o == nil || o.VsRunnerUp == nil || o.VsRunnerUp.Trial != t64 || o.VsRunnerUp.Retrieval != "dense" ||
+		o.VsRunnerUp.PValue == nil || *o.VsRunnerUp.PValue != *board[1].VsBest.PValue ||
+		o.VsBaseline == nil || o.VsBaseline.Trial != t64 || o.VsBaseline.IntervalLower == nil {
+		t.Fatalf("currentOptimalTrial %+v", o)
+	}
+	t.Logf("vs runner-up: %+v; bm25 of the best trial: p %v", *o.VsRunnerUp, *board[2].VsBest.PValue)
+}
+
+// spec.promote applies the winner to the Index that serves once the Experiment is done: the
+// winner's strategy is created under its trial's strategy name (not owned: it outlives the
+// Experiment) and the Index names it and the winner's model, to roll out through its own
+// gate. A strategy of that name with another spec is never overwritten: Promoted=False names
+// it and the Index is left as it was until the conflict is gone. spec.screening, which no
+// round honours yet, is reported as not run rather than taken as done.
+func TestExperimentPromotesTheWinnerToTheServingIndex(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	exp := experimentFixture(t, ns, []int32{64, 96}, func(e *ragopsv1alpha1.Experiment) {
+		e.Spec.Promote = &ragopsv1alpha1.ExperimentPromotion{IndexRef: ragopsv1alpha1.LocalObjectReference{Name: "archive"}}
+		e.Spec.Screening = &ragopsv1alpha1.ScreeningRound{Fraction: 0.1, TopN: 1}
+	})
+	t64, t96 := trialName(64), trialName(96)
+	fixed := func(name string, size int32) *ragopsv1alpha1.ChunkingStrategy {
+		return &ragopsv1alpha1.ChunkingStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitCharacters, Size: size}}
+	}
+	archive := &ragopsv1alpha1.Index{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "archive"}, Spec: ragopsv1alpha1.IndexSpec{
+		CorpusRef: ragopsv1alpha1.LocalObjectReference{Name: "besluiten"}, StrategyRef: ragopsv1alpha1.LocalObjectReference{Name: "current"},
+		Model: ragopsv1alpha1.ModelSpec{Name: "served-model", ImagePath: exp.Spec.Space.Models[0].ImagePath}, Weaviate: exp.Spec.IndexTemplate.Weaviate}}
+	for _, o := range []client.Object{fixed("current", 200), fixed("fixed-96", 100), archive} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	playTrial(t, ns, t64, 0.6, 0.5)
+	playTrial(t, ns, t96, 0.9, 0.5)
+
+	promoted := func(status metav1.ConditionStatus, reason string) *ragopsv1alpha1.Experiment {
+		return waitExperiment(t, ns, fmt.Sprintf("Promoted=%s (%s)", status, reason), func(e *ragopsv1alpha1.Experiment) bool {
+			c := condition(e, ragopsv1alpha1.ConditionPromoted)
+			return c != nil && c.Status == status && c.Reason == reason
+		})
+	}
+	exp = promoted(metav1.ConditionFalse, ragopsv1alpha1.ReasonPromotionConflict)
+	if msg := condition(exp, ragopsv1alpha1.ConditionPromoted).Message; !strings.Contains(msg, `ChunkingStrategy "fixed-96" exists with another spec`) || exp.Status.Promotion != nil {
+		t.Fatalf("conflict: %q, promotion %+v", msg, exp.Status.Promotion)
+	}
+	if idx := getIndex(t, ns, "archive"); idx.Spec.StrategyRef.Name != "current" || idx.Spec.Model.Name != "served-model" {
+		t.Fatalf("the Index changed despite the conflict: %+v %+v", idx.Spec.StrategyRef, idx.Spec.Model)
+	}
+	// No screening round runs: the condition says so, and both trials were built in full.
+	if c := condition(exp, ragopsv1alpha1.ConditionScreened); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ragopsv1alpha1.ReasonScreeningNotRun ||
+		!strings.HasPrefix(c.Message, "spec.screening:") || exp.Status.TrialCounts.Succeeded != 2 {
+		t.Fatalf("Screened %+v with %s trials succeeded", c, counts(exp))
+	}
+	var cs ragopsv1alpha1.ChunkingStrategy
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed-96"}, &cs); err != nil || cs.Spec.Size != 100 {
+		t.Fatalf("the user's strategy was overwritten: %+v (%v)", cs.Spec, err)
+	}
+
+	// The user removes the conflict and nudges the Experiment.
+	if err := env.Client.Delete(ctx, &cs); err != nil {
+		t.Fatal(err)
+	}
+	nudge := getExperiment(t, ns)
+	metav1.SetMetaDataAnnotation(&nudge.ObjectMeta, "test/nudge", "1")
+	if err := env.Client.Update(ctx, nudge); err != nil {
+		t.Fatal(err)
+	}
+	exp = promoted(metav1.ConditionTrue, ragopsv1alpha1.ReasonPromoted)
+	p := exp.Status.Promotion
+	if p == nil || p.Index != "archive" || p.Strategy != "fixed-96" || p.Trial != t96 || p.Retrieval != "dense" || p.Model != "all-minilm-l6-v2" || p.ObservedGeneration != exp.Generation {
+		t.Fatalf("status.promotion %+v", p)
+	}
+	idx := getIndex(t, ns, "archive")
+	if idx.Spec.StrategyRef.Name != "fixed-96" || idx.Spec.Model.Name != "all-minilm-l6-v2" || idx.Spec.Model.ImagePath != exp.Spec.Space.Models[0].ImagePath {
+		t.Fatalf("the Index after promotion: %+v %+v", idx.Spec.StrategyRef, idx.Spec.Model)
+	}
+	var gen ragopsv1alpha1.ChunkingStrategy
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sweep-fixed-96"}, &gen); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed-96"}, &cs); err != nil {
+		t.Fatal(err)
+	}
+	if cs.Spec.Size != gen.Spec.Size || cs.Spec.Type != gen.Spec.Type || cs.Spec.Unit != gen.Spec.Unit || len(cs.OwnerReferences) != 0 || cs.Labels[controllers.LabelPromotedBy] != "sweep" {
+		t.Fatalf("promoted strategy %+v owners %v labels %v; the trial's %+v", cs.Spec, cs.OwnerReferences, cs.Labels, gen.Spec)
+	}
+
+	// The Experiment goes; what it promoted stays.
+	if err := env.Client.Delete(ctx, getExperiment(t, ns)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the Experiment gone", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sweep"}, &ragopsv1alpha1.Experiment{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed-96"}, &cs); err != nil {
+		t.Fatalf("the promoted strategy went with the Experiment: %v", err)
+	}
+	if idx := getIndex(t, ns, "archive"); idx.Spec.StrategyRef.Name != "fixed-96" {
+		t.Fatalf("the Index after the Experiment's deletion names %s", idx.Spec.StrategyRef.Name)
+	}
 }

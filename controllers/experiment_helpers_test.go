@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/testenv"
 	"github.com/ragops/ragops/internal/workload"
@@ -186,5 +187,28 @@ func waitIndex(t *testing.T, ns, name string) {
 		var idx ragopsv1alpha1.Index
 		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &idx)
 		return err == nil, nil
+	})
+}
+
+// playEvaluationWithResults plays the Evaluation's Job as one that logged set (its per-query
+// results) and reported set's recall@10 with its interval (finishWithResults).
+func playEvaluationWithResults(t *testing.T, ns, name string, set *results.Set) {
+	t.Helper()
+	var jobs batchv1.JobList
+	eventually(t, 30*time.Second, "evaluation Job of "+name, func() (bool, error) {
+		err := env.Client.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelOwner: name})
+		return err == nil && len(jobs.Items) == 1, err
+	})
+	finishWithResults(t, &jobs.Items[0], name, set)
+}
+
+// hits returns per-query results of n queries whose recall@10 is 1 for the queries in
+// relevant and 0 for the others.
+func hits(n int, relevant func(i int) bool) *results.Set {
+	return querySet(n, func(i int) float64 {
+		if relevant(i) {
+			return 1
+		}
+		return 0
 	})
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,12 +19,9 @@ import (
 
 // RankCandidates orders leaderboard candidates best first, in place. It ranks by the point
 // objective (the Evaluation's mean, 4 decimals); ties go to fewer tokens, then to the trial
-// and retrieval names, so the order is total and the same on every reconcile.
-//
-// This is the seam for ranking with confidence: once Evaluations report per-query values
-// and intervals (the evaluation-statistics work), the leaderboard fills ObjectiveValue's
-// interval and CurrentOptimalTrial's paired comparisons, and a ranker that treats
-// overlapping candidates as tied can replace this one.
+// and retrieval names, so the order is total and the same on every reconcile. Whether a
+// rank is evidence is the paired comparison's to say (LeaderboardEntry.VsBest and
+// TiedWithBest, see compareWithBest).
 func RankCandidates(entries []ragopsv1alpha1.LeaderboardEntry) {
 	slices.SortStableFunc(entries, func(a, b ragopsv1alpha1.LeaderboardEntry) int {
 		if c := cmp.Compare(b.Objective.Value, a.Objective.Value); c != 0 {
@@ -39,11 +37,19 @@ func RankCandidates(entries []ragopsv1alpha1.LeaderboardEntry) {
 	})
 }
 
-// leaderboard ranks every measured candidate (trial x retrieval variant) and returns the top
-// spec.leaderboardSize and the optimal candidate with its comparisons (point differences;
-// intervals and p-values wait for the evaluation statistics, see RankCandidates). Candidates
-// whose Evaluations were cleaned up keep their previous entry.
-func leaderboard(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []ragopsv1alpha1.TrialStatus, ch *experimentChildren) ([]ragopsv1alpha1.LeaderboardEntry, *ragopsv1alpha1.OptimalTrial) {
+// leaderboardSize is spec.leaderboardSize, 10 when unset.
+func leaderboardSize(exp *ragopsv1alpha1.Experiment) int {
+	if n := int(exp.Spec.LeaderboardSize); n > 0 {
+		return n
+	}
+	return 10
+}
+
+// rankCandidates ranks every measured candidate (trial x retrieval variant) with its
+// objective's interval, and returns them with their live Evaluations and the baseline
+// candidate (trial, retrieval). Candidates whose Evaluations were cleaned up keep their
+// previous entry's figures.
+func rankCandidates(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []ragopsv1alpha1.TrialStatus, ch *experimentChildren) (all []ragopsv1alpha1.LeaderboardEntry, evs candidateEvaluations, baseline [2]string) {
 	obj := exp.Spec.Objective
 	prev := map[[2]string]ragopsv1alpha1.LeaderboardEntry{}
 	for _, e := range exp.Status.Leaderboard {
@@ -53,54 +59,49 @@ func leaderboard(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []rago
 	for _, rv := range p.Retrievals {
 		retrievals[rv.Name] = rv
 	}
-	var all []ragopsv1alpha1.LeaderboardEntry
+	evs = candidateEvaluations{}
 	for _, ts := range statuses {
 		for _, te := range ts.Evaluations {
 			if te.Objective == nil {
 				continue
 			}
+			key := [2]string{ts.Name, te.Retrieval}
 			e := ragopsv1alpha1.LeaderboardEntry{Trial: ts.Name, Retrieval: te.Retrieval, Parameters: candidateParameters(ts, retrievals[te.Retrieval]),
 				Objective: ragopsv1alpha1.ObjectiveValue{Value: *te.Objective},
 				Tokens:    ts.Tokens, Chunks: ts.Chunks, StorageBytes: ts.StorageBytes, BuildSeconds: ts.BuildSeconds}
-			if ev, ok := ch.evaluations[te.Evaluation]; ok {
-				if m, ok := objectiveOf(ev, ts.Revision, obj.K); ok {
-					e.Metrics = m.at.DeepCopy()
-					e.Objective.Queries = m.queries
-				}
-			} else if old, ok := prev[[2]string{ts.Name, te.Retrieval}]; ok {
+			if ev, m := evaluationOf(ch, ts, te, obj.K); ev != nil {
+				e.Metrics = m.at.DeepCopy()
+				e.Objective.Queries = m.queries
+				e.Objective = withInterval(e.Objective, m.at, obj.Metric)
+				evs[key] = ev
+			} else if old, ok := prev[key]; ok {
 				e.Metrics, e.Objective = old.Metrics, old.Objective
 			}
 			all = append(all, e)
 		}
 	}
-	if len(all) == 0 {
-		return nil, nil
-	}
 	RankCandidates(all)
 	for i := range all {
 		all[i].Rank = int32(i + 1)
 	}
-	best := all[0]
-	opt := &ragopsv1alpha1.OptimalTrial{Trial: best.Trial, Retrieval: best.Retrieval, Objective: best.Objective}
 	bt, br := baselineCandidate(exp, p)
-	for _, e := range all[1:] {
-		if e.Trial == bt && e.Retrieval == br {
-			opt.VsBaseline = compare(best, e)
-		}
-	}
-	if len(all) > 1 {
-		opt.VsRunnerUp = compare(best, all[1])
-	}
-	n := int(exp.Spec.LeaderboardSize)
-	if n <= 0 {
-		n = 10
-	}
-	return all[:min(n, len(all))], opt
+	return all, evs, [2]string{bt, br}
 }
 
-func compare(best, other ragopsv1alpha1.LeaderboardEntry) *ragopsv1alpha1.CandidateComparison {
-	return &ragopsv1alpha1.CandidateComparison{Trial: other.Trial, Retrieval: other.Retrieval,
-		Difference: Round(best.Objective.Value - other.Objective.Value)}
+// leaderboard ranks the candidates (rankCandidates), compares the best with the others
+// (compareWithBest) and returns the top spec.leaderboardSize and the optimal candidate.
+// collecting is set while a comparison waits for per-query results being stored. Errors:
+// transient reads of per-query results (the figures are complete but for the comparisons
+// that failed).
+func (r *ExperimentReconciler) leaderboard(ctx context.Context, exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []ragopsv1alpha1.TrialStatus, ch *experimentChildren) (board []ragopsv1alpha1.LeaderboardEntry, opt *ragopsv1alpha1.OptimalTrial, collecting bool, err error) {
+	all, evs, baseline := rankCandidates(exp, p, statuses, ch)
+	if len(all) == 0 {
+		return nil, nil, false, nil
+	}
+	best := all[0]
+	opt = &ragopsv1alpha1.OptimalTrial{Trial: best.Trial, Retrieval: best.Retrieval, Objective: best.Objective}
+	_, collecting, err = r.compareWithBest(ctx, exp, all, evs, opt, baseline)
+	return all[:min(leaderboardSize(exp), len(all))], opt, collecting, err
 }
 
 // candidateParameters are a trial's parameters plus the retrieval variant's.
@@ -226,7 +227,7 @@ func humanTokens(n int64) string {
 // summarizeExperiment sets BudgetExhausted and the completion time, and returns the outcome
 // the trials' counts call for: Stalled past spec.maxFailedTrials, Ready when every trial is
 // done, else Reconciling with Ready=False.
-func summarizeExperiment(exp *ragopsv1alpha1.Experiment, tooManyFailed bool, exhausted []string) reconcile.Result {
+func summarizeExperiment(exp *ragopsv1alpha1.Experiment, tooManyFailed, comparing bool, exhausted []string) reconcile.Result {
 	c := exp.Status.TrialCounts
 	var budget reconcile.Result
 	switch {
@@ -255,6 +256,10 @@ func summarizeExperiment(exp *ragopsv1alpha1.Experiment, tooManyFailed bool, exh
 		return budget.Merge(reconcile.Stalled(ragopsv1alpha1.ReasonTooManyFailedTrials,
 			fmt.Sprintf("%d trials failed, more than spec.maxFailedTrials %d (%s); no further trial starts, %d still running",
 				c.Failed, exp.Spec.MaxFailedTrials, strings.Join(names, ", "), running)))
+	case running+c.Pending == 0 && comparing:
+		exp.Status.CompletionTime = nil
+		return budget.Merge(reconcile.StopFor(comparisonRetry).With(reconcile.OutcomeReconciling, conditions.ReasonProgressing,
+			fmt.Sprintf("%d trials done; the paired comparisons wait for per-query results being stored", c.Total)))
 	case running+c.Pending == 0:
 		if exp.Status.CompletionTime == nil {
 			exp.Status.CompletionTime = ptr.To(metav1.Now())

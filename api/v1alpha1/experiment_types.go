@@ -273,6 +273,26 @@ type ExperimentPromotion struct {
 	IndexRef LocalObjectReference `json:"indexRef"`
 }
 
+// PromotionStatus is the winner an Experiment applied to an Index (spec.promote).
+type PromotionStatus struct {
+	// Index whose spec.strategyRef and spec.model were set.
+	Index string `json:"index"`
+	// Strategy is the ChunkingStrategy the Index now names: the winner's spec under its
+	// trial's strategy name, not owned by the Experiment (it outlives it).
+	Strategy string `json:"strategy"`
+	// Model is the winner's model name.
+	Model string `json:"model"`
+	// Trial and Retrieval name the winning candidate.
+	Trial string `json:"trial"`
+	// +optional
+	Retrieval string `json:"retrieval,omitempty"`
+	// ObservedGeneration is the Experiment generation whose winner was applied; a later
+	// generation's winner is applied again.
+	ObservedGeneration int64 `json:"observedGeneration"`
+	// Time the Index was patched.
+	Time metav1.Time `json:"time"`
+}
+
 // ExperimentSpec is a sweep over chunking strategies, models and retrieval modes on one
 // corpus and dataset, under a budget.
 // +kubebuilder:validation:XValidation:rule="self.algorithm.type != 'Grid' || self.space.strategies.map(s, has(s.template) ? size(s.template.types) * size(s.template.sizes) * (has(s.template.overlaps) ? size(s.template.overlaps) : 1) * (has(s.template.late) ? size(s.template.late) : 1) : 1).sum() * size(self.space.models) <= (has(self.algorithm.maxTrials) ? self.algorithm.maxTrials : 1000)",fieldPath=".algorithm.maxTrials",messageExpression="'the Grid space lists %d trials (strategy combinations x models), more than algorithm.maxTrials (%d; 1000 when unset)'.format([self.space.strategies.map(s, has(s.template) ? size(s.template.types) * size(s.template.sizes) * (has(s.template.overlaps) ? size(s.template.overlaps) : 1) * (has(s.template.late) ? size(s.template.late) : 1) : 1).sum() * size(self.space.models), has(self.algorithm.maxTrials) ? self.algorithm.maxTrials : 1000])"
@@ -370,6 +390,26 @@ const (
 	ReasonBudgetExhausted = "BudgetExhausted"
 	// ReasonTooManyFailedTrials is the Stalled reason when more than maxFailedTrials failed.
 	ReasonTooManyFailedTrials = "TooManyFailedTrials"
+	// ConditionPromoted is True once the winner was applied to spec.promote.indexRef (the
+	// Index then rolls out through its own rollout policy) and False, with a reason, when it
+	// cannot be: ReasonPromotionIndexNotFound, ReasonPromotionConflict, ReasonNoWinner.
+	// Informational, outside kstatus: Ready says the Experiment is done either way.
+	ConditionPromoted = "Promoted"
+	// ReasonPromoted: the Index names the winner's strategy and model.
+	ReasonPromoted = "Promoted"
+	// ReasonPromotionIndexNotFound: spec.promote.indexRef names no Index.
+	ReasonPromotionIndexNotFound = "IndexNotFound"
+	// ReasonPromotionConflict: a ChunkingStrategy of the winner's name exists with another
+	// spec, or the Index is one of the Experiment's own trials.
+	ReasonPromotionConflict = "PromotionConflict"
+	// ReasonNoWinner: no candidate was measured.
+	ReasonNoWinner = "NoWinner"
+	// ConditionScreened reports spec.screening: False with ReasonScreeningNotRun while this
+	// operator builds every trial on the whole corpus (screening rounds are not run yet), so
+	// a spec that asks for one is never silently taken as done. Informational.
+	ConditionScreened = "Screened"
+	// ReasonScreeningNotRun: spec.screening is set and no screening round ran.
+	ReasonScreeningNotRun = "ScreeningNotRun"
 	// ReasonInvalidSpace is the Stalled reason when the space fails validation the CRD
 	// cannot express (names, baseline, grid size after expansion).
 	ReasonInvalidSpace = "InvalidSpace"
@@ -512,6 +552,15 @@ type LeaderboardEntry struct {
 	StorageBytes int64 `json:"storageBytes,omitempty"`
 	// +optional
 	BuildSeconds int64 `json:"buildSeconds,omitempty"`
+	// VsBest compares the best candidate (rank 1) with this one over the same queries;
+	// absent on the best itself and where the two Evaluations' per-query results cannot
+	// be paired.
+	// +optional
+	VsBest *CandidateComparison `json:"vsBest,omitempty"`
+	// TiedWithBest is set when the paired test does not tell this candidate from the best
+	// (p-value at least 0.05): its rank below the best is not evidence that it is worse.
+	// +optional
+	TiedWithBest bool `json:"tiedWithBest,omitempty"`
 }
 
 // CandidateComparison is a paired comparison of the optimal candidate with another over the
@@ -594,6 +643,9 @@ type ExperimentStatus struct {
 	// Budget spent.
 	// +optional
 	Budget BudgetStatus `json:"budget,omitempty"`
+	// Promotion records the winner applied to spec.promote.indexRef.
+	// +optional
+	Promotion *PromotionStatus `json:"promotion,omitempty"`
 	// StartTime and CompletionTime of the Experiment.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
