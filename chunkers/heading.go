@@ -399,14 +399,14 @@ func (h *HeadingChunker) outline(text string, lines []line) []OutlineEntry {
 
 // chunk cuts the sections of text given by outline.
 func (h *HeadingChunker) chunk(text string, lines []line, outline []OutlineEntry) ([]Chunk, error) {
-	var out []Chunk
+	base := h.sp.indexed(text)
+	out := make([]Chunk, 0, base.chunksCap(text))
 	type frame struct {
 		level int
 		title string
 	}
 	var stack []frame
 	var path []string
-	base := h.sp.indexed(text)
 	section := func(s, e int) {
 		before := len(out)
 		sp, prefix := base, ""

@@ -87,7 +87,7 @@ func (sp *splitter) cutFiner(text string, ts, te, lvl int) ([]seg, int) {
 // non-atomic segment above max is split from level lvl+1 on, an atomic one is emitted alone
 // and flagged Oversize.
 func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk {
-	var group []item
+	group := make([]item, 0, min(len(segs), 16))
 	gs := 0 // groupSize(group), kept as the group changes instead of summed for each segment
 	for k := 0; k < len(segs); k++ {
 		g := segs[k]
@@ -159,6 +159,16 @@ func (sp *splitter) pack(text string, segs []seg, lvl int, out []Chunk) []Chunk 
 	}
 	out, _ = sp.closeAll(text, group, out)
 	return out
+}
+
+// chunksCap is a capacity for the chunk list of text that seldom needs to grow: with the
+// rune index, twice the chunks of size max that the text fills (chunks are mostly over half
+// full), else one chunk per 4·max bytes (about 4 bytes per token).
+func (sp *splitter) chunksCap(text string) int {
+	if sp.runes != nil {
+		return 2*sp.runes.count(0, len(text))/sp.max + 1
+	}
+	return len(text)/(4*sp.max) + 1
 }
 
 // additive reports whether the sizer's sizes of neighbouring segments add up to the size of

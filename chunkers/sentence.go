@@ -119,6 +119,18 @@ func (g *SentenceSegmenter) cut(text string, s, e int, cuts []int) []int {
 			i = b
 			continue
 		}
+		if b := spaceUpper(text, i, e); b > 0 {
+			// The common case, settled without uniseg: a terminator, spaces and an ASCII
+			// capital letter. SB11 breaks before the capital: SB6 and SB7 need the letter
+			// or digit right after the terminator, SB8 a lower-case letter and SB8a a
+			// continuation or terminator after the spaces.
+			if !g.continues(text[last:b]) {
+				cuts = append(cuts, b)
+				last = b
+			}
+			i = b
+			continue
+		}
 		p0 := i
 		if p0 > s {
 			_, pw := utf8.DecodeLastRuneInString(text[s:p0])
@@ -147,6 +159,23 @@ func (g *SentenceSegmenter) cut(text string, s, e int, cuts []int) []int {
 		i = b
 	}
 	return cuts
+}
+
+// spaceUpper returns the position of the ASCII capital letter that follows the ASCII
+// terminator text[i] ('.', '!' or '?') after one or more spaces, when it is before e; 0
+// otherwise.
+func spaceUpper(text string, i, e int) int {
+	if c := text[i]; c != '.' && c != '!' && c != '?' {
+		return 0
+	}
+	j := i + 1
+	for j < e && text[j] == ' ' {
+		j++
+	}
+	if j == i+1 || j >= e || text[j] < 'A' || text[j] > 'Z' {
+		return 0
+	}
+	return j
 }
 
 // lookahead returns the end of the window the boundary rules need after a terminator that
@@ -238,6 +267,22 @@ func (g *SentenceSegmenter) cutUniseg(text string, s, e int, cuts []int) []int {
 	return cuts
 }
 
+// lastWordStart returns where the last word of s starts: after its last space, tab,
+// newline, opening bracket or quote (" ' ( [ “ ‘), or 0.
+func lastWordStart(s string) int {
+	for j := len(s) - 1; j >= 0; j-- {
+		switch c := s[j]; c {
+		case ' ', '\t', '\n', '(', '"', '\'', '[':
+			return j + 1
+		case 0xE2: // “ (E2 80 9C) and ‘ (E2 80 98)
+			if j+2 < len(s) && s[j+1] == 0x80 && (s[j+2] == 0x9C || s[j+2] == 0x98) {
+				return j + 3
+			}
+		}
+	}
+	return 0
+}
+
 // continues reports whether the UAX #29 sentence sent ends in a full stop that belongs to
 // an abbreviation, so the sentence goes on.
 func (g *SentenceSegmenter) continues(sent string) bool {
@@ -255,17 +300,32 @@ func (g *SentenceSegmenter) continues(sent string) bool {
 	if end == 0 || sent[end-1] != '.' {
 		return false
 	}
-	start := strings.LastIndexAny(sent[:end], " \t\n(\"'[“‘")
-	word := sent[start+1 : end]
-	if start >= 0 && sent[start] >= utf8.RuneSelf {
-		// LastIndexAny matched the first byte of a multi-byte quote; skip the whole rune.
-		_, w := utf8.DecodeRuneInString(sent[start:])
-		word = sent[start+w : end]
-	}
+	word := sent[lastWordStart(sent[:end]):end]
 	if len(word) < 2 {
 		return false
 	}
-	if g.abbrev[strings.ToLower(word)] {
+	if len(word) <= 16 {
+		// Lower-cased into a buffer: the map lookup of string(buf) does not allocate.
+		var buf [16]byte
+		ascii := true
+		for k := 0; k < len(word); k++ {
+			c := word[k]
+			if c >= utf8.RuneSelf {
+				ascii = false
+				break
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[k] = c
+		}
+		if ascii && g.abbrev[string(buf[:len(word)])] {
+			return true
+		}
+		if !ascii && g.abbrev[strings.ToLower(word)] {
+			return true
+		}
+	} else if g.abbrev[strings.ToLower(word)] {
 		return true
 	}
 	// Dotted abbreviations (o.a., e.g., d.w.z., U.S.) and initials (J.): letters each

@@ -13,7 +13,8 @@ func (c *splitChunker) Chunk(ctx context.Context, text string) ([]Chunk, error) 
 	if err := checkUTF8(text); err != nil {
 		return nil, err
 	}
-	out := c.sp.indexed(text).split(text, 0, len(text), 0, nil)
+	sp := c.sp.indexed(text)
+	out := sp.split(text, 0, len(text), 0, make([]Chunk, 0, sp.chunksCap(text)))
 	return number(mergeSmall(text, out, c.sp.sizer, c.sp.max, c.sp.minSize)), nil
 }
 
