@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -20,7 +22,7 @@ import (
 )
 
 func newReportCommand() *cobra.Command {
-	var ns, out, format, index, from, experiment, cost string
+	var ns, out, format, index, from, experiment, cost, kubeconfig string
 	var table bool
 	c := &cobra.Command{
 		Use:   "report",
@@ -59,7 +61,7 @@ the cluster.`,
 				if !slices.Contains(report.Costs, report.Cost(cost)) {
 					return fmt.Errorf("--cost %q: want tokens or storage", cost)
 				}
-				exp, err := loadExperiment(c.Context(), ns, experiment, from)
+				exp, err := loadExperiment(c.Context(), kubeconfig, ns, experiment, from)
 				if err != nil {
 					return err
 				}
@@ -72,7 +74,7 @@ the cluster.`,
 				}
 				return writeReport(c.OutOrStdout(), out, &buf, &md)
 			}
-			evals, indexes, err := loadReportObjects(c.Context(), ns, from)
+			evals, indexes, err := loadReportObjects(c.Context(), kubeconfig, ns, from)
 			if err != nil {
 				return err
 			}
@@ -106,6 +108,7 @@ the cluster.`,
 	f.StringVar(&format, "format", "", "svg, png or markdown (default: from the output file's extension)")
 	f.StringVar(&index, "index", "", "chart this Index's recall@10 over its revisions instead")
 	f.StringVarP(&from, "from", "f", "", "read Evaluations and Indexes (a List, as kubectl get -o yaml prints) or the Experiment (the object or a List) from this YAML or JSON file instead of the cluster")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else in-cluster, else ~/.kube/config)")
 	f.StringVar(&experiment, "experiment", "", "print this Experiment's leaderboard and chart its objective against cost, the Pareto front marked (output default NAME-pareto.svg)")
 	f.StringVar(&cost, "cost", string(report.CostTokens), "with --experiment, the cost axis: tokens (embedded) or storage (bytes of the collection)")
 	f.BoolVar(&table, "table", true, "with svg or png, also print the Markdown table to stdout")
@@ -130,9 +133,9 @@ func writeReport(stdout io.Writer, out string, buf, md *bytes.Buffer) error {
 // object itself (kubectl get experiment NAME -o yaml) or a List holding it (objects of
 // other kinds, names and namespaces are ignored; an object without a namespace matches
 // any).
-func loadExperiment(ctx context.Context, ns, name, from string) (*ragopsv1alpha1.Experiment, error) {
+func loadExperiment(ctx context.Context, kubeconfig, ns, name, from string) (*ragopsv1alpha1.Experiment, error) {
 	if from == "" {
-		k8s, err := reportClient()
+		k8s, err := reportClient(kubeconfig)
 		if err != nil {
 			return nil, err
 		}
@@ -166,9 +169,16 @@ func loadExperiment(ctx context.Context, ns, name, from string) (*ragopsv1alpha1
 	return nil, fmt.Errorf("--from %s: Experiment %s/%s not found", from, ns, name)
 }
 
-// reportClient is a client of the cluster of the kubeconfig.
-func reportClient() (client.Client, error) {
-	cfg, err := ctrl.GetConfig()
+// reportClient is a client of the cluster of the kubeconfig file, or where it is empty of
+// the one controller-runtime finds ($KUBECONFIG, in-cluster, ~/.kube/config).
+func reportClient(kubeconfig string) (client.Client, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -177,7 +187,7 @@ func reportClient() (client.Client, error) {
 
 // loadReportObjects lists the Evaluations and Indexes of ns from the cluster, or from the
 // List in the file from (objects of other kinds and namespaces are ignored).
-func loadReportObjects(ctx context.Context, ns, from string) ([]ragopsv1alpha1.Evaluation, []ragopsv1alpha1.Index, error) {
+func loadReportObjects(ctx context.Context, kubeconfig, ns, from string) ([]ragopsv1alpha1.Evaluation, []ragopsv1alpha1.Index, error) {
 	if from != "" {
 		b, err := os.ReadFile(from)
 		if err != nil {
@@ -217,7 +227,7 @@ func loadReportObjects(ctx context.Context, ns, from string) ([]ragopsv1alpha1.E
 		}
 		return outE, outI, nil
 	}
-	k8s, err := reportClient()
+	k8s, err := reportClient(kubeconfig)
 	if err != nil {
 		return nil, nil, err
 	}
