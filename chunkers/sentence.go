@@ -96,6 +96,15 @@ func (g *SentenceSegmenter) cut(text string, s, e int, cuts []int) []int {
 		if c < utf8.RuneSelf {
 			if !asciiTerm[c] {
 				i++
+				for i < e && !asciiStop[text[i]] {
+					i++
+				}
+				continue
+			}
+			if c == '.' && i+1 < e && ('a' <= text[i+1] && text[i+1] <= 'z' || '0' <= text[i+1] && text[i+1] <= '9') {
+				// A full stop before a lower-case letter (SB8) or a digit (SB6) is no
+				// boundary: "e.g", "3.14", "example.com".
+				i++
 				continue
 			}
 		} else {
@@ -211,6 +220,14 @@ func nextRune(text string, q, e int) int {
 
 // asciiTerm marks the ASCII sentence terminators and paragraph separators of UAX #29.
 var asciiTerm = [256]bool{'.': true, '!': true, '?': true, '\n': true, '\r': true}
+
+// asciiStop marks the bytes the cutter stops at: asciiTerm and every non-ASCII byte.
+var asciiStop = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= utf8.RuneSelf || asciiTerm[c]
+	}
+	return t
+}()
 
 var (
 	bmpBreakers     [1 << 16]bool
