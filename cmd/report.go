@@ -103,7 +103,7 @@ the cluster.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&ns, "namespace", "n", "default", "namespace of the Evaluations (and the Index)")
+	f.StringVarP(&ns, "namespace", "n", "default", "namespace of the Evaluations (and the Index, or the Experiment)")
 	f.StringVarP(&out, "output", "o", "evaluations.svg", `output file ("-" for stdout)`)
 	f.StringVar(&format, "format", "", "svg, png or markdown (default: from the output file's extension)")
 	f.StringVar(&index, "index", "", "chart this Index's recall@10 over its revisions instead")
