@@ -1,9 +1,6 @@
 package chunkers
 
-import (
-	"math/bits"
-	"unsafe"
-)
+import "unsafe"
 
 // runeBlock is the number of bytes one runeIndex entry covers.
 const runeBlock = 64
@@ -36,14 +33,21 @@ func newRuneIndex(text string) *runeIndex {
 
 // leadBytes counts the bytes of s that start a code point: the code points of s when s is
 // valid UTF-8, and additive over any split of it into byte ranges. Eight bytes at a time: a
-// continuation byte has its top bits 10, so it is marked by bit 7 set and bit 6 clear.
+// continuation byte has its top bits 10, so x &^ (x << 1) marks it in bit 7; the marks,
+// moved to bit 0, add up per byte lane for up to 255 words before the lanes are summed.
 func leadBytes(s string) int {
-	n, i := 0, 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		n += 8 - bits.OnesCount64(x&^(x<<1)&0x8080808080808080)
+	cont, i := 0, 0
+	for i+8 <= len(s) {
+		var acc uint64
+		for k := 0; k < 255 && i+8 <= len(s); k, i = k+1, i+8 {
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			acc += (x &^ (x << 1) & 0x8080808080808080) >> 7
+		}
+		acc = acc&0x00FF00FF00FF00FF + acc>>8&0x00FF00FF00FF00FF // four 16-bit lanes
+		cont += int((acc * 0x0001000100010001) >> 48)
 	}
+	n := i - cont
 	for ; i < len(s); i++ {
 		if s[i]&0xC0 != 0x80 {
 			n++

@@ -37,6 +37,11 @@ func TestRuneIndexCounts(t *testing.T) {
 	if got, want := sp.size(other, 0, len(other)), utf8.RuneCountInString(other); got != want {
 		t.Fatalf("size of another text %d, want %d", got, want)
 	}
+	for _, long := range []string{strings.Repeat(text, 40), strings.Repeat("漢", 30000) + "x", strings.Repeat("é", 20000)} {
+		if got, want := leadBytes(long), utf8.RuneCountInString(long); got != want {
+			t.Fatalf("leadBytes of %d bytes = %d, want %d", len(long), got, want)
+		}
+	}
 	ascii := strings.Repeat("Plain ASCII text.\n", 40)
 	if a := newRuneIndex(ascii); !a.ascii || a.count(3, 500) != 497 {
 		t.Fatalf("ASCII text: index %+v counts %d for [3, 500)", a.ascii, a.count(3, 500))
