@@ -91,8 +91,10 @@ def table(results_path, md_path):
         md = f.read()
     head = "## Chunkers\n"
     i = md.index(head) + len(head)
-    j = md.find("\n## ", i)
-    j = len(md) if j < 0 else j + 1
+    # Replace up to the next heading of any level: subsections (earlier runs kept for
+    # comparison, the long-document benchmarks) stay.
+    ends = [k for k in (md.find("\n## ", i), md.find("\n### ", i)) if k >= 0]
+    j = min(ends) + 1 if ends else len(md)
     md = md[:i] + "\n" + intro + text + "\n\n" + md[j:]
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(md)
