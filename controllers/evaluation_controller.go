@@ -37,8 +37,12 @@ const (
 	ReasonEvaluating       = "Evaluating"
 	ReasonEvaluationFailed = "EvaluationFailed"
 	ReasonEvaluated        = "Evaluated"
-	evaluationJobsKept     = 1
-	metricDecimals         = 4
+	// ReasonQueryEmbeddingUnavailable: spec.queryEmbedding Weaviate on an Index whose
+	// revisions are not wired to a model server (serving disabled, Weaviate without the
+	// text2vec-transformers module).
+	ReasonQueryEmbeddingUnavailable = "QueryEmbeddingUnavailable"
+	evaluationJobsKept              = 1
+	metricDecimals                  = 4
 )
 
 // EvaluationReconciler runs `ragops evaluate` Jobs against an Index revision and writes the
@@ -72,7 +76,8 @@ type evaluationState struct {
 }
 
 // Reconcile drives one Evaluation through its steps (check the schedule, resolve the
-// revision, the schedule's slot, skip what is measured, run the Job, collect its result);
+// revision, the schedule's slot, skip what is measured, check that its queries can be
+// embedded as spec.queryEmbedding says, run the Job, collect its result);
 // reconcile.Summarize sets its conditions once from their merged result.
 func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var ev ragopsv1alpha1.Evaluation
@@ -102,6 +107,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.resolveRevision,
 		scheduleRun,
 		skipMeasured,
+		checkQueryEmbedding,
 		r.runEvaluation,
 		r.collectEvaluation,
 	)
@@ -157,6 +163,33 @@ func (r *EvaluationReconciler) resolveRevision(ctx context.Context, st *evaluati
 		return notReady(fmt.Sprintf("revision %s of Index %q is still building", revName, idx.Name)), nil
 	case ragopsv1alpha1.RevisionFailed:
 		return reconcile.Stalled(ReasonIndexNotReady, fmt.Sprintf("revision %s of Index %q failed to build", revName, idx.Name)), nil
+	}
+	return reconcile.Proceed, nil
+}
+
+// checkQueryEmbedding stalls spec.queryEmbedding Weaviate where Weaviate cannot embed the
+// queries (the Index's serving disabled, or its ServingReady says Weaviate lacks the
+// module) and waits while the model server of the revision measured has no ready replica.
+func checkQueryEmbedding(_ context.Context, st *evaluationState) (reconcile.Result, error) {
+	ev, idx := st.ev, &st.idx
+	if ev.Spec.QueryEmbedding != ragopsv1alpha1.QueryEmbeddingWeaviate || ev.Spec.Mode == ragopsv1alpha1.ModeBM25 {
+		return reconcile.Proceed, nil
+	}
+	if !idx.Spec.Serving.ServingEnabled() {
+		return reconcile.Stalled(ReasonQueryEmbeddingUnavailable, fmt.Sprintf(
+			"spec.queryEmbedding: Weaviate needs a model server, but Index %q sets spec.serving.enabled: false: enable it or set spec.queryEmbedding: Job", idx.Name)), nil
+	}
+	c, s := meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionServingReady), idx.Status.Serving
+	switch {
+	case c == nil || s == nil: // serving just enabled: the Index has not looked at Weaviate yet
+		return reconcile.Stop.With(reconcile.OutcomeProgressing, ReasonModelServerNotReady, fmt.Sprintf(
+			"spec.queryEmbedding: Weaviate waits for Index %q to report its model server (status.serving, ServingReady)", idx.Name)), nil
+	case c.Reason == ReasonTransformersModuleMissing:
+		return reconcile.Stalled(ReasonQueryEmbeddingUnavailable, fmt.Sprintf(
+			"spec.queryEmbedding: Weaviate cannot embed query text for Index %q: %s", idx.Name, c.Message)), nil
+	case s.Revision == st.rev.Name && s.ReadyReplicas == 0:
+		return reconcile.Stop.With(reconcile.OutcomeProgressing, ReasonModelServerNotReady, fmt.Sprintf(
+			"spec.queryEmbedding: Weaviate: the model server %s of revision %s has no ready replica yet", s.Deployment, s.Revision)), nil
 	}
 	return reconcile.Proceed, nil
 }
@@ -376,7 +409,8 @@ func (r *EvaluationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	indexChanged := predicate.Funcs{UpdateFunc: func(e evtUpdate) bool {
 		a, b := e.ObjectOld.(*ragopsv1alpha1.Index), e.ObjectNew.(*ragopsv1alpha1.Index)
 		return a.Status.ActiveRevision != b.Status.ActiveRevision || !slices.EqualFunc(a.Status.Revisions, b.Status.Revisions,
-			func(x, y ragopsv1alpha1.RevisionStatus) bool { return x.Name == y.Name && x.Phase == y.Phase })
+			func(x, y ragopsv1alpha1.RevisionStatus) bool { return x.Name == y.Name && x.Phase == y.Phase }) ||
+			servingOf(a) != servingOf(b) // spec.queryEmbedding Weaviate waits for it
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ragopsv1alpha1.Evaluation{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -384,4 +418,22 @@ func (r *EvaluationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&ragopsv1alpha1.Index{}, byIndex, builder.WithPredicates(indexChanged)).
 		Named("evaluation").
 		Complete(r)
+}
+
+// servingView is what checkQueryEmbedding reads of an Index.
+type servingView struct {
+	enabled, ready bool
+	reason, rev    string
+}
+
+// servingOf is the part of idx that decides whether spec.queryEmbedding Weaviate can run.
+func servingOf(idx *ragopsv1alpha1.Index) servingView {
+	v := servingView{enabled: idx.Spec.Serving.ServingEnabled()}
+	if c := meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionServingReady); c != nil {
+		v.reason = c.Reason
+	}
+	if s := idx.Status.Serving; s != nil {
+		v.ready, v.rev = s.ReadyReplicas > 0, s.Revision
+	}
+	return v
 }

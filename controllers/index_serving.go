@@ -444,15 +444,18 @@ func (r *IndexReconciler) servingStatus(ctx context.Context, st *indexState) rec
 		res = reconcile.ProceedFor(r.Options.ProgressInterval)
 	}
 	if moduleErr == nil && !hasModule && s.problem == "" {
-		reason, msg = ReasonTransformersModuleMissing, msg+"; "+moduleMissing(idx.Spec.Weaviate.URL, s.endpoint)
+		// A ready server that Weaviate never calls does not serve the alias's queries.
+		status, reason, msg = metav1.ConditionFalse, ReasonTransformersModuleMissing, moduleMissing(idx.Spec.Weaviate.URL, s.endpoint)+" ("+msg+")"
 	}
 	return res.Set(ragopsv1alpha1.ConditionServingReady, status, reason, msg)
 }
 
 // moduleMissing says what to set on a Weaviate without text2vec-transformers.
 func moduleMissing(url, endpoint string) string {
+	m := vectorstore.ModuleTransformers
 	return fmt.Sprintf("Weaviate at %s lacks the %s module, so revisions are built without a vectorizer and nearText through the alias fails: "+
-		"set ENABLE_MODULES to include %s and TRANSFORMERS_INFERENCE_API (e.g. %s) on Weaviate", url, vectorstore.ModuleTransformers, vectorstore.ModuleTransformers, endpoint)
+		"set ENABLE_MODULES=%s (beside any modules it lists), TRANSFORMERS_INFERENCE_API=%s (any URL; collections name their own) and "+
+		"TRANSFORMERS_WAIT_FOR_STARTUP=false on Weaviate, and let it reach the model-server Services; revisions built meanwhile keep no vectorizer (the next revision gets one)", url, m, m, endpoint)
 }
 
 // weaviateHasTransformers asks Weaviate whether it has the text2vec-transformers module and

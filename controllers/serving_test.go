@@ -63,8 +63,9 @@ func waitServingReady(t *testing.T, ns, name string, want metav1.ConditionStatus
 
 // TestModelServerShared: an Index gets a model server (restricted Deployment with a CPU
 // request, Service, NetworkPolicy, no PDB at one replica); a second Index with the same model
-// shares it (both own it); ServingReady follows the Deployment's ready replicas and names the
-// missing text2vec-transformers module of the suite's Weaviate; two replicas add a PDB; the
+// shares it (both own it); ServingReady is False while the Deployment has no ready replica
+// and stays False with a ready one, naming what to set on the suite's Weaviate, which lacks
+// the text2vec-transformers module; two replicas add a PDB; the
 // server is deleted once neither Index needs it.
 func TestModelServerShared(t *testing.T) {
 	controllers.SetServingGrace(0)
@@ -126,10 +127,20 @@ func TestModelServerShared(t *testing.T) {
 		t.Errorf("status.serving %+v, want endpoint %s", s, want)
 	}
 	setReadyReplicas(t, dep, 1)
-	idx = waitServingReady(t, ns, "besluiten", metav1.ConditionTrue)
+	// A ready server that the suite's Weaviate (no text2vec-transformers) never calls serves
+	// no query: ServingReady stays False and says what to set.
+	eventually(t, 30*time.Second, "status.serving with the ready replica", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		return idx.Status.Serving != nil && idx.Status.Serving.ReadyReplicas == 1, nil
+	})
 	cond := condition(idx, ragopsv1alpha1.ConditionServingReady)
-	if cond.Reason != controllers.ReasonTransformersModuleMissing || idx.Status.Serving.ReadyReplicas != 1 {
-		t.Errorf("ServingReady %+v, serving %+v: want the missing module named", cond, idx.Status.Serving)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != controllers.ReasonTransformersModuleMissing {
+		t.Fatalf("ServingReady %+v with a ready replica on a Weaviate without the module: want False, TransformersModuleMissing", cond)
+	}
+	for _, want := range []string{"ENABLE_MODULES=text2vec-transformers", "TRANSFORMERS_INFERENCE_API=" + want, "1/1 replicas ready"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("ServingReady message %q does not say %q", cond.Message, want)
+		}
 	}
 	// Two replicas: a PodDisruptionBudget.
 	base := getIndex(t, ns, "besluiten")

@@ -101,7 +101,9 @@ func (s ServingSpec) ServingEnabled() bool { return s.Enabled == nil || *s.Enabl
 
 // ConditionServingReady is an Index condition, informational like UnderReplicated (not part
 // of Ready): True when the model server of the revision behind the alias (or of the desired
-// revision while none serves) has ready replicas and serves the revision's model.
+// revision while none serves) has ready replicas and serves the revision's model, and
+// Weaviate has the text2vec-transformers module to call it (else False with reason
+// TransformersModuleMissing, naming what to set).
 const ConditionServingReady = "ServingReady"
 
 // ServingStatus is the model server of the revision behind the alias (of the desired revision
