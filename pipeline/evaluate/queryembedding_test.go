@@ -160,3 +160,34 @@ func queriesServed(t *testing.T, reg prometheus.Gatherer) float64 {
 	}
 	return 0 // no query served yet: the series appears with the first
 }
+
+// On a collection built without a vectorizer (Weaviate without text2vec-transformers, or
+// serving disabled) the worker with queryEmbedding Weaviate fails before any query, naming
+// the collection and what to set, instead of failing every nearText.
+func TestQueryEmbeddingWeaviateRefusesACollectionWithoutAVectorizer(t *testing.T) {
+	wv := weaviatetest.Start(t)
+	store, err := vectorstore.New(vectorstore.Config{HTTPHost: wv.HTTPAddr, GRPCHost: wv.GRPCAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := vectorstore.CollectionName("evalq", "plain", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.EnsureCollection(t.Context(), vectorstore.CollectionSpec{Name: name, Revision: "r1", Dimensions: 4}); err != nil {
+		t.Fatal(err)
+	}
+	p := plan.Evaluate{Version: plan.Version, Namespace: "evalq", Evaluation: "served", Revision: "r1", Collection: name,
+		Dataset: plan.Source{Dir: t.TempDir()}, Split: "test", Mode: ragopsv1alpha1.ModeDense, K: []int{10},
+		QueryEmbedding: ragopsv1alpha1.QueryEmbeddingWeaviate,
+		Weaviate:       plan.Weaviate{URL: "http://" + wv.HTTPAddr, GRPCAddress: wv.GRPCAddr}}
+	_, err = evaluate.Run(t.Context(), slog.New(slog.NewTextHandler(io.Discard, nil)), p, evaluate.Options{OutDir: t.TempDir()})
+	if err == nil {
+		t.Fatal("evaluated through a collection without a vectorizer")
+	}
+	for _, want := range []string{name, "no text2vec-transformers vectorizer", "ENABLE_MODULES=text2vec-transformers", "spec.queryEmbedding: Job"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
