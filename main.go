@@ -3,8 +3,8 @@
 //
 //   - manager: the operator (the Corpus, ChunkingStrategy, Index, Evaluation and Experiment
 //     reconcilers);
-//   - scan, embed, evaluate, fetch: the Job workers (list a corpus, build or sync a revision,
-//     run an Evaluation, fetch a model or data set);
+//   - scan, embed, evaluate, estimate, fetch: the Job workers (list a corpus, build or sync a
+//     revision, run an Evaluation, estimate an Experiment's trials, fetch a model or data set);
 //   - serve: the model server that embeds queries for a revision (text2vec-transformers API);
 //   - chunk: preview a ChunkingStrategy on local files;
 //   - query: search an Index through its alias;

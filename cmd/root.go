@@ -19,6 +19,7 @@ compare, experiment).`,
 	root.AddCommand(newVersionCommand())
 	root.AddCommand(newManagerCommand())
 	root.AddCommand(newScanCommand())
+	root.AddCommand(newEstimateCommand())
 	root.AddCommand(newEmbedCommand())
 	root.AddCommand(newEvaluateCommand())
 	root.AddCommand(newFetchCommand())

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -62,7 +63,9 @@ type ExperimentReconciler struct {
 // +kubebuilder:rbac:groups=ragops.dev,resources=evaluations,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=ragops.dev,resources=chunkingstrategies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=ragops.dev,resources=corpora,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // experimentChildren are the objects an Experiment controls, by name.
 type experimentChildren struct {
@@ -339,7 +342,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 		t := &p.Trials[i]
 		ts := trialStatus(t, ch, exp.Spec.Objective)
 		if old, ok := prev[t.Name]; ok && old.Revision == t.Revision {
-			ts.EstimatedTokens, ts.EstimateSampleDocuments = old.EstimatedTokens, old.EstimateSampleDocuments
+			ts.EstimatedTokens, ts.EstimateSampleDocuments, ts.EstimateError = old.EstimatedTokens, old.EstimateSampleDocuments, old.EstimateError
 			if _, live := ch.indexes[t.Name]; !live && (old.Phase == ragopsv1alpha1.TrialSucceeded || old.Phase == ragopsv1alpha1.TrialFailed) {
 				ts = old // finished, its children cleaned up: the status is all that is left
 			}
@@ -395,6 +398,13 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 	}
 	parallelism := int(max(exp.Spec.Parallelism, 1))
 	tooManyFailed := failed > int(exp.Spec.MaxFailedTrials)
+	waitEstimate := ""
+	if maxTokens != nil && !tooManyFailed {
+		var err error
+		if waitEstimate, err = r.jobEstimates(ctx, exp, c, p, statuses); err != nil {
+			return reconcile.Stop, err
+		}
+	}
 	var exhausted []string
 	for i := range p.Trials {
 		ts := &statuses[i]
@@ -410,8 +420,15 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 		if building >= parallelism {
 			continue
 		}
+		if waitEstimate != "" && ts.EstimateSampleDocuments == 0 && ts.EstimateError == "" {
+			ts.Message = waitEstimate
+			continue
+		}
 		t := &p.Trials[i]
 		est, estErr := r.estimate(ctx, exp, c, t, ts)
+		if estErr != nil && ts.EstimateError != "" {
+			estErr = fmt.Errorf("%w: %s", ErrNoEstimate, ts.EstimateError)
+		}
 		if maxTokens != nil {
 			if estErr == nil {
 				d := budget.Check(t.Name, maxTokens, spent, reserved, est)
@@ -428,6 +445,11 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 				ts.Phase = ragopsv1alpha1.TrialSkipped
 				ts.Message = fmt.Sprintf("trial %s not started: %d of the budget's %d tokens are spent or held and it has no estimate (%v)", t.Name, spent+reserved, *maxTokens, estErr)
 				exhausted = append(exhausted, ts.Message)
+				continue
+			} else if building > 0 {
+				// Without an estimate nothing bounds what it holds: it runs alone, so the
+				// budget is passed by one trial at most.
+				ts.Message = fmt.Sprintf("waiting for the running builds: it has no token estimate (%v) and runs alone", estErr)
 				continue
 			}
 		}
@@ -720,6 +742,7 @@ func (r *ExperimentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&ragopsv1alpha1.Index{}).
 		Owns(&ragopsv1alpha1.Evaluation{}).
 		Owns(&ragopsv1alpha1.ChunkingStrategy{}).
+		Owns(&batchv1.Job{}).
 		Named("experiment").
 		Complete(r)
 }

@@ -2,19 +2,24 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/workload"
 )
 
 // Fault: the manager stops while the first trial builds and its build finishes with no
@@ -208,5 +213,107 @@ func TestExperimentSpecChangeKeepsFinishedTrialsInTheNewSpace(t *testing.T) {
 	}
 	if o := exp.Status.CurrentOptimalTrial; o == nil || o.Trial != t128 || o.VsBaseline == nil || o.VsBaseline.Trial != t64 || len(exp.Status.Leaderboard) != 4 {
 		t.Fatalf("optimal %+v leaderboard %d", o, len(exp.Status.Leaderboard))
+	}
+}
+
+// A Corpus the operator cannot read (a PVC) is estimated by one estimate Job over the
+// Experiment's seeded sample before any trial starts: no Index exists while it runs; its
+// figures become the trials' estimates and the budget holds them; a trial it could not
+// estimate records why and waits while another build runs (it will run alone). The Job is
+// made once: reconciles after it finished make no second one.
+func TestExperimentEstimatesAPVCCorpusWithAnEstimateJob(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "archief"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	archief := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "archief"},
+		Spec: ragopsv1alpha1.CorpusSpec{PVC: &ragopsv1alpha1.PVCSource{ClaimName: "archief"}}}
+	for _, o := range []client.Object{pvc, archief} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	if err := env.Client.Status().Update(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	scans := func() []batchv1.Job { return ownedJobs(t, ns, archief) }
+	eventually(t, 30*time.Second, "the Corpus's scan Job", func() (bool, error) { return len(scans()) == 1, nil })
+	scan := scans()[0]
+	res, _ := json.Marshal(plan.ScanResult{Documents: 400, Bytes: 400_000, Revision: "pvc-rev-1"})
+	finishJob(t, &scan, 0, string(res))
+	eventually(t, 30*time.Second, "the scan recorded", func() (bool, error) {
+		var c ragopsv1alpha1.Corpus
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(archief), &c)
+		return err == nil && c.Status.Revision == "pvc-rev-1", err
+	})
+
+	exp := experimentFixture(t, ns, []int32{64, 96}, func(e *ragopsv1alpha1.Experiment) {
+		e.Spec.CorpusRef.Name = "archief"
+		e.Spec.Parallelism = 2
+		e.Spec.Budget = &ragopsv1alpha1.ExperimentBudget{MaxTokens: ptr.To[int64](5000)}
+	})
+	t64, t96 := trialName(64), trialName(96)
+	estimates := func() []batchv1.Job {
+		var jobs batchv1.JobList
+		if err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelComponent: workload.ComponentEstimate}); err != nil {
+			t.Fatal(err)
+		}
+		return jobs.Items
+	}
+	eventually(t, 30*time.Second, "one estimate Job", func() (bool, error) { return len(estimates()) == 1, nil })
+	job := estimates()[0]
+	if c := metav1.GetControllerOf(&job); c == nil || c.Kind != "Experiment" || c.Name != "sweep" {
+		t.Fatalf("estimate Job controller %+v", c)
+	}
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Name}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	var p plan.Estimate
+	if err := plan.Decode([]byte(cm.Data[plan.File]), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Source.Dir != plan.CorpusDir || p.Seed != exp.Spec.Algorithm.Seed || p.Fraction != 0.05 || p.MinDocuments != 32 || len(p.Trials) != 2 ||
+		p.Trials[0].Name != t64 || p.Trials[1].Name != t96 || p.Trials[0].ModelDir != exp.Spec.Space.Models[0].ImagePath || p.Trials[0].Strategy.Size != 64 {
+		t.Fatalf("estimate plan %+v", p)
+	}
+	exp = waitExperiment(t, ns, "trials waiting for their estimate", func(e *ragopsv1alpha1.Experiment) bool {
+		ts := trialOf(e, t64)
+		return ts != nil && strings.HasPrefix(ts.Message, "waiting for the token estimate of estimate Job "+job.Name)
+	})
+	if got := indexNames(t, ns); got != "" || counts(exp) != "2/0/0/0/0/0" {
+		t.Fatalf("Indexes %q (%s) before the estimate", got, counts(exp))
+	}
+
+	est, _ := json.Marshal(plan.EstimateResult{Documents: 400, Bytes: 400_000, SampleDocuments: 32, Trials: []plan.TrialEstimate{
+		{Name: t64, Revision: p.Trials[0].Revision, Tokens: 700, Chunks: 7},
+		{Name: t96, Revision: p.Trials[1].Revision, Error: "model folder /models/x: no tokenizer.json"}}})
+	finishJob(t, &job, 0, string(est))
+	exp = waitExperiment(t, ns, "t64 building on its estimate, t96 waiting", func(e *ragopsv1alpha1.Experiment) bool {
+		ts := trialOf(e, t96)
+		return counts(e) == "1/1/0/0/0/0" && ts != nil && strings.HasPrefix(ts.Message, "waiting for the running builds: it has no token estimate")
+	})
+	if ts := trialOf(exp, t64); ts.EstimatedTokens != 700 || ts.EstimateSampleDocuments != 32 || exp.Status.Budget.TokensReserved != 700 {
+		t.Fatalf("t64 %+v, budget %+v", ts, exp.Status.Budget)
+	}
+	if ts := trialOf(exp, t96); ts.EstimatedTokens != 0 || !strings.Contains(ts.EstimateError, "no tokenizer.json") {
+		t.Fatalf("t96 %+v", ts)
+	}
+	if got := indexNames(t, ns); got != t64 {
+		t.Fatalf("Indexes %q while t96 waits", got)
+	}
+	// Another reconcile (a touched annotation) makes no second estimate Job.
+	touch := getExperiment(t, ns)
+	metav1.SetMetaDataAnnotation(&touch.ObjectMeta, "test/touched", "1")
+	if err := env.Client.Update(ctx, touch); err != nil {
+		t.Fatal(err)
+	}
+	waitExperiment(t, ns, "the touch reconciled", func(e *ragopsv1alpha1.Experiment) bool {
+		return e.Annotations["test/touched"] == "1" && counts(e) == "1/1/0/0/0/0"
+	})
+	if n := len(estimates()); n != 1 {
+		t.Fatalf("%d estimate Jobs, want 1", n)
 	}
 }

@@ -487,6 +487,11 @@ type TrialStatus struct {
 	EstimatedTokens int64 `json:"estimatedTokens,omitempty"`
 	// +optional
 	EstimateSampleDocuments int64 `json:"estimateSampleDocuments,omitempty"`
+	// EstimateError says why the trial has no estimate (its estimate Job failed, or could not
+	// estimate it); such a trial starts only while no other build runs and the budget is not
+	// spent.
+	// +optional
+	EstimateError string `json:"estimateError,omitempty"`
 	// Tokens embedded by its build (the revision's status).
 	// +optional
 	Tokens int64 `json:"tokens,omitempty"`

@@ -47,6 +47,7 @@ const (
 	ComponentScan     = "scan"
 	ComponentEmbed    = "embed"
 	ComponentEvaluate = "evaluate"
+	ComponentEstimate = "estimate"
 )
 
 // DefaultBackoffLimit is the retries of a worker Job whose template sets none (the CRD's

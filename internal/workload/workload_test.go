@@ -72,6 +72,12 @@ func envNames(c corev1.Container) []string {
 	return out
 }
 
+// experiment is an Experiment named sweep with algorithm seed 7.
+func experiment() *ragopsv1alpha1.Experiment {
+	return &ragopsv1alpha1.Experiment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sweep", UID: "u-exp"},
+		Spec: ragopsv1alpha1.ExperimentSpec{Algorithm: ragopsv1alpha1.ExperimentAlgorithm{Seed: 7}}}
+}
+
 // Every workload kind renders the Job its worker expects: command, plan, mounts, labels and
 // the kind's own settings.
 func TestWorkloadKinds(t *testing.T) {
@@ -110,6 +116,25 @@ func TestWorkloadKinds(t *testing.T) {
 			}
 			if w.Revision != "3" || !strings.HasPrefix(w.Name, "docs-scan-") || w.Name != ScanJobName(c, "generation") || w.Name == ScanJobName(c, "interval") {
 				t.Errorf("scan Job %s revision %s", w.Name, w.Revision)
+			}
+		},
+	}, {
+		name: "estimate", w: Estimate(EstimateInputs{Experiment: experiment(), Corpus: c, Fraction: 0.05, MinDocuments: 32, Trials: []EstimateTrial{
+			{Name: "fixed-128", Revision: "r1", Model: minilm, Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Size: 128}},
+			{Name: "fixed-256", Revision: "r2", Model: minilm, Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Size: 256}},
+			{Name: "e5", Revision: "r3", Model: ragopsv1alpha1.ModelSpec{Name: "e5", ImagePath: "/models/e5"}, Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Size: 128}},
+		}}, defaults),
+		args: "estimate --plan " + planPath, component: ComponentEstimate, completions: 1,
+		volumes: []string{"plan", "tmp", "corpus", "model-0"},
+		check: func(t *testing.T, w *Workload) {
+			p := planOf[plan.Estimate](t, w)
+			if p.Experiment != "sweep" || p.Seed != 7 || p.Fraction != 0.05 || p.MinDocuments != 32 || p.Source.Dir != path.Join(plan.CorpusDir, "scifact") || len(p.Trials) != 3 ||
+				p.Trials[0].ModelDir != path.Join(plan.ModelDir+"-0", "minilm") || p.Trials[1].ModelDir != p.Trials[0].ModelDir || p.Trials[2].ModelDir != "/models/e5" || p.Trials[1].Strategy.Size != 256 {
+				t.Errorf("estimate plan %+v", p)
+			}
+			other := EstimateJobName(experiment(), "another-corpus-revision", []EstimateTrial{{Name: "fixed-128", Revision: "r1"}})
+			if !strings.HasPrefix(w.Name, "sweep-estimate-") || w.Revision != c.Status.Revision || w.Name == other {
+				t.Errorf("estimate Job %s revision %s (another corpus revision: %s)", w.Name, w.Revision, other)
 			}
 		},
 	}, {

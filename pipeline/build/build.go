@@ -63,6 +63,18 @@ func (e *ReadersError) Unwrap() error { return e.Err }
 // that fails is a *ReadersError.
 type lazyReaders struct{ formats.Lazy }
 
+// NewReaders returns the document readers a build reads src's documents with (formats
+// started on the first document: PDF with a PDFium cache in the temp folder, OCR as src.OCR
+// says, src.MaxDocumentBytes); a reader that cannot start fails with *ReadersError. Close it
+// when done.
+func NewReaders(src plan.Source) interface {
+	corpus.DocumentReader
+	Close() error
+} {
+	return &lazyReaders{formats.Lazy{Options: formats.Options{MaxBytes: int(src.MaxDocumentBytes),
+		PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "pdfium-cache")}, OCR: ocrOptions(src.OCR)}}}
+}
+
 func (l *lazyReaders) Read(ctx context.Context, data []byte) (reader.Document, error) {
 	if err := l.Start(ctx); err != nil {
 		return reader.Document{}, &ReadersError{Err: err}
@@ -214,8 +226,7 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	p, o := &b.p, b.o
 	readers := o.Readers
 	if readers == nil {
-		lazy := &lazyReaders{formats.Lazy{Options: formats.Options{MaxBytes: int(p.Source.MaxDocumentBytes),
-			PDF: pdf.Options{CacheDir: filepath.Join(os.TempDir(), "pdfium-cache")}, OCR: ocrOptions(p.Source.OCR)}}}
+		lazy := NewReaders(p.Source)
 		b.closers = append(b.closers, func() { _ = lazy.Close() })
 		readers = lazy
 	}

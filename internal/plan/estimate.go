@@ -1,0 +1,59 @@
+package plan
+
+import ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+
+// Estimate asks `ragops estimate` for the tokens each trial of an Experiment would embed:
+// it lists the corpus as a scan does, reads a seeded sample of its documents as a build
+// reads them, and chunks the sample with every trial's strategy and model (package
+// experiment/budget), scaled to the whole corpus. It exists for corpora the operator cannot
+// read itself (PVC, S3, HTTP, Git).
+type Estimate struct {
+	// Version is [Version].
+	Version    string `json:"version"`
+	Namespace  string `json:"namespace"`
+	Experiment string `json:"experiment"`
+	Source     Source `json:"source"`
+	// Seed draws the sample (budget.Sample); Fraction of the documents is sampled, at least
+	// MinDocuments of them (all when the corpus has fewer).
+	Seed         int64   `json:"seed"`
+	Fraction     float64 `json:"fraction"`
+	MinDocuments int     `json:"minDocuments"`
+	// Trials to estimate; trials of one model share its folder.
+	Trials []EstimateTrial `json:"trials"`
+}
+
+// EstimateTrial is one trial to estimate.
+type EstimateTrial struct {
+	// Name of the trial.
+	Name string `json:"name"`
+	// Revision the trial builds; its estimate is kept for that revision only.
+	Revision string                              `json:"revision"`
+	Strategy ragopsv1alpha1.ChunkingStrategySpec `json:"strategy"`
+	// ModelDir is the model folder in the pod.
+	ModelDir string `json:"modelDir"`
+}
+
+// EstimateResult is the termination message of an estimate pod.
+type EstimateResult struct {
+	// Documents and Bytes of the whole corpus as listed (the population scaled to).
+	Documents int64 `json:"documents"`
+	Bytes     int64 `json:"bytes"`
+	// SampleDocuments read and chunked.
+	SampleDocuments int `json:"sampleDocuments"`
+	// Trials in the plan's order.
+	Trials []TrialEstimate `json:"trials"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// TrialEstimate is one trial's estimate, or why there is none.
+type TrialEstimate struct {
+	Name     string `json:"name"`
+	Revision string `json:"revision"`
+	// Tokens and Chunks estimated for the whole corpus.
+	Tokens int64 `json:"tokens"`
+	Chunks int64 `json:"chunks"`
+	// RelativeStandardError of Tokens (see budget.Estimate).
+	RelativeStandardError float64 `json:"relativeStandardError,omitempty"`
+	// Error is set when this trial could not be estimated (its model folder, its strategy).
+	Error string `json:"error,omitempty"`
+}

@@ -1,0 +1,65 @@
+package workload
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+)
+
+// EstimateTrial is one trial an estimate Job estimates.
+type EstimateTrial struct {
+	Name, Revision string
+	Strategy       ragopsv1alpha1.ChunkingStrategySpec
+	Model          ragopsv1alpha1.ModelSpec
+}
+
+// EstimateInputs are what an estimate Job is built from, resolved by the Experiment
+// controller.
+type EstimateInputs struct {
+	Experiment *ragopsv1alpha1.Experiment
+	Corpus     *ragopsv1alpha1.Corpus
+	Trials     []EstimateTrial
+	// Fraction and MinDocuments size the sample (plan.Estimate).
+	Fraction     float64
+	MinDocuments int
+}
+
+// EstimateJobName names the estimate Job of an Experiment's trials: <experiment>-estimate-
+// and a hash of the corpus revision and the trials' names and revisions, so a new set of
+// trials or a changed corpus gets a Job of its own. At most MaxNameLength characters.
+func EstimateJobName(exp *ragopsv1alpha1.Experiment, corpusRevision string, trials []EstimateTrial) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d", corpusRevision, exp.Spec.Algorithm.Seed)
+	for _, t := range trials {
+		fmt.Fprintf(h, "\x00%s\x00%s", t.Name, t.Revision)
+	}
+	return fmt.Sprintf("%s-estimate-%s", ObjectName(exp.Name, 40), hex.EncodeToString(h.Sum(nil))[:10])
+}
+
+// Estimate returns the estimate Job of an Experiment: it lists the Corpus, reads a sample
+// seeded by the Experiment's algorithm seed and estimates each trial's tokens with its
+// strategy and model (`ragops estimate`). Each distinct model is mounted once.
+func Estimate(in EstimateInputs, d Defaults) *Workload {
+	exp, c := in.Experiment, in.Corpus
+	w := &Workload{Owner: exp, Name: EstimateJobName(exp, c.Status.Revision, in.Trials), Component: ComponentEstimate, Deadline: d.Deadline,
+		Revision: c.Status.Revision, Args: []string{"estimate"}, Image: d.Image, Shards: 1}
+	var src plan.Source
+	w.MountCorpus(c, &src)
+	p := plan.Estimate{Version: plan.Version, Namespace: exp.Namespace, Experiment: exp.Name, Source: src,
+		Seed: exp.Spec.Algorithm.Seed, Fraction: in.Fraction, MinDocuments: in.MinDocuments}
+	dirs := map[string]string{}
+	for _, t := range in.Trials {
+		dir, ok := dirs[t.Model.Name]
+		if !ok {
+			i := len(dirs)
+			dir = w.MountModel(fmt.Sprintf("model-%d", i), fmt.Sprintf("%s-%d", plan.ModelDir, i), t.Model, w.Image)
+			dirs[t.Model.Name] = dir
+		}
+		p.Trials = append(p.Trials, plan.EstimateTrial{Name: t.Name, Revision: t.Revision, Strategy: t.Strategy, ModelDir: dir})
+	}
+	w.Plan = p
+	return w
+}

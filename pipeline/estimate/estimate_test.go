@@ -1,0 +1,94 @@
+package estimate_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/testenv"
+	"github.com/ragops/ragops/pipeline/estimate"
+)
+
+// sciFactFolder writes the first n records of SciFact's corpus.jsonl into a BEIR folder.
+func sciFactFolder(t *testing.T, n int) string {
+	t.Helper()
+	datasets := testenv.Need(t, "RAGOPS_DATASETS", "export RAGOPS_DATASETS=$(hack/datasets.sh)")
+	f, err := os.Open(filepath.Join(datasets, "scifact", "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dir := t.TempDir()
+	out, err := os.Create(filepath.Join(dir, "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for i := 0; i < n && sc.Scan(); i++ {
+		if _, err := out.Write(append(sc.Bytes(), '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// The estimate Job's figures: over the whole corpus (fraction 1) the estimate is the exact
+// count, the same for every seed; a 10% sample is deterministic for its seed and lands within
+// four of its own standard errors of the exact count (SciFact, 400 abstracts, MiniLM's
+// tokenizer, Fixed 128 and Sentence 96 tokens); a trial whose model folder is missing gets its
+// own error while the others are estimated.
+func TestEstimateSampleAgainstTheWholeCorpus(t *testing.T) {
+	model := testenv.Need(t, "RAGOPS_MODEL_DIR", "run hack/export-model/export.sh and set RAGOPS_MODEL_DIR to the folder it prints")
+	dir := sciFactFolder(t, 400)
+	trials := []plan.EstimateTrial{
+		{Name: "fixed-128", Revision: "r1", ModelDir: model, Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitTokens, Size: 128, Overlap: 16}},
+		{Name: "sentence-96", Revision: "r2", ModelDir: model, Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategySentence, Unit: ragopsv1alpha1.UnitTokens, Size: 96}},
+		{Name: "no-model", Revision: "r3", ModelDir: filepath.Join(t.TempDir(), "missing"), Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitTokens, Size: 128}},
+	}
+	run := func(fraction float64, seed int64) plan.EstimateResult {
+		t.Helper()
+		p := plan.Estimate{Version: plan.Version, Source: plan.Source{Dir: dir, Format: ragopsv1alpha1.FormatBEIR, Include: []string{"corpus.jsonl"}},
+			Seed: seed, Fraction: fraction, MinDocuments: 8, Trials: trials}
+		res, err := estimate.Run(context.Background(), quiet, p, estimate.Options{WorkDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Documents != 400 || len(res.Trials) != 3 {
+			t.Fatalf("%d documents listed, %d trials", res.Documents, len(res.Trials))
+		}
+		if res.Trials[2].Error == "" || res.Trials[2].Tokens != 0 {
+			t.Fatalf("the trial without a model folder: %+v", res.Trials[2])
+		}
+		return res
+	}
+	exact := run(1, 1)
+	if exact.SampleDocuments != 400 || run(1, 7).Trials[0].Tokens != exact.Trials[0].Tokens {
+		t.Fatalf("a whole-corpus estimate depends on the seed or reads %d documents", exact.SampleDocuments)
+	}
+	a, b := run(0.1, 3), run(0.1, 3)
+	if a.SampleDocuments != 40 {
+		t.Fatalf("sample of %d documents, want 40", a.SampleDocuments)
+	}
+	for i := range 2 {
+		e, s := exact.Trials[i], a.Trials[i]
+		if e.Error != "" || s.Error != "" || e.Tokens <= 0 || s.Tokens != b.Trials[i].Tokens {
+			t.Fatalf("%s: exact %+v, sample %+v, again %+v", e.Name, e, s, b.Trials[i])
+		}
+		rel := math.Abs(float64(s.Tokens-e.Tokens)) / float64(e.Tokens)
+		if s.RelativeStandardError <= 0 || rel > 4*s.RelativeStandardError {
+			t.Errorf("%s: sample estimate %d tokens, exact %d (%.2f%% off, RSE %.2f%%)", e.Name, s.Tokens, e.Tokens, 100*rel, 100*s.RelativeStandardError)
+		}
+		t.Logf("%s: exact %d tokens (%d chunks); 10%% sample %d (%.2f%% off, RSE %.2f%%)", e.Name, e.Tokens, e.Chunks, s.Tokens, 100*rel, 100*s.RelativeStandardError)
+	}
+}
