@@ -1,7 +1,9 @@
 // Package e2e runs ragops end to end on the local cluster (hack/demo.sh with a 500-document
 // SciFact subset): manifests applied -> embedder and evaluation Jobs run as local processes
 // -> chunks in a real Weaviate -> recall in Evaluation status; then a strategy change builds a
-// new revision and moves the alias, and deleting an Index deletes its collections.
+// new revision and moves the alias, and deleting an Index deletes its collections; an
+// Experiment's leaderboard equals independent Evaluations of its trials' Indexes. The tests
+// share one cluster (upCluster), brought up once and taken down by TestMain.
 //
 // It needs root (the local node) and everything hack/demo.sh builds; with RAGOPS_REQUIRE_ALL=1
 // a missing prerequisite fails the test instead of skipping it.
@@ -10,6 +12,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -18,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,54 +52,98 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
-func TestEndToEndOnSciFactSubset(t *testing.T) {
+// localCluster is the local cluster hack/demo.sh brings up once for every test of the package
+// (each start costs minutes); TestMain takes it down.
+type localCluster struct {
+	root, state string
+	env         []string
+	k8s         client.Client
+	store       *vectorstore.Store
+	// started is set once `demo up` ran (down is then due, whether it failed or not); err
+	// is the bring-up's failure.
+	started bool
+	err     error
+}
+
+var (
+	local     localCluster
+	localOnce sync.Once
+)
+
+// TestMain runs the tests, then takes down the cluster one of them brought up.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if local.started {
+		if out, err := local.demo("down"); err != nil {
+			fmt.Fprintf(os.Stderr, "hack/demo.sh down: %v\n%s\n", err, tail(out, 6000))
+		}
+	}
+	os.Exit(code)
+}
+
+// demo runs hack/demo.sh with args and the cluster's environment.
+func (lc *localCluster) demo(args ...string) (string, error) {
+	c := exec.Command(filepath.Join(lc.root, "hack", "demo.sh"), args...)
+	c.Env, c.Dir = lc.env, lc.root
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// upCluster returns the local cluster on a 500-document SciFact subset with the samples of
+// testdata/samples applied and every Evaluation Ready, bringing it up on the first call.
+func upCluster(t *testing.T) *localCluster {
+	t.Helper()
 	if os.Getuid() != 0 {
 		skipOrFail(t, "the local node needs root")
 	}
-	root := testenv.ModuleRoot()
-	state := filepath.Join(root, ".cache", "e2e")
-	env := append(os.Environ(),
-		"RAGOPS_DEMO_DOCS=500",
-		"RAGOPS_DEMO_SAMPLES="+filepath.Join(root, "test", "e2e", "testdata", "samples"),
-		"RAGOPS_DEMO_DIR="+state,
-		"RAGOPS_DEMO_TIMEOUT=1800",
-		// make demo's gated rollout: a change that passes, one refused, a revert (asserted below).
-		"RAGOPS_DEMO_ROLLOUT="+filepath.Join(root, "config", "samples", "demo-rollout"),
-		"LOCALCLUSTER_DIR="+filepath.Join(state, "cluster"),
-		// Ports apart from `make demo`'s, so both can run on one machine.
-		"RAGOPS_DEMO_WEAVIATE_PORT_BASE=28075",
-		"RAGOPS_DEMO_MANAGER_PORT=28090",
-		"LOCALCLUSTER_APISERVER_PORT=26443",
-		"LOCALCLUSTER_ETCD_PORT=23890",
-		"LOCALCLUSTER_KUBELET_PORT=20250",
-	)
-	demo := func(args ...string) {
-		t.Helper()
-		c := exec.Command(filepath.Join(root, "hack", "demo.sh"), args...)
-		c.Env, c.Dir = env, root
-		out, err := c.CombinedOutput()
+	localOnce.Do(func() {
+		root := testenv.ModuleRoot()
+		state := filepath.Join(root, ".cache", "e2e")
+		local.root, local.state = root, state
+		local.env = append(os.Environ(),
+			"RAGOPS_DEMO_DOCS=500",
+			"RAGOPS_DEMO_SAMPLES="+filepath.Join(root, "test", "e2e", "testdata", "samples"),
+			"RAGOPS_DEMO_DIR="+state,
+			"RAGOPS_DEMO_TIMEOUT=1800",
+			// make demo's gated rollout: a change that passes, one refused, a revert (asserted below).
+			"RAGOPS_DEMO_ROLLOUT="+filepath.Join(root, "config", "samples", "demo-rollout"),
+			"LOCALCLUSTER_DIR="+filepath.Join(state, "cluster"),
+			// Ports apart from `make demo`'s, so both can run on one machine.
+			"RAGOPS_DEMO_WEAVIATE_PORT_BASE=28075",
+			"RAGOPS_DEMO_MANAGER_PORT=28090",
+			"LOCALCLUSTER_APISERVER_PORT=26443",
+			"LOCALCLUSTER_ETCD_PORT=23890",
+			"LOCALCLUSTER_KUBELET_PORT=20250",
+		)
+		local.started = true
+		start := time.Now()
+		out, err := local.demo("up")
 		if err != nil {
-			t.Fatalf("hack/demo.sh %v: %v\n%s", args, err, tail(string(out), 6000))
+			local.err = fmt.Errorf("hack/demo.sh up: %v\n%s", err, tail(out, 6000))
+			return
 		}
-		t.Logf("hack/demo.sh %v:\n%s", args, tail(string(out), 3000))
+		t.Logf("hack/demo.sh up:\n%s", tail(out, 3000))
+		t.Logf("apply -> every Evaluation Ready: %s", time.Since(start).Round(time.Second))
+		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "cluster", "kubeconfig"))
+		if err != nil {
+			local.err = err
+			return
+		}
+		if local.k8s, err = client.New(cfg, client.Options{Scheme: cmd.Scheme()}); err != nil {
+			local.err = err
+			return
+		}
+		local.store, local.err = vectorstore.New(vectorstore.Config{HTTPHost: "127.0.0.1:28080", GRPCHost: "127.0.0.1:28079"})
+	})
+	if local.err != nil {
+		t.Fatal(local.err)
 	}
-	t.Cleanup(func() { demo("down") })
-	start := time.Now()
-	demo("up")
-	t.Logf("apply -> every Evaluation Ready: %s", time.Since(start).Round(time.Second))
+	return &local
+}
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "cluster", "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: cmd.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := vectorstore.New(vectorstore.Config{HTTPHost: "127.0.0.1:28080", GRPCHost: "127.0.0.1:28079"})
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestEndToEndOnSciFactSubset(t *testing.T) {
+	lc := upCluster(t)
+	k8s, store, state := lc.k8s, lc.store, lc.state
 	ctx := context.Background()
 
 	// Recall landed in status, computed by real pods on real data.
