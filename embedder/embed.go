@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/embedder/tokenize"
@@ -96,6 +97,15 @@ func (m *Model) EmbedQueries(ctx context.Context, queries []string) ([][]float32
 	return m.embedTexts(ctx, queries, m.queryPre, nil)
 }
 
+// EncodeQuery embeds one query as EmbedQueries does; it implements evaluator.QueryEncoder.
+func (m *Model) EncodeQuery(ctx context.Context, text string) ([]float32, error) {
+	v, err := m.EmbedQueries(ctx, []string{text})
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
 // EmbedTexts embeds whole texts (document prefix, naive pooling), one vector each.
 func (m *Model) EmbedTexts(ctx context.Context, texts []string) ([][]float32, error) {
 	return m.embedTexts(ctx, texts, m.docPre, nil)
@@ -150,6 +160,7 @@ func (m *Model) embedTexts(ctx context.Context, texts []string, prefix []int64, 
 // naiveSeqs returns the sequence [CLS] prefix text [SEP] of each text, cut to the model's
 // positions, and how many were cut.
 func (m *Model) naiveSeqs(texts []string, prefix []int64) (seqs [][]int64, cut int64) {
+	defer since(&m.tokenizeNanos, time.Now())
 	seqs = make([][]int64, len(texts))
 	limit := m.cfg.MaxPositions - 2
 	for i, t := range texts {
@@ -205,6 +216,7 @@ func (m *Model) wrap(body []int64) []int64 {
 // packed so that sequences x longest length <= BatchTokens (at most MaxBatch sequences),
 // or, with FixedBatch > 0, FixedBatch consecutive sequences.
 func (m *Model) encode(ctx context.Context, seqs [][]int64, consume func(i int, states []float32)) error {
+	defer since(&m.inferenceNanos, time.Now())
 	if m.opts.Overlap == OverlapOn || (m.opts.Overlap == OverlapAuto && m.opts.Device == CUDA) {
 		return m.encodeOverlapped(ctx, seqs, consume)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/embedder/ort"
@@ -441,6 +442,12 @@ func TestQueryPrefix(t *testing.T) {
 	if c := cosine(a[0], b[1]); c > 0.9999 {
 		t.Errorf("the query prefix changed nothing (cosine %.6f)", c)
 	}
+	// EncodeQuery (evaluator.QueryEncoder) is EmbedQueries of one query: prefixed too.
+	if e, err := m.EncodeQuery(ctx, q); err != nil {
+		t.Fatal(err)
+	} else if c := cosine(e, b[0]); c < 0.9999 {
+		t.Errorf("EncodeQuery vs prefixed text: cosine %.6f", c)
+	}
 }
 
 func TestJSONLWriter(t *testing.T) {
@@ -467,5 +474,32 @@ func TestJSONLWriter(t *testing.T) {
 	}
 	if r.DocID != "d1" || r.Text != "Twee zinnen." || r.Mode != "late" || len(r.Vector) != 2 || r.Vector[1] != 1 {
 		t.Errorf("record %+v", r)
+	}
+}
+
+// Stats times tokenizing and inference: both grow with a call, by at most the call's
+// duration together (they run one after the other), and a late call adds to both too.
+func TestStatsTimeTokenizingAndInference(t *testing.T) {
+	m := load(t, Options{})
+	ctx := context.Background()
+	text := strings.Repeat("Vitamin D deficiency is associated with a higher risk of fractures in older adults. ", 20)
+	start := time.Now()
+	if _, err := m.EmbedTexts(ctx, []string{text, text[:200], "short"}); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	st := m.Stats()
+	if st.TokenizeTime <= 0 || st.InferenceTime <= 0 {
+		t.Fatalf("after EmbedTexts: tokenize %v, inference %v; want both > 0", st.TokenizeTime, st.InferenceTime)
+	}
+	if sum := st.TokenizeTime + st.InferenceTime; sum > took {
+		t.Errorf("tokenize %v + inference %v = %v, more than the call's %v", st.TokenizeTime, st.InferenceTime, sum, took)
+	}
+	chunks := []chunkers.Chunk{{Ordinal: 0, Start: 0, End: 100}, {Ordinal: 1, Start: 100, End: len(text)}}
+	if _, err := m.EmbedChunks(ctx, text, chunks, Late); err != nil {
+		t.Fatal(err)
+	}
+	if late := m.Stats(); late.TokenizeTime <= st.TokenizeTime || late.InferenceTime <= st.InferenceTime {
+		t.Errorf("a late call added nothing: tokenize %v -> %v, inference %v -> %v", st.TokenizeTime, late.TokenizeTime, st.InferenceTime, late.InferenceTime)
 	}
 }

@@ -3,6 +3,7 @@ package embedder
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/embedder/tokenize"
@@ -82,6 +83,7 @@ type lateEnc struct {
 // lateSeqs returns the windows of every document with chunks as [CLS] window [SEP] sequences,
 // and per document its lateEnc (zero for a document without chunks: it is not encoded).
 func (m *Model) lateSeqs(docs []Document) ([][]int64, []lateEnc) {
+	defer since(&m.tokenizeNanos, time.Now())
 	var seqs [][]int64
 	encs := make([]lateEnc, len(docs))
 	for di, doc := range docs {

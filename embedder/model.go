@@ -41,6 +41,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/ragops/ragops/embedder/ort"
 	"github.com/ragops/ragops/embedder/tokenize"
@@ -137,6 +138,10 @@ type Model struct {
 
 	// truncatedChunks counts chunks (EmbedDocuments, naive mode) cut to the positions.
 	truncatedChunks atomic.Int64
+
+	// tokenizeNanos and inferenceNanos sum the time spent tokenizing inputs and encoding
+	// them (see Stats).
+	tokenizeNanos, inferenceNanos atomic.Int64
 }
 
 // Load opens the model folder dir (model.onnx, tokenizer.json, ragops.json), loads the
@@ -399,12 +404,21 @@ type Stats struct {
 	// mode): chunks whose text after the cut is indexed for BM25 but not in the vector.
 	// Late mode cuts none: every token is pooled from one of the macro windows.
 	TruncatedChunks int64
+	// TokenizeTime is the time spent turning texts into token sequences (prefixes, cuts,
+	// late-chunking windows included); InferenceTime the time spent encoding them: building
+	// the input tensors, running the ONNX session, copying the states out and pooling. Both
+	// are monotonic-clock sums over calls (concurrent calls each add their own time).
+	TokenizeTime, InferenceTime time.Duration
 }
 
 // Stats returns the model's counters since Load.
 func (m *Model) Stats() Stats {
-	return Stats{Tokens: m.tokens.Load(), Truncated: m.truncated.Load(), TruncatedChunks: m.truncatedChunks.Load()}
+	return Stats{Tokens: m.tokens.Load(), Truncated: m.truncated.Load(), TruncatedChunks: m.truncatedChunks.Load(),
+		TokenizeTime: time.Duration(m.tokenizeNanos.Load()), InferenceTime: time.Duration(m.inferenceNanos.Load())}
 }
+
+// since adds the time elapsed from start to sum (a Stats timer).
+func since(sum *atomic.Int64, start time.Time) { sum.Add(int64(time.Since(start))) }
 
 // errClosed is returned by embedding calls after Close.
 var errClosed = errors.New("embedder: model is closed")

@@ -188,6 +188,26 @@ type BuildResult struct {
 	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
 	// OCR counts the pages read by OCR (reader.OCRStats summed over the shard's documents).
 	OCR *ragopsv1alpha1.OCRStatus `json:"ocr,omitempty"`
+	// Stages says where the shard's Seconds went; nil from a worker that does not report it.
+	Stages *StageSeconds `json:"stages,omitempty"`
+}
+
+// StageSeconds is the time a build shard spent in each stage, in seconds (monotonic-clock
+// sums, rounded to milliseconds). The stages run one after another on one goroutine, so
+// their sum is at most the shard's Seconds; the rest is opening the model, the collection
+// and the corpus, and planning the shard. A Semantic or Cluster strategy's sentence
+// embeddings count in Chunk and again in Tokenize and Inference.
+type StageSeconds struct {
+	// Read is reading and parsing documents (corpus walk, format readers, OCR).
+	Read float64 `json:"read"`
+	// Chunk is running the chunking strategy (its own token counting included).
+	Chunk float64 `json:"chunk"`
+	// Tokenize is the embedder turning chunk texts into token sequences.
+	Tokenize float64 `json:"tokenize"`
+	// Inference is the embedder encoding them (tensors, ONNX Runtime, pooling).
+	Inference float64 `json:"inference"`
+	// Write is writing chunks into Weaviate (upserts and document replacements).
+	Write float64 `json:"write"`
 }
 
 // Evaluate asks `ragops evaluate` to run a dataset's queries against a collection or alias.

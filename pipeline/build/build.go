@@ -143,6 +143,10 @@ type shardBuild struct {
 	shardChunks int64
 	// unreadContainers are the container files not read whole: unseen documents are kept.
 	unreadContainers []string
+	// readTime, chunkTime and writeTime sum the stages Run times itself (the embedder times
+	// tokenizing and inference); visited is when the corpus walk last handed over control.
+	readTime, chunkTime, writeTime time.Duration
+	visited                        time.Time
 }
 
 func (b *shardBuild) close() {
@@ -261,9 +265,15 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var fatal error
+	// Reading is the walk's time outside its callbacks.
+	b.visited = time.Now()
 	err := b.src.Walk(wctx, false, b.mine, func(d corpus.Document) error {
+		b.readTime += time.Since(b.visited)
+		defer func() { b.visited = time.Now() }()
 		return b.document(ctx, d)
 	}, func(sk corpus.Skipped) {
+		b.readTime += time.Since(b.visited)
+		defer func() { b.visited = time.Now() }()
 		var re *ReadersError
 		if errors.As(sk.Err, &re) {
 			if fatal == nil {
@@ -274,6 +284,7 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 		}
 		b.skipped(sk)
 	})
+	b.readTime += time.Since(b.visited)
 	if fatal != nil {
 		return fatal
 	}
@@ -293,7 +304,9 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		return nil
 	}
 	addOCR(res, d.Doc.OCR)
+	chunkStart := time.Now()
 	chunks, err := docchunk.Chunk(ctx, b.chunker, d.Doc)
+	b.chunkTime += time.Since(chunkStart)
 	if err != nil {
 		res.Skipped["ChunkingFailed"]++
 		if _, had := b.existing[d.ID]; had {
@@ -360,6 +373,8 @@ func (b *shardBuild) flush(ctx context.Context) error {
 		return err
 	}
 	var batch []vectorstore.Chunk
+	writeStart := time.Now()
+	defer func() { b.writeTime += time.Since(writeStart) }()
 	for i, d := range b.pending {
 		var objs []vectorstore.Chunk
 		for j, c := range b.pendingChunks[i] {
@@ -429,14 +444,21 @@ func (b *shardBuild) finish() plan.BuildResult {
 	if res.Resumed > 0 {
 		b.log.Info(fmt.Sprintf("resumed: skipped %d documents already complete", res.Resumed), "resumed", res.Resumed, "embedded", res.Documents-res.Resumed)
 	}
-	res.Tokens, res.TruncatedChunks = b.model.Stats().Tokens+res.ResumedTokens, b.model.Stats().TruncatedChunks
+	st := b.model.Stats()
+	res.Tokens, res.TruncatedChunks = st.Tokens+res.ResumedTokens, st.TruncatedChunks
 	res.Seconds = time.Since(b.start).Seconds()
+	res.Stages = &plan.StageSeconds{Read: ms(b.readTime), Chunk: ms(b.chunkTime), Tokenize: ms(st.TokenizeTime),
+		Inference: ms(st.InferenceTime), Write: ms(b.writeTime)}
 	if len(res.Skipped) == 0 {
 		res.Skipped = nil
 	}
-	b.prog.Tick(b.done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted, "kept", res.Kept, "resumed", res.Resumed)
+	b.prog.Tick(b.done+res.Unchanged, true, "chunks", res.Chunks, "tokens", res.Tokens, "deleted", res.Deleted, "kept", res.Kept, "resumed", res.Resumed,
+		"readS", res.Stages.Read, "chunkS", res.Stages.Chunk, "tokenizeS", res.Stages.Tokenize, "inferenceS", res.Stages.Inference, "writeS", res.Stages.Write)
 	return *res
 }
+
+// ms rounds a duration to milliseconds, in seconds (plan.StageSeconds).
+func ms(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
 
 // outagePolicy is the store's wait for an unavailable Weaviate (see Options.OutageWait).
 func outagePolicy(log *slog.Logger, wait time.Duration) vectorstore.OutagePolicy {

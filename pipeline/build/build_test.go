@@ -409,3 +409,28 @@ func assertSameIDs(t *testing.T, got, want map[string][]string, rev, cleanRev st
 		}
 	}
 }
+
+// The result says where the shard's time went: every stage of a build from Markdown files
+// took some time, and the stages, timed one after another on one goroutine, add up to at
+// most the shard's Seconds.
+func TestResultStagesCoverTheShard(t *testing.T) {
+	f := newFixture(t, 40)
+	res, err := f.run(t, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Stages
+	if st == nil {
+		t.Fatal("no stages in the result")
+	}
+	for name, s := range map[string]float64{"read": st.Read, "chunk": st.Chunk, "tokenize": st.Tokenize, "inference": st.Inference, "write": st.Write} {
+		if s <= 0 {
+			t.Errorf("stage %s took %v s, want > 0", name, s)
+		}
+	}
+	// Each stage is rounded to the millisecond: allow half of one per stage.
+	if sum := st.Read + st.Chunk + st.Tokenize + st.Inference + st.Write; sum > res.Seconds+0.0025 {
+		t.Errorf("stages sum to %.3f s, more than the shard's %.3f s: %+v", sum, res.Seconds, *st)
+	}
+	t.Logf("%d chunks in %.3f s: %+v", res.Chunks, res.Seconds, *st)
+}
