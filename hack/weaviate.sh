@@ -24,6 +24,8 @@
 # not start the module without it, even when every collection names its own model server URLs;
 # RAGOPS_TRANSFORMERS_URL, default an unused loopback port) and TRANSFORMERS_WAIT_FOR_STARTUP=false
 # (see vectorstore/weaviatetest.TransformersEnv). Default: no modules.
+# RAGOPS_WEAVIATE_AUTOSCHEMA=true lets writes add properties (LlamaIndex and LangChain rely on it;
+# hack/bench-ingest sets it). Default: false, as ragops declares its schema.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -102,7 +104,7 @@ launch() {
 	env PERSISTENCE_DATA_PATH="$state/data/node$i" \
 		DEFAULT_VECTORIZER_MODULE=none \
 		AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true \
-		AUTOSCHEMA_ENABLED=false \
+		AUTOSCHEMA_ENABLED="${RAGOPS_WEAVIATE_AUTOSCHEMA:-false}" \
 		CLUSTER_HOSTNAME="node$i" CLUSTER_IN_LOCALHOST=true \
 		CLUSTER_BIND_ADDR=127.0.0.1 CLUSTER_ADVERTISE_ADDR=127.0.0.1 \
 		CLUSTER_GOSSIP_BIND_PORT="$p" CLUSTER_DATA_BIND_PORT="$((p + 1))" \
