@@ -229,9 +229,7 @@ func TestFailedScanIsRetriedWithExponentialBackoff(t *testing.T) {
 func TestFailedScanIgnoresAStatusWriteToItsPVC(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "archief"},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	pvc := readOnlyClaim(ns, "archief")
 	corpus := failedScan(t, ns, ragopsv1alpha1.CorpusSpec{PVC: &ragopsv1alpha1.PVCSource{ClaimName: "archief"}},
 		`{"error":"open /corpus/besluiten: no such file or directory"}`, "no such file or directory", pvc)
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
@@ -255,4 +253,11 @@ func TestFailedScanIgnoresAStatusWriteToItsPVC(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSecondScan(t, corpus, "after the PVC was relabelled")
+}
+
+// readOnlyClaim is a 1Gi ReadOnlyMany PersistentVolumeClaim, not yet bound.
+func readOnlyClaim(ns, name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 }
