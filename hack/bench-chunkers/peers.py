@@ -91,11 +91,19 @@ def table(results_path, md_path):
         md = f.read()
     head = "## Chunkers\n"
     i = md.index(head) + len(head)
-    # Replace up to the next heading of any level: subsections (earlier runs kept for
-    # comparison, the long-document benchmarks) stay.
+    # Replace the intro and the first table only: the prose under it (the run's machine and
+    # reading, the CPU-time comparison) and the subsections (earlier runs kept for comparison,
+    # the long-document benchmarks) stay, to be edited by whoever publishes the run.
+    t = md.find("\n| corpus | strategy | tool |", i)
     ends = [k for k in (md.find("\n## ", i), md.find("\n### ", i)) if k >= 0]
-    j = min(ends) + 1 if ends else len(md)
-    md = md[:i] + "\n" + intro + text + "\n\n" + md[j:]
+    section_end = min(ends) + 1 if ends else len(md)
+    if 0 <= t < section_end:
+        j = t + 1
+        while md.startswith("|", j):
+            j = md.index("\n", j) + 1
+    else:
+        j = section_end
+    md = md[:i] + "\n" + intro + text + "\n" + md[j:]
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(md)
 
