@@ -99,6 +99,9 @@ func TestContainerSeesVolumesImageAndLeavesHostAlone(t *testing.T) {
 	if st.ExitCode != 3 || st.Reason != "Error" {
 		t.Fatalf("exit = %+v, want code 3 reason Error; logs:\n%s", st, logs)
 	}
+	if st.Usage == nil || st.Usage.MaxRSSKiB <= 0 {
+		t.Errorf("exit usage = %+v, want the program's wait4 rusage (peak RSS > 0)", st.Usage)
+	}
 	for _, want := range []string{"from-volume", "from-image", "overlay-ok", "ro-ok", "host=pod-a env=hello", "hostroot-ok"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %q:\n%s", want, logs)

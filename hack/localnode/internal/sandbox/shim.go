@@ -90,7 +90,7 @@ func RunShim(specPath string) int {
 		}
 	}()
 	err = cmd.Wait()
-	st := ExitStatus{Reason: "Completed", StartedAt: started, FinishedAt: time.Now()}
+	st := ExitStatus{Reason: "Completed", StartedAt: started, FinishedAt: time.Now(), Usage: usage(cmd.ProcessState)}
 	if err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
@@ -110,6 +110,19 @@ func RunShim(specPath string) int {
 		return 2
 	}
 	return 0
+}
+
+// usage reads the program's CPU time and peak RSS from its wait4 rusage (nil without one).
+func usage(ps *os.ProcessState) *Usage {
+	if ps == nil {
+		return nil
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return nil
+	}
+	sec := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return &Usage{UserSeconds: sec(ru.Utime), SystemSeconds: sec(ru.Stime), MaxRSSKiB: ru.Maxrss}
 }
 
 // LookPath resolves argv[0] inside root (a host folder) the way execvp would, returning the path inside the

@@ -92,6 +92,16 @@ type ExitStatus struct {
 	Message    string    `json:"message,omitempty"`
 	StartedAt  time.Time `json:"startedAt"`
 	FinishedAt time.Time `json:"finishedAt"`
+	// Usage is the program's resource use from wait4 (its own and its reaped children's);
+	// nil when it never ran.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is a finished program's CPU time and peak resident set, as wait4 reports them.
+type Usage struct {
+	UserSeconds   float64 `json:"userSeconds"`
+	SystemSeconds float64 `json:"systemSeconds"`
+	MaxRSSKiB     int64   `json:"maxRssKiB"`
 }
 
 // WriteJSON writes v to path atomically (a temporary file renamed over path).
