@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,8 +284,19 @@ func TestLocalCluster(t *testing.T) {
 	if len(pods.Items) != 3 {
 		t.Fatalf("job has %d pods, want 3", len(pods.Items))
 	}
+	podNet := netip.MustParsePrefix("127.1.0.0/16")
+	ips := map[string]string{}
 	for _, p := range pods.Items {
 		idx := p.Annotations["batch.kubernetes.io/job-completion-index"]
+		// Each pod has its own loopback address, in status and in the downward API.
+		ip, err := netip.ParseAddr(p.Status.PodIP)
+		if err != nil || !podNet.Contains(ip) || len(p.Status.PodIPs) != 1 || p.Status.PodIPs[0].IP != p.Status.PodIP || p.Status.HostIP != "127.0.0.1" {
+			t.Errorf("pod %s: podIP %q podIPs %v hostIP %q, want its own address in %s and hostIP 127.0.0.1", p.Name, p.Status.PodIP, p.Status.PodIPs, p.Status.HostIP, podNet)
+		}
+		if other, dup := ips[p.Status.PodIP]; dup {
+			t.Errorf("pods %s and %s share the address %s", other, p.Name, p.Status.PodIP)
+		}
+		ips[p.Status.PodIP] = p.Name
 		if p.Status.Phase != corev1.PodSucceeded || len(p.Status.ContainerStatuses) != 1 {
 			t.Errorf("pod %s: phase %s, want Succeeded", p.Name, p.Status.Phase)
 			continue
@@ -294,7 +306,7 @@ func TestLocalCluster(t *testing.T) {
 			t.Errorf("pod %s: terminated %+v, want exit 0 and message %q", p.Name, term, "done "+idx+" hello")
 		}
 		logs := c.kubectl("-n", ns, "logs", p.Name)
-		want := fmt.Sprintf("index=%s greeting=hello pw=s3cret pod=%s ip=127.0.0.1 cpu=100", idx, p.Name)
+		want := fmt.Sprintf("index=%s greeting=hello pw=s3cret pod=%s ip=%s cpu=100", idx, p.Name, p.Status.PodIP)
 		if !strings.Contains(logs, want) {
 			t.Errorf("kubectl logs %s = %q, want it to contain %q", p.Name, logs, want)
 		}
@@ -369,6 +381,11 @@ func TestLocalCluster(t *testing.T) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "slow", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning, err
 	})
+	p, err = cs.CoreV1().Pods(ns).Get(ctx, "slow", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowIP := p.Status.PodIP
 	rss := vmRSS(c.pid("localnode"))
 	t.Logf("node RSS: %s", rss)
 	if err := exec.Command("kill", strconv.Itoa(c.pid("localnode"))).Run(); err != nil {
@@ -386,6 +403,9 @@ func TestLocalCluster(t *testing.T) {
 	}
 	if p.Status.Phase != corev1.PodSucceeded {
 		t.Errorf("pod slow: phase %s after the node restart, want Succeeded", p.Status.Phase)
+	}
+	if p.Status.PodIP != slowIP {
+		t.Errorf("pod slow: address %s after the node restart, %s before: want it kept", p.Status.PodIP, slowIP)
 	}
 	if b, _ := os.ReadFile(filepath.Join(hostDir, "slow-starts")); string(b) != "start\n" {
 		t.Errorf("pod slow started %d times across the node restart, want 1", strings.Count(string(b), "start"))

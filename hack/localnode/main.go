@@ -10,6 +10,7 @@
 //	localnode --kubeconfig FILE [--node-name localnode] [--state-dir DIR] [--listen 127.0.0.1:10250]
 //	          [--image-map REF=DIR]... [--image-entrypoint REF=CMD]...
 //	          [--cpu N] [--memory QTY] [--pods N] [--advertise-gpus N] [--service-account-dir DIR]
+//	          [--pod-cidr 127.1.0.0/16] [--pod-ip-lease-dir /run/localnode/pod-ips]
 //	localnode stop-pods --state-dir DIR   # kill every container the node started (hack/localcluster/down.sh)
 //
 // Images: --image-map ragops:latest=/path/to/rootfs makes containers with image ragops:latest
@@ -21,6 +22,12 @@
 // --advertise-gpus N is a demo-only switch: the node advertises N nvidia.com/gpu so pods that
 // request GPUs schedule; it does not create GPUs (the host's /dev/nvidia* are bound into such
 // containers when they exist, nothing more).
+//
+// Networking: every pod gets its own loopback address from --pod-cidr (status.podIP, the
+// downward API's status.podIP; kept in the pod's state across node restarts, freed when the pod
+// goes; a host-wide lease folder keeps two nodes on one host apart). Pods still share the host's
+// network: a process that listens on 0.0.0.0 takes the port on every pod's address, one that
+// listens on $(POD_IP):PORT only on its own.
 //
 // The node publishes InternalIP 127.0.0.1 and its kubelet port, and serves the kubelet API
 // (logs, exec) over TLS with a self-signed certificate; kube-apiserver must run with
@@ -47,6 +54,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragops/ragops/hack/localnode/internal/podip"
 	"github.com/ragops/ragops/hack/localnode/internal/provider"
 	"github.com/ragops/ragops/hack/localnode/internal/sandbox"
 	"github.com/ragops/ragops/hack/localnode/internal/servingcert"
@@ -94,6 +102,7 @@ func (p pairs) Set(s string) error {
 type options struct {
 	kubeconfig, nodeName, stateDir, listen, saDir, logLevel string
 	apiHost, apiPort                                        string
+	podCIDR, leaseDir                                       string
 	cpu, memory, pods, storage                              string
 	gpus                                                    int
 	images, entrypoints, labels                             pairs
@@ -109,6 +118,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.saDir, "service-account-dir", "", "folder with token and ca.crt mounted at /var/run/secrets/kubernetes.io/serviceaccount in pods (empty: none)")
 	fs.StringVar(&o.apiHost, "apiserver-host", "", "KUBERNETES_SERVICE_HOST in pods (default: the kubeconfig's server host)")
 	fs.StringVar(&o.apiPort, "apiserver-port", "", "KUBERNETES_SERVICE_PORT in pods (default: the kubeconfig's server port)")
+	fs.StringVar(&o.podCIDR, "pod-cidr", podip.DefaultPrefix, "loopback prefix the pods' own addresses come from")
+	fs.StringVar(&o.leaseDir, "pod-ip-lease-dir", podip.DefaultLeaseDir, "host-wide folder of pod address leases, shared by the local nodes of one host")
 	fs.StringVar(&o.cpu, "cpu", strconv.Itoa(runtime.NumCPU()), "CPU capacity advertised")
 	fs.StringVar(&o.memory, "memory", "", "memory capacity advertised (default: the host's MemTotal)")
 	fs.StringVar(&o.pods, "pods", "110", "pod capacity advertised")
@@ -216,6 +227,10 @@ func run() error {
 			return err
 		}
 	}
+	ips, err := podip.New(o.podCIDR, o.leaseDir)
+	if err != nil {
+		return fmt.Errorf("--pod-cidr %s: %w", o.podCIDR, err)
+	}
 	cert, err := servingcert.Generate([]string{"127.0.0.1", host, "localhost", o.nodeName}, 365*24*time.Hour)
 	if err != nil {
 		return err
@@ -230,6 +245,7 @@ func run() error {
 		p, err := provider.New(ctx, provider.Config{
 			NodeName: o.nodeName, StateDir: stateDir, Self: self, Images: images, Client: client,
 			APIServerHost: o.apiHost, APIServerPort: o.apiPort, ServiceAccountDir: saDir, Allocatable: capacity,
+			PodIPs: ips,
 		})
 		return p, nil, err
 	}

@@ -3,8 +3,9 @@
 // secretKeyRef, fieldRef, resourceFieldRef) and $(VAR) expansion in values, command and args.
 //
 // The local node resolves env itself (virtual-kubelet's own resolution leaves a pod using
-// `fieldRef: status.podIP` Pending forever and drops resourceFieldRef): every local pod has the
-// address 127.0.0.1, so status.podIP, status.podIPs, status.hostIP and status.hostIPs give that.
+// `fieldRef: status.podIP` Pending forever and drops resourceFieldRef): status.podIP and
+// status.podIPs give the pod's own loopback address (status.podIP, set by the node before the
+// containers start; package podip), status.hostIP and status.hostIPs the node's 127.0.0.1.
 // Service links other than the `kubernetes` service are not injected (ClusterIPs are unreachable
 // from local processes); KUBERNETES_SERVICE_HOST/PORT point at the local apiserver instead.
 package podenv
@@ -21,8 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// PodIP is the address every pod of the local node has (and the node itself).
-const PodIP = "127.0.0.1"
+// NodeIP is the local node's address (status.hostIP of its pods, and status.podIP of a pod
+// whose status has none).
+const NodeIP = "127.0.0.1"
 
 // Sources fetches the objects env and volumes refer to. Missing objects give an error for which
 // apierrors.IsNotFound is true.
@@ -206,8 +208,13 @@ func FieldValue(pod *corev1.Pod, fieldPath string) (string, error) {
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs":
-		return PodIP, nil
+	case "status.podIP", "status.podIPs":
+		if pod.Status.PodIP != "" {
+			return pod.Status.PodIP, nil
+		}
+		return NodeIP, nil
+	case "status.hostIP", "status.hostIPs":
+		return NodeIP, nil
 	}
 	return "", configErrorf("unsupported downward API field path %q", fieldPath)
 }

@@ -56,7 +56,8 @@ func TestResolve(t *testing.T) {
 	}
 	optional := true
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-2", Namespace: "ns",
-		Annotations: map[string]string{"batch.kubernetes.io/job-completion-index": "2"}}}
+		Annotations: map[string]string{"batch.kubernetes.io/job-completion-index": "2"}},
+		Status: corev1.PodStatus{PodIP: "127.1.0.7", HostIP: NodeIP}}
 	c := &corev1.Container{
 		Name:    "main",
 		EnvFrom: []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
@@ -65,6 +66,7 @@ func TestResolve(t *testing.T) {
 			{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "sec"}, Key: "token"}}},
 			{Name: "JOB_COMPLETION_INDEX", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
 			{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "HOST_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
 			{Name: "MEM_MI", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
 			{Name: "OPT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Key: "k", Optional: &optional}}},
 			{Name: "SHARD", Value: "shard-$(JOB_COMPLETION_INDEX)-of-$(KUBERNETES_SERVICE_HOST)"},
@@ -77,7 +79,7 @@ func TestResolve(t *testing.T) {
 	}
 	want := []Var{
 		{"KUBERNETES_SERVICE_HOST", "127.0.0.1"}, {"CFG_LEVEL", "3"}, {"CFG_mode", "fast"}, {"MODE", "fast"},
-		{"TOKEN", "t0k"}, {"JOB_COMPLETION_INDEX", "2"}, {"IP", "127.0.0.1"}, {"MEM_MI", "2048"},
+		{"TOKEN", "t0k"}, {"JOB_COMPLETION_INDEX", "2"}, {"IP", "127.1.0.7"}, {"HOST_IP", "127.0.0.1"}, {"MEM_MI", "2048"},
 		{"SHARD", "shard-2-of-127.0.0.1"},
 	}
 	if !reflect.DeepEqual(got, want) {

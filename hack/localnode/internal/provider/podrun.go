@@ -30,6 +30,8 @@ type podState struct {
 	VolumesReady bool                      `json:"volumesReady"`
 	InitDone     bool                      `json:"initDone"`
 	Containers   []*ctrState               `json:"containers"`
+	// IP is the pod's own loopback address (package podip), kept across node restarts.
+	IP string `json:"ip,omitempty"`
 }
 
 // ctrState is one container's runs.
@@ -86,10 +88,19 @@ func newPodRun(p *Provider, pod *corev1.Pod) (*podRun, error) {
 	}
 	r := &podRun{p: p, dir: filepath.Join(p.cfg.StateDir, "pods", string(pod.UID)), exits: map[string]<-chan struct{}{}}
 	pod = pod.DeepCopy()
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, err
+	}
+	ip, err := p.ips.Allocate(r.dir)
+	if err != nil {
+		os.RemoveAll(r.dir)
+		return nil, err
+	}
 	now := metav1.Now()
-	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, StartTime: &now, HostIP: podenv.PodIP, PodIP: podenv.PodIP,
-		HostIPs: []corev1.HostIP{{IP: podenv.PodIP}}, PodIPs: []corev1.PodIP{{IP: podenv.PodIP}}}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, StartTime: &now, HostIP: podenv.NodeIP, PodIP: ip,
+		HostIPs: []corev1.HostIP{{IP: podenv.NodeIP}}, PodIPs: []corev1.PodIP{{IP: ip}}}
 	r.st.Pod = pod
+	r.st.IP = ip
 	for _, c := range pod.Spec.InitContainers {
 		r.st.Containers = append(r.st.Containers, &ctrState{Name: c.Name, Init: true, Image: c.Image})
 	}
@@ -97,9 +108,6 @@ func newPodRun(p *Provider, pod *corev1.Pod) (*podRun, error) {
 		r.st.Containers = append(r.st.Containers, &ctrState{Name: c.Name, Image: c.Image})
 	}
 	r.st.InitDone = len(pod.Spec.InitContainers) == 0
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		return nil, err
-	}
 	r.refreshStatus()
 	r.save()
 	return r, nil

@@ -34,6 +34,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/ragops/ragops/hack/localnode/internal/podenv"
+	"github.com/ragops/ragops/hack/localnode/internal/podip"
 	"github.com/ragops/ragops/hack/localnode/internal/volumes"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
@@ -75,6 +76,9 @@ type Config struct {
 	ServiceAccountDir string
 	// Allocatable is what resourceFieldRef limits fall back to.
 	Allocatable corev1.ResourceList
+	// PodIPs hands out each pod's own loopback address (nil: a podip allocator for
+	// podip.DefaultPrefix with leases in podip.DefaultLeaseDir).
+	PodIPs *podip.Allocator
 	// RestartBackoff is the first restart delay (default 1 s), doubled per restart up to
 	// MaxRestartBackoff (default 60 s).
 	RestartBackoff, MaxRestartBackoff time.Duration
@@ -83,6 +87,7 @@ type Config struct {
 // Provider runs pods as local processes. Create it with New.
 type Provider struct {
 	cfg     Config
+	ips     *podip.Allocator
 	sources podenv.Sources
 	vols    volumes.Builder
 
@@ -104,9 +109,17 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "pods"), 0o755); err != nil {
 		return nil, fmt.Errorf("state folder: %w", err)
 	}
+	if cfg.PodIPs == nil {
+		a, err := podip.New(podip.DefaultPrefix, podip.DefaultLeaseDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.PodIPs = a
+	}
 	src := apiSources{client: cfg.Client}
 	p := &Provider{
 		cfg:     cfg,
+		ips:     cfg.PodIPs,
 		sources: src,
 		vols:    volumes.Builder{Client: cfg.Client, Sources: src},
 		pods:    map[string]*podRun{},
@@ -248,6 +261,10 @@ func (p *Provider) terminate(ctx context.Context, r *podRun, grace time.Duration
 	if err := os.RemoveAll(r.dir); err != nil {
 		log.G(ctx).WithError(err).WithField("pod", r.key()).Warn("cannot remove pod state")
 	}
+	r.mu.Lock()
+	ip := r.st.IP
+	r.mu.Unlock()
+	p.ips.Release(ip, r.dir)
 	log.G(ctx).WithField("pod", r.key()).Info("pod removed")
 }
 
@@ -307,8 +324,14 @@ func (p *Provider) AttachToContainer(context.Context, string, string, string, ap
 }
 
 // PortForward is not supported: pods listen on the host's network directly.
-func (p *Provider) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
-	return errdefs.InvalidInput("port-forward is not supported by the local node: pods share the host's network, connect to 127.0.0.1 directly")
+func (p *Provider) PortForward(ctx context.Context, ns, name string, _ int32, _ io.ReadWriteCloser) error {
+	ip := "its status.podIP"
+	if r := p.get(ns, name); r != nil {
+		r.mu.Lock()
+		ip = r.st.Pod.Status.PodIP
+		r.mu.Unlock()
+	}
+	return errdefs.InvalidInput("port-forward is not supported by the local node: pods share the host's network, connect to the pod's address (" + ip + ") directly")
 }
 
 // GetStatsSummary returns a summary naming the node and its pods, without usage figures.

@@ -123,6 +123,11 @@ func (p *Provider) load(ctx context.Context) error {
 			continue
 		}
 		p.pods[key(r.st.Pod.Namespace, r.st.Pod.Name)] = r
+		if r.st.IP != "" {
+			if err := p.ips.Reserve(r.st.IP, dir); err != nil {
+				log.G(ctx).WithError(err).WithField("pod", r.key()).Warn("cannot reserve the pod's address again")
+			}
+		}
 		if r.terminal() {
 			continue
 		}
