@@ -19,6 +19,8 @@ type revisionInputs struct {
 	// Layout is absent for a single-copy, unsharded, uncompressed collection, so the revisions
 	// of Indexes that do not use these fields keep their hashes.
 	Layout *collectionLayout `json:"layout,omitempty"`
+	// Sample is absent for an Index built on its whole corpus.
+	Sample *ragopsv1alpha1.DocumentSample `json:"sample,omitempty"`
 }
 
 // collectionLayout is what of replication, sharding and compression changes a collection
@@ -55,11 +57,12 @@ func layoutOf(spec *ragopsv1alpha1.IndexSpec) *collectionLayout {
 // the JSON of the strategy spec, the model (name and source, so a new tokenizer or weights
 // at a new location or checksum is a new revision), the vector index settings, the corpus
 // format, the embedder's precision when not fp32 and, when not the default, the collection
-// layout (replication factor, async replication, shard count, compression). Consistency levels and corpus content are not part
+// layout (replication factor, async replication, shard count, compression) and the document
+// sample when set. Consistency levels and corpus content are not part
 // of it: a content change is an incremental sync.
 func Revision(strategy ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, format ragopsv1alpha1.DocumentFormat) string {
 	in := revisionInputs{Strategy: strategy, Model: idx.Spec.Model, VectorIndex: idx.Spec.VectorIndex, Format: format,
-		Layout: layoutOf(&idx.Spec)}
+		Layout: layoutOf(&idx.Spec), Sample: idx.Spec.Sample}
 	if p := precisionOf(idx.Spec.Embedder); p != ragopsv1alpha1.PrecisionFP32 {
 		in.Precision = p
 	}

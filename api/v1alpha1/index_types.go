@@ -43,6 +43,10 @@ type IndexSpec struct {
 	// part of the revision.
 	// +optional
 	Compression *CompressionSpec `json:"compression,omitempty"`
+	// Sample builds the Index on a seeded subset of its Corpus instead of all of it (an
+	// Experiment's screening round, a quick look at a large corpus); part of the revision.
+	// +optional
+	Sample *DocumentSample `json:"sample,omitempty"`
 	// Rollout says when a newly built revision takes the alias.
 	// +optional
 	// +kubebuilder:default={policy: "Immediate", revisionHistoryLimit: 3}
@@ -55,6 +59,24 @@ type IndexSpec struct {
 	// +optional
 	// +kubebuilder:default={enabled: true, replicas: 1, device: "cpu"}
 	Serving ServingSpec `json:"serving,omitempty"`
+}
+
+// DocumentSample is a seeded subset of a corpus: every document a dataset judges, plus each
+// other document with probability Fraction. A document is in or out by a hash of (seed, its
+// ID) alone, so every shard, build and Index with the same sample draws the same documents,
+// and a larger fraction keeps a superset.
+type DocumentSample struct {
+	// Fraction of the unjudged documents kept, in (0, 1].
+	// +kubebuilder:validation:XValidation:rule="self > 0.0 && self <= 1.0",message="fraction must be in (0, 1]"
+	Fraction float64 `json:"fraction"`
+	// Seed of the draw.
+	// +optional
+	// +kubebuilder:default=1
+	Seed int64 `json:"seed,omitempty"`
+	// Judged keeps every document the dataset's qrels split names (corpus-id column), so
+	// that an Evaluation on this dataset finds all its relevant documents.
+	// +optional
+	Judged *DatasetSource `json:"judged,omitempty"`
 }
 
 // ServingSpec configures the model servers of an Index's revisions: one Deployment and

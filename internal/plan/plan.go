@@ -142,10 +142,23 @@ type Build struct {
 	// OutageSeconds bounds how long the worker waits out an unavailable Weaviate before the
 	// shard fails (0: the worker's --weaviate-outage-wait, default 5 minutes).
 	OutageSeconds int64 `json:"outageSeconds,omitempty"`
+	// Sample is the Index's spec.sample: the shard builds only the sampled documents.
+	Sample *Sample `json:"sample,omitempty"`
 	// ModelServer is the base URL of the revision's model server (ragops serve): a new
 	// collection is created with Weaviate's text2vec-transformers vectorizer pointing its
 	// passage and query URLs there; an existing collection keeps its vectorizer. Empty: none.
 	ModelServer string `json:"modelServer,omitempty"`
+}
+
+// Sample is a seeded subset of the corpus (ragopsv1alpha1.DocumentSample): every document
+// Judged's qrels split names, plus each other one with probability Fraction.
+type Sample struct {
+	Fraction float64 `json:"fraction"`
+	Seed     int64   `json:"seed"`
+	// Judged is the dataset whose judged documents are kept (mounted as Dir at DatasetDir, or
+	// fetched); nil keeps none by judgement.
+	Judged *Source `json:"judged,omitempty"`
+	Split  string  `json:"split,omitempty"`
 }
 
 // BuildResult is the termination message of one embedder pod.

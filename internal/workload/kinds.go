@@ -146,8 +146,27 @@ func Embed(in EmbedInputs, d Defaults) *Workload {
 			Consistency: in.Consistency},
 		OutageSeconds: int64(in.OutageWait.Seconds()),
 		ModelServer:   in.ModelServer,
+		Sample:        w.mountSample(idx.Spec.Sample),
 	}
 	return w
+}
+
+// mountSample turns an Index's spec.sample into the plan's, mounting its judged dataset at
+// plan.DatasetDir as an Evaluation Job mounts its dataset; nil for an unsampled Index.
+func (w *Workload) mountSample(s *ragopsv1alpha1.DocumentSample) *plan.Sample {
+	if s == nil {
+		return nil
+	}
+	out := &plan.Sample{Fraction: s.Fraction, Seed: s.Seed}
+	if j := s.Judged; j != nil {
+		out.Judged = &plan.Source{HTTP: j.HTTP}
+		out.Judged.Dir = w.MountSource("judged", plan.DatasetDir, j.PVC, j.ConfigMap)
+		out.Split = j.Split
+		if out.Split == "" {
+			out.Split = "test"
+		}
+	}
+	return out
 }
 
 // EvaluationJobName names the Job of an Evaluation against revision rev: a hash of the

@@ -374,3 +374,32 @@ func TestStateOf(t *testing.T) {
 		}
 	}
 }
+
+// A sampled Index's embed Job mounts the judged dataset read-only where the plan's sample
+// points, with the split (default test), fraction and seed; an unsampled one has neither.
+func TestEmbedOfASampledIndex(t *testing.T) {
+	idx, rev := index()
+	in := EmbedInputs{Index: idx, Revision: rev, Corpus: corpus(), Model: ragopsv1alpha1.ModelSpec{ImagePath: "/models/m"}}
+	if p := planOf[plan.Build](t, Embed(in, defaults)); p.Sample != nil {
+		t.Errorf("an unsampled Index's plan has sample %+v", p.Sample)
+	}
+	idx.Spec.Sample = &ragopsv1alpha1.DocumentSample{Fraction: 0.2, Seed: 5,
+		Judged: &ragopsv1alpha1.DatasetSource{PVC: &ragopsv1alpha1.PVCSource{ClaimName: "eval", Path: "scifact"}}}
+	w := Embed(in, defaults)
+	p := planOf[plan.Build](t, w)
+	if s := p.Sample; s == nil || s.Fraction != 0.2 || s.Seed != 5 || s.Split != "test" || s.Judged == nil || s.Judged.Dir != path.Join(plan.DatasetDir, "scifact") {
+		t.Fatalf("sampled plan %+v", s)
+	}
+	job := w.Job()
+	v := volume(job, "judged")
+	if v == nil || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "eval" || !v.PersistentVolumeClaim.ReadOnly {
+		t.Fatalf("judged dataset volume %+v", v)
+	}
+	mounted := false
+	for _, m := range job.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounted = mounted || (m.Name == "judged" && m.MountPath == plan.DatasetDir && m.ReadOnly)
+	}
+	if !mounted {
+		t.Errorf("the judged dataset is not mounted read-only at %s: %+v", plan.DatasetDir, job.Spec.Template.Spec.Containers[0].VolumeMounts)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/embedder"
+	"github.com/ragops/ragops/evaluator"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/progress"
 	"github.com/ragops/ragops/reader"
@@ -240,6 +241,15 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	}
 	b.src = src
 	b.mine = func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
+	if p.Sample != nil {
+		sample, err := loadSample(ctx, p.Sample)
+		if err != nil {
+			return err
+		}
+		b.mine = func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) && sample.Keep(id) }
+		b.log.Info("sampled build: the judged documents and a fraction of the others", "fraction", sample.Fraction,
+			"seed", sample.Seed, "judged", len(sample.Judged))
+	}
 	if b.states, err = b.store.DocumentStates(ctx, p.Collection, 0, b.mine); err != nil {
 		return err
 	}
@@ -514,4 +524,30 @@ func loadModel(dir string, o embedder.Options) (*embedder.Model, error) {
 		return nil, fmt.Errorf("plan has no model folder")
 	}
 	return embedder.Load(dir, o)
+}
+
+// loadSample resolves a plan's sample: the judged documents are the corpus-id column of the
+// dataset's qrels split (every one the split names, relevant or not).
+//
+// Errors: the dataset cannot be read (a sampled build without its judged documents would
+// make its Evaluations wrong, so the shard fails instead).
+func loadSample(ctx context.Context, s *plan.Sample) (corpus.Sample, error) {
+	out := corpus.Sample{Fraction: s.Fraction, Seed: s.Seed, Judged: map[string]bool{}}
+	if s.Judged == nil {
+		return out, nil
+	}
+	src := evaluator.DatasetSource{Name: "judged", Dir: s.Judged.Dir}
+	if h := s.Judged.HTTP; h != nil && s.Judged.Dir == "" {
+		src = evaluator.DatasetSource{Name: "judged", URL: h.URL, SHA256: h.SHA256}
+	}
+	ds, err := evaluator.LoadDataset(ctx, src, s.Split)
+	if err != nil {
+		return out, fmt.Errorf("sample: judged documents: %w", err)
+	}
+	for _, docs := range ds.Qrels {
+		for id := range docs {
+			out.Judged[id] = true
+		}
+	}
+	return out, nil
 }
