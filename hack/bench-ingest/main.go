@@ -5,6 +5,7 @@
 //
 //	bench-ingest prepare -dataset DIR -out DIR -others N -model DIR   # corpus subset, token count
 //	bench-ingest run -impl ragops|llamaindex|langchain ...             # one run: one JSON line
+//	bench-ingest run -impl operator|operator-2 -kubeconfig ... ...     # one Index through the operator
 //	bench-ingest table -results FILE -meta FILE [-benchmarks FILE]     # medians, ratios, Markdown
 //
 // A run starts the implementation as a child process and takes its wall time, CPU time
@@ -12,6 +13,12 @@
 // /proc/PID/stat; then it counts the collection's objects and evaluates it on the data set's
 // test queries (dense, recall@10 and nDCG@10 through ragops's evaluator, with a nearVector
 // retriever that asks only for the implementation's document-id property), and deletes it.
+//
+// The operator impls (operator.go) apply a Corpus, a ChunkingStrategy and an Index with the
+// same plan on a local cluster and wait for Ready: wall time from the apply to Ready, the
+// build pods' process CPU and peak RSS from the local node shim's wait4, the operator's and
+// the control plane's CPU from /proc, a timeline; `table` adds their overhead against the
+// in-process run.
 package main
 
 import (
@@ -194,11 +201,15 @@ type result struct {
 	Queries int                `json:"queries"`
 	Stages  *plan.StageSeconds `json:"stages,omitempty"`
 	Peer    json.RawMessage    `json:"peer,omitempty"`
+	// Operator holds an operator run's pods, timeline and the operator's and cluster's CPU;
+	// for those runs CPUS and PeakRSSMiB are the build pods' processes' (summed CPU, largest
+	// peak) and Stages the shards' summed stages.
+	Operator *operatorResult `json:"operator,omitempty"`
 }
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
-	impl := fs.String("impl", "", "ragops, llamaindex or langchain")
+	impl := fs.String("impl", "", "ragops, llamaindex, langchain, operator (1 embedder pod) or operator-2 (2 pods)")
 	round := fs.Int("round", 0, "round number (recorded)")
 	data := fs.String("data", "", "prepared data set folder (corpus.jsonl, queries, qrels)")
 	split := fs.String("split", "test", "qrels split evaluated")
@@ -215,7 +226,25 @@ func run(args []string) error {
 	batch := fs.Int("batch", 32, "peers' embedding batch (chunks)")
 	work := fs.String("work", os.TempDir(), "folder for plans and results")
 	keep := fs.Bool("keep", false, "keep the collection")
+	var oc operatorConfig
+	fs.StringVar(&oc.kubeconfig, "kubeconfig", "", "operator impls: the local cluster's kubeconfig")
+	fs.StringVar(&oc.namespace, "namespace", "bench-ingest", "operator impls: namespace of the run's objects")
+	fs.StringVar(&oc.claim, "claim", "bench-data", "operator impls: PVC on the prepared data folder")
+	fs.StringVar(&oc.nodeState, "node-state", "", "operator impls: the local node's --state-dir (exit files with rusage)")
+	fs.StringVar(&oc.image, "image-model", "", "operator impls: the model folder's path in the worker image (default /models/<model folder name>)")
+	fs.IntVar(&oc.managerPID, "manager-pid", 0, "operator impls: the ragops manager's process id")
+	clusterPIDs := fs.String("cluster-pids", "", "operator impls: comma-separated ids of the control plane and node processes")
+	fs.DurationVar(&oc.timeout, "timeout", time.Hour, "operator impls: how long to wait for Ready")
 	_ = fs.Parse(args)
+	oc.httpHost, oc.grpcHost, oc.size, oc.overlap = *httpHost, *grpcHost, *size, *overlap
+	if oc.image == "" {
+		oc.image = "/models/" + filepath.Base(*model)
+	}
+	for _, f := range strings.Split(*clusterPIDs, ",") {
+		if pid, err := strconv.Atoi(f); err == nil {
+			oc.clusterPIDs = append(oc.clusterPIDs, pid)
+		}
+	}
 	ctx := context.Background()
 	store, err := vectorstore.New(vectorstore.Config{HTTPHost: *httpHost, GRPCHost: *grpcHost})
 	if err != nil {
@@ -249,34 +278,45 @@ func run(args []string) error {
 			return err
 		}
 		cmd = exec.Command(*ragops, "embed", "--plan", planPath, "--termination-log", termination, "--onnxruntime-lib", *lib)
+	case "operator", "operator-2":
+		docProp = vectorstore.PropDocID
+		oc.shards = map[string]int{"operator": 1, "operator-2": 2}[*impl]
 	case "llamaindex", "langchain":
 		docProp = map[string]string{"llamaindex": "ref_doc_id", "langchain": "doc_id"}[*impl]
 		cmd = exec.Command(*python, *peers, *impl, "--corpus", filepath.Join(*data, "corpus.jsonl"), "--model", *model,
 			"--http", *httpHost, "--grpc", *grpcHost, "--collection", res.Collection,
 			"--size", strconv.Itoa(*size), "--overlap", strconv.Itoa(*overlap), "--batch", strconv.Itoa(*batch))
 	default:
-		return fmt.Errorf("-impl %q: want ragops, llamaindex or langchain", *impl)
+		return fmt.Errorf("-impl %q: want ragops, llamaindex, langchain, operator or operator-2", *impl)
 	}
 	var stdout strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
 	w0, err := procCPU(*wpid)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if cmd != nil {
+		cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w", *impl, err)
+		}
+		res.WallS = time.Since(start).Seconds()
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		res.CPUS = tv(ru.Utime) + tv(ru.Stime)
+		res.PeakRSSMiB = float64(ru.Maxrss) / 1024
+	} else if err := runOperator(ctx, oc, &res); err != nil {
 		return fmt.Errorf("%s: %w", *impl, err)
 	}
-	res.WallS = time.Since(start).Seconds()
 	w1, err := procCPU(*wpid)
 	if err != nil {
 		return err
 	}
 	res.WeaviateCPUS = w1 - w0
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	res.CPUS = tv(ru.Utime) + tv(ru.Stime)
-	res.PeakRSSMiB = float64(ru.Maxrss) / 1024
-	if termination != "" {
+	if res.Operator != nil {
+		if res.Operator.StatusChunks != res.Chunks {
+			return fmt.Errorf("%s: the Index status says %d chunks, its revision %d", *impl, res.Operator.StatusChunks, res.Chunks)
+		}
+	} else if termination != "" {
 		var br plan.BuildResult
 		raw, err := os.ReadFile(termination)
 		if err != nil {
@@ -308,7 +348,14 @@ func run(args []string) error {
 	if err := evaluate(ctx, &res, store, docProp, *data, *split, *model, *lib); err != nil {
 		return err
 	}
-	if !*keep {
+	if !*keep && res.Operator != nil {
+		if err := cleanupOperator(ctx, oc, res.Operator.Index); err != nil {
+			return err
+		}
+		if ok, err := store.CollectionExists(ctx, res.Collection); err != nil || ok {
+			return fmt.Errorf("%s: collection %s still there after its Index was deleted (%v)", *impl, res.Collection, err)
+		}
+	} else if !*keep {
 		if err := store.DeleteCollection(ctx, res.Collection); err != nil {
 			return err
 		}
@@ -390,6 +437,7 @@ func table(args []string) error {
 	benchmarks := fs.String("benchmarks", "", "BENCHMARKS.md to update")
 	machine := fs.String("machine", "", "machine description for the section")
 	setup := fs.String("setup", "", "setup line for the section")
+	section := fs.String("section", "bench-ingest", "with -benchmarks: the markers <!-- SECTION:begin --> ... <!-- SECTION:end --> replaced")
 	_ = fs.Parse(args)
 	var md meta
 	raw, err := os.ReadFile(*metaPath)
@@ -481,7 +529,7 @@ func table(args []string) error {
 		b.WriteString("\n| ragops / peer | wall (peer / ragops) | corpus tokens per CPU-s | encoded tokens per CPU-s | incl. Weaviate | peak RSS (peer / ragops) | recall@10 | nDCG@10 |\n")
 		b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, k := range order {
-			if k == "ragops" {
+			if k == "ragops" || isOperator(k) {
 				continue
 			}
 			p := rows[k]
@@ -495,6 +543,7 @@ func table(args []string) error {
 				st.Read, pct(st.Read), st.Chunk, pct(st.Chunk), st.Tokenize, pct(st.Tokenize), st.Inference, pct(st.Inference), st.Write, pct(st.Write), g.wall-sum, pct(g.wall-sum))
 		}
 	}
+	operatorTables(&b, order, runs)
 	fmt.Print(b.String())
 	if *benchmarks == "" {
 		return nil
@@ -503,7 +552,7 @@ func table(args []string) error {
 	if err != nil {
 		return err
 	}
-	const begin, end = "<!-- bench-ingest:begin -->\n", "<!-- bench-ingest:end -->"
+	begin, end := "<!-- "+*section+":begin -->\n", "<!-- "+*section+":end -->"
 	text := string(doc)
 	i, j := strings.Index(text, begin), strings.Index(text, end)
 	if i < 0 || j < i {
@@ -511,4 +560,101 @@ func table(args []string) error {
 	}
 	text = text[:i+len(begin)] + "Machine: " + *machine + ".\n\n" + b.String() + text[j:]
 	return os.WriteFile(*benchmarks, []byte(text), 0o644)
+}
+
+// isOperator reports whether impl is an Index built by the operator.
+func isOperator(impl string) bool { return strings.HasPrefix(impl, "operator") }
+
+// median returns the median of f over rs (the mean of the middle two for an even count).
+func median(rs []result, f func(r result) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// operatorTables writes the operator runs' tables: what each run cost (build pods, scan pod,
+// operator, control plane and node, Weaviate), when it got where (the timeline), where the
+// pods' time went, and the overhead against in-process ragops (wall and CPU ratios).
+func operatorTables(b *strings.Builder, order []string, runs map[string][]result) {
+	var ops []string
+	for _, k := range order {
+		if isOperator(k) {
+			ops = append(ops, k)
+		}
+	}
+	if len(ops) == 0 {
+		return
+	}
+	op := func(f func(o *operatorResult) float64) func(r result) float64 {
+		return func(r result) float64 { return f(r.Operator) }
+	}
+	b.WriteString("\nThrough the operator (medians): build pods CPU s is the embedder pods' processes (user + system from the local node shim's wait4, summed over the shards); scan pod the Corpus scan's process; operator the ragops manager's process; control plane + node etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the local node's own process (not its pods); all over the run, from the apply to Ready. Peak RSS is the largest pod's.\n\n")
+	b.WriteString("| implementation | runs | pods | wall s | build pods CPU s | scan pod CPU s | operator CPU s | control plane + node CPU s | Weaviate CPU s | peak RSS MiB | objects (= Index status chunks) | recall@10 | nDCG@10 |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, k := range ops {
+		rs := runs[k]
+		fmt.Fprintf(b, "| %s | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %d | %.4f | %.4f |\n", k, len(rs), rs[0].Operator.Shards,
+			median(rs, func(r result) float64 { return r.WallS }), median(rs, func(r result) float64 { return r.CPUS }),
+			median(rs, op(func(o *operatorResult) float64 { return o.ScanCPUS })), median(rs, op(func(o *operatorResult) float64 { return o.OperatorCPUS })),
+			median(rs, op(func(o *operatorResult) float64 { return o.ClusterCPUS })), median(rs, func(r result) float64 { return r.WeaviateCPUS }),
+			median(rs, func(r result) float64 { return r.PeakRSSMiB }), rs[0].Objects,
+			median(rs, func(r result) float64 { return r.Recall }), median(rs, func(r result) float64 { return r.NDCG }))
+	}
+	b.WriteString("\nTimeline, seconds after the apply (medians; polled every 250 ms, container start and end from the shim's clock):\n\n")
+	b.WriteString("| implementation | Corpus Ready | first build pod seen | first container start | last container end | Index Ready | container time (longest shard) |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, k := range ops {
+		rs := runs[k]
+		tl := func(f func(t timeline) float64) float64 {
+			return median(rs, op(func(o *operatorResult) float64 { return f(o.Timeline) }))
+		}
+		longest := median(rs, op(func(o *operatorResult) float64 {
+			var m float64
+			for _, p := range o.Pods {
+				m = max(m, p.Finished.Sub(p.Started).Seconds())
+			}
+			return m
+		}))
+		fmt.Fprintf(b, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", k, tl(func(t timeline) float64 { return t.CorpusReadyS }),
+			tl(func(t timeline) float64 { return t.FirstBuildPodS }), tl(func(t timeline) float64 { return t.FirstContainerS }),
+			tl(func(t timeline) float64 { return t.LastContainerS }), tl(func(t timeline) float64 { return t.ReadyS }), longest)
+	}
+	b.WriteString("\nStages (BuildResult, medians; summed over the shards, so with 2 pods they add up to more than the wall time):\n\n")
+	b.WriteString("| implementation | read s | chunk s | tokenize s | ONNX inference s | write s |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, k := range append([]string{"ragops"}, ops...) {
+		rs := runs[k]
+		if len(rs) == 0 || rs[0].Stages == nil {
+			continue
+		}
+		st := func(f func(s *plan.StageSeconds) float64) float64 {
+			return median(rs, func(r result) float64 { return f(r.Stages) })
+		}
+		fmt.Fprintf(b, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", k, st(func(s *plan.StageSeconds) float64 { return s.Read }),
+			st(func(s *plan.StageSeconds) float64 { return s.Chunk }), st(func(s *plan.StageSeconds) float64 { return s.Tokenize }),
+			st(func(s *plan.StageSeconds) float64 { return s.Inference }), st(func(s *plan.StageSeconds) float64 { return s.Write }))
+	}
+	g, ok := runs["ragops"]
+	if !ok {
+		return
+	}
+	gw, gc := median(g, func(r result) float64 { return r.WallS }), median(g, func(r result) float64 { return r.CPUS })
+	grss := median(g, func(r result) float64 { return r.PeakRSSMiB })
+	fmt.Fprintf(b, "\nThe operator's overhead against the same plan in-process (ragops: wall %.1f s, CPU %.1f s, peak RSS %.0f MiB; ratios of medians, operator / in-process):\n\n", gw, gc, grss)
+	b.WriteString("| implementation | wall | build pods CPU | all CPU (pods, scan, operator, control plane + node) | peak RSS | wall - in-process wall s |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, k := range ops {
+		rs := runs[k]
+		all := median(rs, func(r result) float64 {
+			return r.CPUS + r.Operator.ScanCPUS + r.Operator.OperatorCPUS + r.Operator.ClusterCPUS
+		})
+		w := median(rs, func(r result) float64 { return r.WallS })
+		fmt.Fprintf(b, "| %s | %.2fx | %.2fx | %.2fx | %.2fx | %+.1f |\n", k, w/gw,
+			median(rs, func(r result) float64 { return r.CPUS })/gc, all/gc, median(rs, func(r result) float64 { return r.PeakRSSMiB })/grss, w-gw)
+	}
 }

@@ -11,6 +11,19 @@
 # the order (ABC, CBA, ABC, ...). Prints the medians and the ratios ragops / peer; with
 # --write, puts them into BENCHMARKS.md between the bench-ingest markers.
 #
+# The operator impls build the same plan as one Index through the operator: `operator` with
+# spec.embedder.shards 1, `operator-2` with 2. When one is asked for, the script starts its
+# own local cluster (hack/localcluster, state in .cache/bench-ingest/localcluster, its own
+# ports) whose node maps ragops:latest to a folder holding the ragops binary, ONNX Runtime
+# and the model, and the operator (`ragops manager`, log in .cache/bench-ingest/manager.log),
+# as hack/demo.sh does, with a PersistentVolume on the prepared data folder. Each run applies
+# a Corpus, a ChunkingStrategy and an Index (fresh names, so a fresh collection) and waits for
+# Ready; it records the build pods' process CPU and peak RSS (the local node's shim records
+# wait4's rusage in each container's exit file), the scan pod's, the operator's and the
+# control plane's CPU over the run, a timeline, checks the collection against the Index
+# status and evaluates it like the others, then deletes the Index (and so its collection).
+# With only ragops and operator impls, --write fills the bench-ingest-operator markers.
+#
 #   hack/bench-ingest/run.sh [flags]
 #     --rounds N          rounds (default 3: each implementation runs N times; medians)
 #     --full              the whole corpus (default: every judged document and the first
@@ -22,12 +35,15 @@
 #                         its passage:/query: prefixes come from ragops.json) or a model folder
 #     --size N --overlap N  chunk size and overlap in tokens (default 128, 16)
 #     --batch N           the peers' embedding batch in chunks (default 32)
-#     --impls LIST        comma-separated subset of ragops,llamaindex,langchain
+#     --impls LIST        comma-separated subset of ragops,llamaindex,langchain,operator,operator-2
 #     --first-round N     number the rounds from N (its order follows: even rounds reversed)
 #                         and append to results.jsonl: more rounds for an earlier run
 #     --write             update BENCHMARKS.md's "End-to-end ingestion" table
 # RAGOPS_DATASETS points at the folder holding scifact/ and qmsum/ (default ../shared/datasets).
-# Raw results: .cache/bench-ingest/results.jsonl. Runs at nice 10 (a shared machine).
+# BENCH_INGEST_PORT_BASE=B: the operator impls' cluster takes B+443 (kube-apiserver), B+790
+# (etcd), B+250 (node), B+90/B+91 (operator metrics, probes); default 36000.
+# Raw results: .cache/bench-ingest/results.jsonl (results-operator.jsonl when only ragops and
+# operator impls run). Runs at nice 10 (a shared machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -56,7 +72,20 @@ qmsum) split=val; ((full)) || others=0 ;;
 *) echo "--dataset scifact or qmsum" >&2; exit 2 ;;
 esac
 ((full)) && others=-1
+operator=0 peers=0
+for i in ${impls//,/ }; do
+	case $i in
+	ragops) ;;
+	operator | operator-2) operator=1 ;;
+	llamaindex | langchain) peers=1 ;;
+	*) echo "--impls: unknown implementation $i" >&2; exit 2 ;;
+	esac
+done
 cache=.cache/bench-ingest
+results=$cache/results.jsonl section=bench-ingest
+if ((operator && !peers)); then
+	results=$cache/results-operator.jsonl section=bench-ingest-operator
+fi
 datasets=${RAGOPS_DATASETS:-$root/../shared/datasets}
 mkdir -p "$cache" bin
 
@@ -91,11 +120,90 @@ trap 'hack/weaviate.sh stop' EXIT
 eval "$(hack/weaviate.sh env)"
 wpid=$(cat "$RAGOPS_WEAVIATE_STATE/node1.pid")
 
+# operator_up starts the local cluster and the operator (as hack/demo.sh does) and sets
+# opflags, the run flags of the operator impls.
+operator_up() {
+	local base=${BENCH_INGEST_PORT_BASE:-36000} rootfs=$root/$cache/rootfs model_name
+	model_name=$(basename "$modeldir")
+	export LOCALCLUSTER_DIR=$root/$cache/localcluster LOCALCLUSTER_APISERVER_PORT=$((base + 443))
+	export LOCALCLUSTER_ETCD_PORT=$((base + 790)) LOCALCLUSTER_KUBELET_PORT=$((base + 250))
+	mkdir -p "$rootfs/usr/local/bin" "$rootfs/usr/local/lib/onnxruntime" "$rootfs/models"
+	install -m 0755 "$cache/ragops" "$rootfs/usr/local/bin/ragops"
+	install -m 0644 "$lib" "$rootfs/usr/local/lib/onnxruntime/libonnxruntime.so"
+	rm -rf "${rootfs:?}/models/$model_name"
+	cp -r "$modeldir" "$rootfs/models/$model_name"
+	# A fresh cluster: no Index of an earlier run claims a collection of the new Weaviate.
+	hack/localcluster/down.sh --purge >/dev/null 2>&1 || true
+	hack/localcluster/up.sh --image-map "ragops:latest=$rootfs" --image-entrypoint "ragops:latest=/usr/local/bin/ragops" >/dev/null
+	local kubeconfig=$LOCALCLUSTER_DIR/kubeconfig
+	kc() { bin/kubectl --kubeconfig "$kubeconfig" "$@"; }
+	kc apply --server-side -f config/crd/bases >/dev/null
+	kc wait --for condition=Established --timeout 60s crd --all >/dev/null
+	KUBECONFIG=$kubeconfig setsid "$cache/ragops" manager --worker-image ragops:latest \
+		--metrics-bind-address "127.0.0.1:$((base + 90))" --health-probe-bind-address "127.0.0.1:$((base + 91))" \
+		>"$cache/manager.log" 2>&1 </dev/null &
+	echo $! >"$cache/manager.pid"
+	for _ in $(seq 1 60); do
+		curl -fsS -o /dev/null "http://127.0.0.1:$((base + 91))/readyz" 2>/dev/null && break
+		sleep 0.5
+	done
+	curl -fsS -o /dev/null "http://127.0.0.1:$((base + 91))/readyz" || { echo "the operator did not become ready; see $cache/manager.log" >&2; exit 1; }
+	kc create namespace bench-ingest >/dev/null
+	kc label namespace bench-ingest pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest >/dev/null
+	kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: bench-ingest-data
+spec:
+  capacity:
+    storage: 1Gi
+  accessModes: ["ReadOnlyMany"]
+  storageClassName: bench-ingest
+  persistentVolumeReclaimPolicy: Retain
+  hostPath:
+    path: $data
+    type: Directory
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: bench-data
+  namespace: bench-ingest
+spec:
+  accessModes: ["ReadOnlyMany"]
+  storageClassName: bench-ingest
+  volumeName: bench-ingest-data
+  resources:
+    requests:
+      storage: 1Gi
+EOF
+	local pids=() p
+	for p in etcd kube-apiserver kube-controller-manager kube-scheduler localnode; do pids+=("$(cat "$LOCALCLUSTER_DIR/run/$p.pid")"); done
+	opflags=(-kubeconfig "$kubeconfig" -namespace bench-ingest -claim bench-data -node-state "$LOCALCLUSTER_DIR/node"
+		-image-model "/models/$model_name" -manager-pid "$(cat "$cache/manager.pid")" -cluster-pids "$(IFS=,; echo "${pids[*]}")")
+}
+
+# operator_down stops the operator and the local cluster (its state stays for a look).
+operator_down() {
+	if [[ -f "$cache/manager.pid" ]]; then
+		kill "$(cat "$cache/manager.pid")" 2>/dev/null || true
+		rm -f "$cache/manager.pid"
+	fi
+	hack/localcluster/down.sh >/dev/null 2>&1 || true
+}
+
+opflags=()
+if ((operator)); then
+	trap 'operator_down; hack/weaviate.sh stop' EXIT
+	operator_up
+fi
+
 # The same threads everywhere: one ONNX Runtime intra-op thread (plan and peers), no
 # tokenizer or BLAS thread pools.
 export OMP_NUM_THREADS=1 RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 IFS=, read -r -a order <<<"$impls"
-((first > 1)) || : >"$cache/results.jsonl"
+((first > 1)) || : >"$results"
 for r in $(seq "$first" $((first + rounds - 1))); do
 	seq=("${order[@]}")
 	if ((r % 2 == 0)); then
@@ -107,12 +215,12 @@ for r in $(seq "$first" $((first + rounds - 1))); do
 		nice -n 10 "$cache/bench-ingest" run -impl "$impl" -round "$r" -data "$data" -split "$split" -model "$modeldir" \
 			-onnxruntime-lib "$lib" -ragops "$cache/ragops" -python "$cache/venv/bin/python" \
 			-http "$RAGOPS_WEAVIATE_HTTP_HOST" -grpc "$RAGOPS_WEAVIATE_GRPC_HOST" -weaviate-pid "$wpid" \
-			-size "$size" -overlap "$overlap" -batch "$batch" -work "$cache" >>"$cache/results.jsonl"
-		tail -n1 "$cache/results.jsonl" >&2
+			-size "$size" -overlap "$overlap" -batch "$batch" -work "$cache" "${opflags[@]}" >>"$results"
+		tail -n1 "$results" >&2
 	done
 done
 machine="$(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/{print $2}') GiB"
-args=(-results "$cache/results.jsonl" -meta "$data/meta.json" -machine "$machine"
+args=(-results "$results" -section "$section" -meta "$data/meta.json" -machine "$machine"
 	-setup "Recursive chunks of $size tokens with $overlap overlap (LlamaIndex SentenceSplitter, LangChain RecursiveCharacterTextSplitter with the model's tokenizer as length function), peers embed batches of $batch chunks; one ONNX Runtime thread each; medians over the runs, rounds in alternating order (ABC, CBA, ...).")
 ((write)) && args+=(-benchmarks BENCHMARKS.md)
 "$cache/bench-ingest" table "${args[@]}"
