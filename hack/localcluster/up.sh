@@ -14,7 +14,14 @@
 # Environment: LOCALCLUSTER_BIN (folder with etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubectl; default bin/, built by hack/build-tools.sh), LOCALCLUSTER_DIR,
 # LOCALCLUSTER_APISERVER_PORT (6443), LOCALCLUSTER_ETCD_PORT (23790),
-# LOCALCLUSTER_KUBELET_PORT (10250), LOCALCLUSTER_NODE_NAME (localnode).
+# LOCALCLUSTER_KUBELET_PORT (10250), LOCALCLUSTER_NODE_NAME (localnode),
+# LOCALCLUSTER_SERVICE_CIDR (127.2.0.0/16).
+#
+# Networking: Service ClusterIPs come from LOCALCLUSTER_SERVICE_CIDR, a loopback range, so the
+# local node's Service proxy (hack/localnode internal/svcproxy, in place of kube-proxy) can listen
+# on them and forward to the pods' own loopback addresses (127.1.0.0/16); the node writes each
+# pod's /etc/hosts with the Services' names (no cluster DNS). From the host, a Service is reached
+# at its ClusterIP (kubectl get svc). Clusters side by side need different service ranges.
 #
 # Authentication: one static admin token (group system:masters) in the kubeconfig; pods get the
 # same token at /var/run/secrets/kubernetes.io/serviceaccount (a local test cluster, nothing more).
@@ -28,7 +35,8 @@ api_port=${LOCALCLUSTER_APISERVER_PORT:-6443}
 etcd_port=${LOCALCLUSTER_ETCD_PORT:-23790}
 kubelet_port=${LOCALCLUSTER_KUBELET_PORT:-10250}
 node_name=${LOCALCLUSTER_NODE_NAME:-localnode}
-controllers=job-controller,garbage-collector-controller,node-lifecycle-controller,taint-eviction-controller,persistentvolume-binder-controller,namespace-controller,ttl-after-finished-controller,pod-garbage-collector-controller,serviceaccount-controller,replicaset-controller,deployment-controller,cronjob-controller
+service_cidr=${LOCALCLUSTER_SERVICE_CIDR:-127.2.0.0/16}
+controllers=job-controller,garbage-collector-controller,node-lifecycle-controller,taint-eviction-controller,persistentvolume-binder-controller,namespace-controller,ttl-after-finished-controller,pod-garbage-collector-controller,serviceaccount-controller,replicaset-controller,deployment-controller,cronjob-controller,disruption-controller
 
 log() { printf '[localcluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -58,7 +66,7 @@ if [[ ! -s "$pki/apiserver.crt" ]]; then
 		-keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
 	openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
 		-keyout "$pki/apiserver.key" -out "$pki/apiserver.csr" 2>/dev/null
-	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.0.0.1\nextendedKeyUsage=serverAuth\n' >"$pki/apiserver.ext"
+	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.0.0.1,IP:127.2.0.1\nextendedKeyUsage=serverAuth\n' >"$pki/apiserver.ext"
 	openssl x509 -req -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
 		-days 3650 -extfile "$pki/apiserver.ext" -out "$pki/apiserver.crt" 2>/dev/null
 	openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
@@ -130,7 +138,7 @@ start kube-apiserver "$bin/kube-apiserver" \
 	--token-auth-file "$pki/tokens.csv" --authorization-mode RBAC \
 	--service-account-issuer https://kubernetes.default.svc.cluster.local \
 	--service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-	--service-cluster-ip-range 10.0.0.0/24 \
+	--service-cluster-ip-range "$service_cidr" \
 	--disable-admission-plugins ServiceAccount \
 	--kubelet-preferred-address-types InternalIP --endpoint-reconciler-type none \
 	--allow-privileged=true --profiling=false

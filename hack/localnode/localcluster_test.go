@@ -2,8 +2,9 @@ package main
 
 // End-to-end test of the local node inside a whole local cluster (hack/localcluster/up.sh and
 // down.sh): an Indexed Job with ConfigMap, Secret, emptyDir, hostPath and PVC volumes, env
-// valueFrom and termination messages; a failing pod; kubectl logs -f; a node restart while a pod
-// runs.
+// valueFrom and termination messages; each pod's own loopback address; a failing pod; kubectl
+// logs -f; a node restart while a pod runs. TestServiceProxyAndNames: the node's Service proxy
+// (ClusterIPs from a loopback service range) and the pods' hosts files.
 //
 // Needs root and the control plane binaries: KUBEBUILDER_ASSETS names the folder holding etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kubectl (hack/build-tools.sh
@@ -12,14 +13,20 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -106,8 +114,10 @@ func startCluster(t *testing.T) *cluster {
 	bin := prerequisites(t)
 	state := t.TempDir()
 	api, etcd, kubelet := freePort(t), freePort(t), freePort(t)
+	// A service range of its own, so that clusters side by side do not claim the same ClusterIPs.
+	serviceCIDR := fmt.Sprintf("127.%d.%d.0/24", 100+rand.IntN(150), rand.IntN(256))
 	c := &cluster{t: t, state: state, bin: bin, kubeconfig: filepath.Join(state, "kubeconfig"),
-		env: []string{"LOCALCLUSTER_BIN=" + bin, "LOCALCLUSTER_DIR=" + state,
+		env: []string{"LOCALCLUSTER_BIN=" + bin, "LOCALCLUSTER_DIR=" + state, "LOCALCLUSTER_SERVICE_CIDR=" + serviceCIDR,
 			"LOCALCLUSTER_APISERVER_PORT=" + strconv.Itoa(api), "LOCALCLUSTER_ETCD_PORT=" + strconv.Itoa(etcd),
 			"LOCALCLUSTER_KUBELET_PORT=" + strconv.Itoa(kubelet), "LOCALCLUSTER_NODE_NAME=e2e-node"},
 		nodeArgs: []string{"--image-map", "busybox=/", "--advertise-gpus", "2"},
@@ -427,4 +437,190 @@ func vmRSS(pid int) string {
 		}
 	}
 	return "unknown"
+}
+
+// webServer is a container that answers every HTTP GET with its pod's name, listening on the
+// pod's own address (the downward API's status.podIP) at port 8080.
+func webServer(name string) corev1.Container {
+	script := `import http.server, os
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        b = os.environ["POD_NAME"].encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer((os.environ["POD_IP"], 8080), H).serve_forever()`
+	return corev1.Container{Name: name, Image: "busybox", Command: []string{"/usr/bin/python3", "-c", script},
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+		Env: []corev1.EnvVar{
+			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		}}
+}
+
+// get fetches url with a short timeout and returns the body.
+func get(url string) (string, error) {
+	cl := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := cl.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// TestServiceProxyAndNames: two pods listen on the same port, each on its own address, behind one
+// Service whose ClusterIP (from the loopback service range) the node's proxy serves: connections
+// alternate between the two, never reach a pod of the Service that is not Ready, and the listener
+// closes when the Service is deleted. A pod reaches the Service by NAME, NAME.NAMESPACE,
+// NAME.NAMESPACE.svc and NAME.NAMESPACE.svc.cluster.local through its /etc/hosts, and a Service
+// created after the pod started resolves too (the hosts file is rewritten in place).
+func TestServiceProxyAndNames(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	cs := c.client
+	ns := "net"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web := map[string]string{"app": "web"}
+	for _, name := range []string{"web-a", "web-b"} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: web},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{webServer("server")}}}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// web-c serves too, but one of its containers has ended: Running, not Ready.
+	notReady := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-c", Labels: web}, Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{webServer("server"), {Name: "quits", Image: "busybox", Command: []string{"true"}}},
+	}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, notReady, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := func(name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{Selector: web,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}}}}
+	}
+	s, err := cs.CoreV1().Services(ns).Create(ctx, svc("web"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create Service (is the loopback service range accepted?): %v", err)
+	}
+	if ip := netip.MustParseAddr(s.Spec.ClusterIP); !ip.IsLoopback() {
+		t.Fatalf("ClusterIP %s is not a loopback address", ip)
+	}
+	ips := map[string]string{}
+	waitFor(t, 30*time.Second, "pods web-a and web-b ready, web-c running and not ready", func() (bool, error) {
+		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return false, err
+		}
+		ok := 0
+		for _, p := range pods.Items {
+			rdy := false
+			for _, cond := range p.Status.Conditions {
+				rdy = rdy || cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue
+			}
+			ips[p.Name] = p.Status.PodIP
+			switch {
+			case p.Name == "web-c" && p.Status.Phase == corev1.PodRunning && !rdy && len(p.Status.ContainerStatuses) == 2 &&
+				p.Status.ContainerStatuses[1].State.Terminated != nil:
+				ok++
+			case p.Name != "web-c" && rdy:
+				ok++
+			}
+		}
+		return ok == 3, nil
+	})
+	// Every pod listens on port 8080 of its own address: all three answer there directly.
+	for name, ip := range ips {
+		waitFor(t, 20*time.Second, name+" listens on its own address", func() (bool, error) {
+			body, err := get("http://" + net.JoinHostPort(ip, "8080") + "/")
+			return err == nil && body == name, nil
+		})
+	}
+	url := "http://" + net.JoinHostPort(s.Spec.ClusterIP, "80") + "/"
+	counts := map[string]int{}
+	waitFor(t, 20*time.Second, "the Service answers", func() (bool, error) {
+		_, err := get(url)
+		return err == nil, nil
+	})
+	for i := 0; i < 40; i++ {
+		body, err := get(url)
+		if err != nil {
+			t.Fatalf("request %d through the Service: %v", i, err)
+		}
+		counts[body]++
+	}
+	t.Logf("40 requests through %s: %v", url, counts)
+	if counts["web-a"] != 20 || counts["web-b"] != 20 || len(counts) != 2 {
+		t.Errorf("40 requests through the Service reached %v, want 20 each on web-a and web-b (round robin) and none on the not-ready web-c", counts)
+	}
+
+	// Names, from a pod.
+	client := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "client"}, Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sh", "-c", strings.Join([]string{
+			`for n in web web.net web.net.svc web.net.svc.cluster.local; do echo "$n -> $(wget -qO- -T 5 http://$n/)"; done`,
+			`i=0; until wget -qO /tmp/late -T 2 http://late.net.svc/; do i=$((i+1)); [ $i -gt 150 ] && exit 3; sleep 0.2; done`,
+			`echo "late -> $(cat /tmp/late)"`,
+		}, "\n")}}},
+	}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, client, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var logs string
+	waitFor(t, 30*time.Second, "client resolves web by four names", func() (bool, error) {
+		out, err := exec.Command(filepath.Join(c.bin, "kubectl"), "--kubeconfig", c.kubeconfig, "-n", ns, "logs", "client").CombinedOutput()
+		logs = string(out)
+		return err == nil && strings.Contains(logs, "web.net.svc.cluster.local -> "), nil
+	})
+	for _, n := range []string{"web", "web.net", "web.net.svc", "web.net.svc.cluster.local"} {
+		if !strings.Contains(logs, n+" -> web-a\n") && !strings.Contains(logs, n+" -> web-b\n") {
+			t.Errorf("client: %s did not reach web-a or web-b; logs:\n%s", n, logs)
+		}
+	}
+	// A Service created while the pod runs: its hosts file is rewritten in place.
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, svc("late"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 40*time.Second, "client ends", podDone(ctx, cs, ns, "client"))
+	logs = c.kubectl("-n", ns, "logs", "client")
+	if p, err := cs.CoreV1().Pods(ns).Get(ctx, "client", metav1.GetOptions{}); err != nil || p.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("client did not reach late.net.svc, a Service created after it started; logs:\n%s", logs)
+	} else if !strings.Contains(logs, "late -> web-") {
+		t.Errorf("client logs %q, want late -> web-a or web-b", logs)
+	}
+
+	// The kubernetes Service forwards to the API server.
+	k, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "kubernetes Service answers", func() (bool, error) {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", net.JoinHostPort(k.Spec.ClusterIP, "443"), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return false, nil
+		}
+		conn.Close()
+		return true, nil
+	})
+
+	// Deleting the Service closes its listener.
+	if err := cs.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "listener closed after the Service's deletion", func() (bool, error) {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(s.Spec.ClusterIP, "80"), time.Second)
+		if err == nil {
+			conn.Close()
+			return false, nil
+		}
+		return errors.Is(err, syscall.ECONNREFUSED), nil
+	})
 }

@@ -10,7 +10,7 @@
 //	localnode --kubeconfig FILE [--node-name localnode] [--state-dir DIR] [--listen 127.0.0.1:10250]
 //	          [--image-map REF=DIR]... [--image-entrypoint REF=CMD]...
 //	          [--cpu N] [--memory QTY] [--pods N] [--advertise-gpus N] [--service-account-dir DIR]
-//	          [--pod-cidr 127.1.0.0/16] [--pod-ip-lease-dir /run/localnode/pod-ips]
+//	          [--pod-cidr 127.1.0.0/16] [--pod-ip-lease-dir /run/localnode/pod-ips] [--service-proxy=true]
 //	localnode stop-pods --state-dir DIR   # kill every container the node started (hack/localcluster/down.sh)
 //
 // Images: --image-map ragops:latest=/path/to/rootfs makes containers with image ragops:latest
@@ -27,7 +27,12 @@
 // downward API's status.podIP; kept in the pod's state across node restarts, freed when the pod
 // goes; a host-wide lease folder keeps two nodes on one host apart). Pods still share the host's
 // network: a process that listens on 0.0.0.0 takes the port on every pod's address, one that
-// listens on $(POD_IP):PORT only on its own.
+// listens on $(POD_IP):PORT only on its own. The node is also the cluster's kube-proxy
+// (internal/svcproxy, off with --service-proxy=false): with kube-apiserver's
+// --service-cluster-ip-range in 127.0.0.0/8 it listens on each Service's ClusterIP:port and
+// forwards to the ready pods' podIP:targetPort, and it writes each pod's /etc/hosts with the
+// Services' names (NAME.NAMESPACE.svc[.cluster.local], NAME in the pod's namespace): there is no
+// cluster DNS.
 //
 // The node publishes InternalIP 127.0.0.1 and its kubelet port, and serves the kubelet API
 // (logs, exec) over TLS with a self-signed certificate; kube-apiserver must run with
@@ -58,6 +63,7 @@ import (
 	"github.com/ragops/ragops/hack/localnode/internal/provider"
 	"github.com/ragops/ragops/hack/localnode/internal/sandbox"
 	"github.com/ragops/ragops/hack/localnode/internal/servingcert"
+	"github.com/ragops/ragops/hack/localnode/internal/svcproxy"
 	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
 	vkslog "github.com/virtual-kubelet/virtual-kubelet/log/slog"
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -105,6 +111,7 @@ type options struct {
 	podCIDR, leaseDir                                       string
 	cpu, memory, pods, storage                              string
 	gpus                                                    int
+	proxy                                                   bool
 	images, entrypoints, labels                             pairs
 }
 
@@ -120,6 +127,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.apiPort, "apiserver-port", "", "KUBERNETES_SERVICE_PORT in pods (default: the kubeconfig's server port)")
 	fs.StringVar(&o.podCIDR, "pod-cidr", podip.DefaultPrefix, "loopback prefix the pods' own addresses come from")
 	fs.StringVar(&o.leaseDir, "pod-ip-lease-dir", podip.DefaultLeaseDir, "host-wide folder of pod address leases, shared by the local nodes of one host")
+	fs.BoolVar(&o.proxy, "service-proxy", true, "forward Service ClusterIP:port to ready pods (needs a loopback --service-cluster-ip-range) and write the pods' hosts files")
 	fs.StringVar(&o.cpu, "cpu", strconv.Itoa(runtime.NumCPU()), "CPU capacity advertised")
 	fs.StringVar(&o.memory, "memory", "", "memory capacity advertised (default: the host's MemTotal)")
 	fs.StringVar(&o.pods, "pods", "110", "pod capacity advertised")
@@ -240,6 +248,7 @@ func run() error {
 	defer stop()
 	ctx = vklog.WithLogger(ctx, vklog.L)
 
+	var prov *provider.Provider
 	newProvider := func(pc nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		describeNode(pc.Node, o, capacity, port)
 		p, err := provider.New(ctx, provider.Config{
@@ -247,6 +256,7 @@ func run() error {
 			APIServerHost: o.apiHost, APIServerPort: o.apiPort, ServiceAccountDir: saDir, Allocatable: capacity,
 			PodIPs: ips,
 		})
+		prov = p
 		return p, nil, err
 	}
 	mux := http.NewServeMux()
@@ -268,8 +278,17 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- n.Run(ctx) }()
+	if o.proxy && prov != nil {
+		px := svcproxy.New(svcproxy.Config{Client: client, APIServer: net.JoinHostPort(o.apiHost, o.apiPort),
+			OnServices: prov.SetServices, Logger: logger})
+		go func() {
+			if err := px.Run(ctx); err != nil {
+				errc <- fmt.Errorf("service proxy: %w", err)
+			}
+		}()
+	}
 	if err := n.WaitReady(ctx, 2*time.Minute); err != nil {
 		return fmt.Errorf("node did not become ready: %w", err)
 	}

@@ -73,9 +73,10 @@ type podRun struct {
 	p   *Provider
 	dir string
 
-	mu    sync.Mutex
-	st    podState
-	exits map[string]<-chan struct{} // shims this process started, by container name
+	mu      sync.Mutex
+	hostsMu sync.Mutex // serialises writes of the hosts file
+	st      podState
+	exits   map[string]<-chan struct{} // shims this process started, by container name
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -369,6 +370,12 @@ func (r *podRun) launch(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 	if err != nil {
 		return err
 	}
+	if !mountsAt(mounts, hostsPath) {
+		if err := r.writeHosts(); err != nil {
+			return fmt.Errorf("hosts file: %w", err)
+		}
+		mounts = append(mounts, sandbox.Mount{Source: r.hostsFile(), Target: hostsPath})
+	}
 	dir := r.ctrDir(c.Name)
 	if init {
 		dir = r.ctrDir("init-" + c.Name)
@@ -661,6 +668,15 @@ func (r *podRun) mounts(pod *corev1.Pod, c *corev1.Container, vols map[string]vo
 		out = append(out, sandbox.Mount{Source: filepath.Join(r.dir, "serviceaccount"), Target: serviceAccountPath, ReadOnly: true})
 	}
 	return out, nil
+}
+
+func mountsAt(ms []sandbox.Mount, target string) bool {
+	for _, m := range ms {
+		if filepath.Clean(m.Target) == target {
+			return true
+		}
+	}
+	return false
 }
 
 // sleep waits d or until ctx ends; false when ctx ended.

@@ -16,6 +16,9 @@
 //   - State lives on disk (Config.StateDir/pods/UID/state.json): a restarted node re-attaches to
 //     the containers still running and does not run any pod twice.
 //
+// Each pod has its own loopback address (package podip) and a hosts file at /etc/hosts naming the
+// cluster's Services (SetServices, fed by package svcproxy); pods still share the host's network.
+//
 // Probes, lifecycle hooks, sidecar init containers (restartPolicy on an init container), resource
 // limits enforcement, ports and service links are not implemented: resource requests are
 // accepted and only used for scheduling.
@@ -35,6 +38,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/ragops/ragops/hack/localnode/internal/podenv"
 	"github.com/ragops/ragops/hack/localnode/internal/podip"
+	"github.com/ragops/ragops/hack/localnode/internal/svcproxy"
 	"github.com/ragops/ragops/hack/localnode/internal/volumes"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/log"
@@ -91,9 +95,10 @@ type Provider struct {
 	sources podenv.Sources
 	vols    volumes.Builder
 
-	mu     sync.Mutex
-	pods   map[string]*podRun // by namespace/name
-	notify func(*corev1.Pod)
+	mu       sync.Mutex
+	pods     map[string]*podRun // by namespace/name
+	notify   func(*corev1.Pod)
+	services []svcproxy.Service // named in the pods' hosts files
 }
 
 // New creates the provider and loads the pods a previous run of the node left in
