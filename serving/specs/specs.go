@@ -26,6 +26,15 @@ import (
 // Service.
 const Port = 8080
 
+// PodIPEnv is the container's variable holding its pod's address (the downward API's
+// status.podIP). The server listens on $(POD_IP):Port, not on every address: the kubelet's
+// probes and the Service reach a pod at its podIP, so nothing changes in a cluster where each
+// pod has its own network namespace, and on the local cluster's process node (hack/localnode),
+// where pods share the host's network but each has its own loopback address, two replicas on one
+// node can then both listen on Port. A consequence: `kubectl port-forward` (which connects to
+// localhost inside the pod) does not reach the server; use the Service from a pod instead.
+const PodIPEnv = "POD_IP"
+
 // LabelServer is the label that selects a model server's pods; its value is the server's name.
 const LabelServer = "ragops.dev/model-server"
 
@@ -140,7 +149,7 @@ func (s *Server) resources() corev1.ResourceRequirements {
 // its workers), except for the writable /tmp the restricted profile's read-only root needs.
 func (s *Server) Deployment() *appsv1.Deployment {
 	res := s.resources()
-	args := []string{"serve", "--model-dir", s.ModelDir, "--listen", ":" + strconv.Itoa(Port),
+	args := []string{"serve", "--model-dir", s.ModelDir, "--listen", "$(" + PodIPEnv + "):" + strconv.Itoa(Port),
 		"--device", s.Device, "--precision", s.Precision, "--threads", strconv.Itoa(Threads(res)), "--drain-delay", "5s"}
 	probe := func(path string, period int32) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("http")}},
@@ -163,7 +172,8 @@ func (s *Server) Deployment() *appsv1.Deployment {
 					InitContainers: append([]corev1.Container(nil), s.Init...),
 					Containers: []corev1.Container{{
 						Name: "serve", Image: s.Image, Command: []string{"ragops"}, Args: args,
-						Env:            append([]corev1.EnvVar(nil), s.Env...),
+						Env: append([]corev1.EnvVar{{Name: PodIPEnv, ValueFrom: &corev1.EnvVarSource{
+							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}, s.Env...),
 						Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
 						Resources:      res,
 						VolumeMounts:   mounts,

@@ -61,10 +61,14 @@ func TestDeployment(t *testing.T) {
 			if i < 0 || c.Args[i+1] != tc.threads {
 				t.Errorf("args %v: want --threads %s", c.Args, tc.threads)
 			}
-			for flag, want := range map[string]string{"--model-dir": "/model/minilm", "--device": s.Device, "--precision": s.Precision, "--listen": ":8080"} {
+			for flag, want := range map[string]string{"--model-dir": "/model/minilm", "--device": s.Device, "--precision": s.Precision, "--listen": "$(POD_IP):8080"} {
 				if i := slices.Index(c.Args, flag); i < 0 || c.Args[i+1] != want {
 					t.Errorf("args %v: want %s %s", c.Args, flag, want)
 				}
+			}
+			// $(POD_IP) expands only from a variable defined in the container's env.
+			if e := c.Env[0]; e.Name != "POD_IP" || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "status.podIP" {
+				t.Errorf("env %+v: want POD_IP from status.podIP first", c.Env)
 			}
 			if c.ReadinessProbe.HTTPGet.Path != "/.well-known/ready" || c.LivenessProbe.HTTPGet.Path != "/.well-known/live" {
 				t.Errorf("probes %+v %+v", c.ReadinessProbe, c.LivenessProbe)
