@@ -197,11 +197,7 @@ func (r *ExperimentReconciler) resolveSpace(ctx context.Context, st *experimentS
 		return reconcile.Stop, err
 	}
 	st.plan = p
-	if exp.Spec.Screening != nil {
-		return reconcile.Proceed.Set(ragopsv1alpha1.ConditionScreened, metav1.ConditionFalse, ragopsv1alpha1.ReasonScreeningNotRun,
-			"spec.screening: no screening round is run by this operator version; every trial is built on the whole corpus and counts against the budget in full"), nil
-	}
-	return reconcile.Proceed.Remove(ragopsv1alpha1.ConditionScreened), nil
+	return reconcile.Proceed, nil
 }
 
 // runTrials runs the trials (see run).
@@ -367,7 +363,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 		case ragopsv1alpha1.TrialFailed:
 			failed++
 		}
-		if ts.Phase != ragopsv1alpha1.TrialPending && ts.Phase != ragopsv1alpha1.TrialSkipped {
+		if ts.Phase != ragopsv1alpha1.TrialPending && ts.Phase != ragopsv1alpha1.TrialSkipped && !ts.Screening {
 			started++
 		}
 	}
@@ -406,12 +402,24 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 		}
 	}
 	var exhausted []string
+	bt, _ := baselineCandidate(exp, p)
+	scr := screen(exp, p, statuses, bt)
 	for i := range p.Trials {
-		ts := &statuses[i]
+		ts, t := &statuses[i], &p.Trials[i]
 		if ts.Phase != ragopsv1alpha1.TrialPending || tooManyFailed {
 			continue
 		}
-		if maxTrials >= 0 && started >= maxTrials {
+		if t.ScreenedBy != "" {
+			if !scr.done {
+				ts.Message = fmt.Sprintf("waiting for the screening round (%d of %d screening trials finished)", scr.finished, scr.total)
+				continue
+			}
+			if v := scr.verdict[t.Name]; v != "" {
+				ts.Phase, ts.Message = ragopsv1alpha1.TrialSkipped, v
+				continue
+			}
+		}
+		if maxTrials >= 0 && started >= maxTrials && !ts.Screening {
 			ts.Phase = ragopsv1alpha1.TrialSkipped
 			ts.Message = fmt.Sprintf("trial %s not started: budget.maxTrials %d trials were started", ts.Name, maxTrials)
 			exhausted = append(exhausted, ts.Message)
@@ -424,7 +432,6 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 			ts.Message = waitEstimate
 			continue
 		}
-		t := &p.Trials[i]
 		est, estErr := r.estimate(ctx, exp, c, t, ts)
 		if estErr != nil && ts.EstimateError != "" {
 			estErr = fmt.Errorf("%w: %s", ErrNoEstimate, ts.EstimateError)
@@ -461,7 +468,9 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 			ts.Message = fmt.Sprintf("started without a token estimate: %v", estErr)
 		}
 		building++
-		started++
+		if !ts.Screening {
+			started++
+		}
 		reserved += ts.EstimatedTokens
 	}
 
@@ -475,7 +484,7 @@ func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Expe
 	}
 	exp.Status.Leaderboard, exp.Status.CurrentOptimalTrial = board, opt
 	exp.Status.Progress = progress(exp.Status.TrialCounts)
-	res := summarizeExperiment(exp, tooManyFailed, collecting || err != nil, exhausted)
+	res := scr.condition(exp).Merge(summarizeExperiment(exp, tooManyFailed, collecting || err != nil, exhausted))
 	if requeue {
 		res = res.Requeue(comparisonRetry)
 	}
@@ -642,7 +651,7 @@ func (r *ExperimentReconciler) cleanup(ctx context.Context, exp *ragopsv1alpha1.
 // trialStatus reads one trial's phase and figures from its children.
 func trialStatus(t *trials.Trial, ch *experimentChildren, obj ragopsv1alpha1.ExperimentObjective) ragopsv1alpha1.TrialStatus {
 	ts := ragopsv1alpha1.TrialStatus{Name: t.Name, Strategy: t.Strategy.Name, StrategyRef: t.Index.Spec.StrategyRef.Name,
-		Model: t.Model.Name, Parameters: t.Parameters, Revision: t.Revision, Phase: ragopsv1alpha1.TrialPending}
+		Model: t.Model.Name, Parameters: t.Parameters, Revision: t.Revision, Phase: ragopsv1alpha1.TrialPending, Screening: t.Screens != ""}
 	for _, ev := range t.Evaluations {
 		ts.Evaluations = append(ts.Evaluations, ragopsv1alpha1.TrialEvaluation{Retrieval: ev.Labels[ragopsv1alpha1.LabelRetrieval], Evaluation: ev.Name})
 	}

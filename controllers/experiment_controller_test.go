@@ -245,14 +245,12 @@ func TestExperimentLeaderboardPairsEachCandidateWithTheBest(t *testing.T) {
 // winner's strategy is created under its trial's strategy name (not owned: it outlives the
 // Experiment) and the Index names it and the winner's model, to roll out through its own
 // gate. A strategy of that name with another spec is never overwritten: Promoted=False names
-// it and the Index is left as it was until the conflict is gone. spec.screening, which no
-// round honours yet, is reported as not run rather than taken as done.
+// it and the Index is left as it was until the conflict is gone.
 func TestExperimentPromotesTheWinnerToTheServingIndex(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
 	exp := experimentFixture(t, ns, []int32{64, 96}, func(e *ragopsv1alpha1.Experiment) {
 		e.Spec.Promote = &ragopsv1alpha1.ExperimentPromotion{IndexRef: ragopsv1alpha1.LocalObjectReference{Name: "archive"}}
-		e.Spec.Screening = &ragopsv1alpha1.ScreeningRound{Fraction: 0.1, TopN: 1}
 	})
 	t64, t96 := trialName(64), trialName(96)
 	fixed := func(name string, size int32) *ragopsv1alpha1.ChunkingStrategy {
@@ -283,10 +281,8 @@ func TestExperimentPromotesTheWinnerToTheServingIndex(t *testing.T) {
 	if idx := getIndex(t, ns, "archive"); idx.Spec.StrategyRef.Name != "current" || idx.Spec.Model.Name != "served-model" {
 		t.Fatalf("the Index changed despite the conflict: %+v %+v", idx.Spec.StrategyRef, idx.Spec.Model)
 	}
-	// No screening round runs: the condition says so, and both trials were built in full.
-	if c := condition(exp, ragopsv1alpha1.ConditionScreened); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ragopsv1alpha1.ReasonScreeningNotRun ||
-		!strings.HasPrefix(c.Message, "spec.screening:") || exp.Status.TrialCounts.Succeeded != 2 {
-		t.Fatalf("Screened %+v with %s trials succeeded", c, counts(exp))
+	if c := condition(exp, ragopsv1alpha1.ConditionScreened); c != nil || exp.Status.TrialCounts.Succeeded != 2 {
+		t.Fatalf("without spec.screening: Screened %+v, trials %s", c, counts(exp))
 	}
 	var cs ragopsv1alpha1.ChunkingStrategy
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fixed-96"}, &cs); err != nil || cs.Spec.Size != 100 {
@@ -336,4 +332,73 @@ func TestExperimentPromotesTheWinnerToTheServingIndex(t *testing.T) {
 	if idx := getIndex(t, ns, "archive"); idx.Spec.StrategyRef.Name != "fixed-96" {
 		t.Fatalf("the Index after the Experiment's deletion names %s", idx.Spec.StrategyRef.Name)
 	}
+}
+
+// spec.screening builds every trial on the sample first (Indexes <trial>-screen with
+// spec.sample judged by the Experiment's dataset) while the full trials wait; once the round
+// is done the topN best by their best variant go on, with the baseline, and the rest are
+// Skipped with their rank; screening trials never enter the leaderboard.
+func TestExperimentScreeningBuildsTheTopTrialsInFull(t *testing.T) {
+	ns := newNamespace(t)
+	exp := experimentFixture(t, ns, []int32{64, 96, 128}, func(e *ragopsv1alpha1.Experiment) {
+		e.Spec.Parallelism = 3
+		e.Spec.Screening = &ragopsv1alpha1.ScreeningRound{Fraction: 0.5, Seed: 4, TopN: 1}
+	})
+	t64, t96, t128 := trialName(64), trialName(96), trialName(128)
+	s64, s96, s128 := t64+"-screen", t96+"-screen", t128+"-screen"
+
+	exp = waitExperiment(t, ns, "three screening builds", func(e *ragopsv1alpha1.Experiment) bool { return counts(e) == "3/3/0/0/0/0" })
+	if got, want := indexNames(t, ns), strings.Join([]string{s128, s64, s96}, " "); got != want {
+		t.Fatalf("Indexes during screening %q, want only the screening trials' %q", got, want)
+	}
+	for _, name := range []string{t64, t96, t128} {
+		if ts := trialOf(exp, name); ts == nil || ts.Phase != ragopsv1alpha1.TrialPending || !strings.HasPrefix(ts.Message, "waiting for the screening round (0 of 3") {
+			t.Fatalf("full trial %s during screening: %+v", name, ts)
+		}
+	}
+	if c := condition(exp, ragopsv1alpha1.ConditionScreened); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ragopsv1alpha1.ReasonScreening {
+		t.Fatalf("Screened during the round: %+v", c)
+	}
+	idx := getIndex(t, ns, s64)
+	if s := idx.Spec.Sample; s == nil || s.Fraction != 0.5 || s.Seed != 4 || s.Judged == nil || s.Judged.ConfigMap == nil || s.Judged.ConfigMap.Name != "queries" {
+		t.Fatalf("screening Index sample %+v", idx.Spec.Sample)
+	}
+	if ts := trialOf(exp, s64); !ts.Screening || ts.Revision == trialOf(exp, t64).Revision {
+		t.Fatalf("screening trial %+v shares the full trial's revision", ts)
+	}
+
+	// fixed-96 is best on the subset (by its BM25 variant), fixed-64 the baseline.
+	playTrial(t, ns, s64, 0.5, 0.4)
+	playTrial(t, ns, s96, 0.6, 0.8)
+	playTrial(t, ns, s128, 0.7, 0.6)
+	exp = waitExperiment(t, ns, "screening done", func(e *ragopsv1alpha1.Experiment) bool {
+		c := condition(e, ragopsv1alpha1.ConditionScreened)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	if c := condition(exp, ragopsv1alpha1.ConditionScreened); c.Reason != ragopsv1alpha1.ReasonScreeningDone || c.Message != "2 of 3 trials go on to a full build: "+t96+", "+t64 {
+		t.Fatalf("Screened %+v", c)
+	}
+	ts := trialOf(exp, t128)
+	if want := fmt.Sprintf("screened out: its screening trial %s ranked 2 of 3 on the subset (recall@10 0.7000); spec.screening.topN 1 go on", s128); ts.Phase != ragopsv1alpha1.TrialSkipped || ts.Message != want {
+		t.Fatalf("fixed-128: %s %q\nwant Skipped %q", ts.Phase, ts.Message, want)
+	}
+
+	playTrial(t, ns, t64, 0.55, 0.45)
+	playTrial(t, ns, t96, 0.65, 0.85)
+	exp = readyExperiment(t, ns)
+	if counts(exp) != "0/0/0/5/0/1" {
+		t.Fatalf("trials %s, want 5 succeeded (3 screening, 2 full) and 1 skipped", counts(exp))
+	}
+	for _, e := range exp.Status.Leaderboard {
+		if strings.HasSuffix(e.Trial, "-screen") {
+			t.Errorf("leaderboard holds screening candidate %s/%s", e.Trial, e.Retrieval)
+		}
+	}
+	if o := exp.Status.CurrentOptimalTrial; o == nil || o.Trial != t96 || o.Retrieval != "bm25" || len(exp.Status.Leaderboard) != 4 {
+		t.Fatalf("optimum %+v over %d candidates, want %s/bm25 of the four full ones", o, len(exp.Status.Leaderboard), t96)
+	}
+	// The screening Indexes go with the losers (DeleteLosers); the winner and baseline stay.
+	eventually(t, 30*time.Second, "only the winner's and the baseline's Indexes", func() (bool, error) {
+		return indexNames(t, ns) == t64+" "+t96, nil
+	})
 }

@@ -61,6 +61,9 @@ func rankCandidates(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []r
 	}
 	evs = candidateEvaluations{}
 	for _, ts := range statuses {
+		if ts.Screening {
+			continue // a subset's figures are not comparable with full builds'
+		}
 		for _, te := range ts.Evaluations {
 			if te.Objective == nil {
 				continue
@@ -147,7 +150,7 @@ func baselineCandidate(exp *ragopsv1alpha1.Experiment, p *trials.Plan) (trial, r
 		}
 	}
 	for _, t := range p.Trials {
-		if t.Model.Name == model && (t.Strategy.Name == strategy || slices.Contains(t.Merged, strategy)) {
+		if t.Screens == "" && t.Model.Name == model && (t.Strategy.Name == strategy || slices.Contains(t.Merged, strategy)) {
 			return t.Name, retrieval
 		}
 	}

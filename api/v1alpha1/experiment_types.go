@@ -404,12 +404,15 @@ const (
 	ReasonPromotionConflict = "PromotionConflict"
 	// ReasonNoWinner: no candidate was measured.
 	ReasonNoWinner = "NoWinner"
-	// ConditionScreened reports spec.screening: False with ReasonScreeningNotRun while this
-	// operator builds every trial on the whole corpus (screening rounds are not run yet), so
-	// a spec that asks for one is never silently taken as done. Informational.
+	// ConditionScreened reports spec.screening's round: False (ReasonScreening) while its
+	// builds on the sample run, True (ReasonScreeningDone) once it chose the trials that go
+	// on to a full build; absent without spec.screening. Informational.
 	ConditionScreened = "Screened"
-	// ReasonScreeningNotRun: spec.screening is set and no screening round ran.
-	ReasonScreeningNotRun = "ScreeningNotRun"
+	// ReasonScreening: screening trials are still building or evaluating.
+	ReasonScreening = "Screening"
+	// ReasonScreeningDone: every screening trial finished; the message names the trials
+	// that go on.
+	ReasonScreeningDone = "ScreeningDone"
 	// ReasonInvalidSpace is the Stalled reason when the space fails validation the CRD
 	// cannot express (names, baseline, grid size after expansion).
 	ReasonInvalidSpace = "InvalidSpace"

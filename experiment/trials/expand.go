@@ -58,11 +58,18 @@ type Trial struct {
 	// not re-run on another; each carries the ragops.dev/retrieval label with the variant's
 	// name (a valid label value: at most 20 characters of [a-z0-9.-]).
 	Evaluations []*ragopsv1alpha1.Evaluation
+	// Screens names the full trial a screening trial screens: its Index is that trial's on
+	// spec.screening's sample (every document the dataset judges plus a fraction of the
+	// rest), named <trial>-screen. Empty for a full trial.
+	Screens string
+	// ScreenedBy names a full trial's screening trial; empty without spec.screening.
+	ScreenedBy string
 }
 
 // Plan is an Experiment's expanded space.
 type Plan struct {
-	// Trials chosen, in order: the space's for Grid, the draw's for Random.
+	// Trials chosen, in order: the space's for Grid, the draw's for Random; with
+	// spec.screening their screening trials come first, in the same order.
 	Trials []Trial
 	// Retrievals are the variants each trial is evaluated with.
 	Retrievals []Retrieval
@@ -140,7 +147,36 @@ func Expand(in Input) (*Plan, error) {
 	if spec.Algorithm.Type == ragopsv1alpha1.AlgorithmRandom && spec.Algorithm.MaxTrials != nil {
 		p.Trials = draw(all, spec.Algorithm.Seed, int(*spec.Algorithm.MaxTrials))
 	}
+	if spec.Screening != nil {
+		p.Trials = append(screeningTrials(in, p), p.Trials...)
+	}
 	return p, nil
+}
+
+// screeningTrials returns one screening trial per chosen trial of p (Trial.Screens), in the
+// same order, and links each chosen trial to its own (Trial.ScreenedBy).
+func screeningTrials(in Input, p *Plan) []Trial {
+	exp := in.Experiment
+	sc := exp.Spec.Screening
+	out := make([]Trial, 0, len(p.Trials))
+	for i := range p.Trials {
+		full := &p.Trials[i]
+		name := boundedName(full.Name + "-screen")
+		idx := &ragopsv1alpha1.Index{ObjectMeta: metav1.ObjectMeta{Namespace: exp.Namespace, Name: name},
+			Spec: *full.Index.Spec.DeepCopy()}
+		idx.Spec.Sample = &ragopsv1alpha1.DocumentSample{Fraction: sc.Fraction, Seed: sc.Seed, Judged: exp.Spec.Dataset.DeepCopy()}
+		t := Trial{Name: name, Strategy: full.Strategy, Merged: full.Merged, Model: full.Model,
+			Revision: in.Revision(*full.Strategy.Spec, idx, in.Format), Parameters: full.Parameters,
+			Labels:           map[string]string{ragopsv1alpha1.LabelExperiment: full.Labels[ragopsv1alpha1.LabelExperiment], ragopsv1alpha1.LabelTrial: name},
+			ChunkingStrategy: full.ChunkingStrategy, Index: idx, Screens: full.Name}
+		idx.Labels = copyLabels(t.Labels, nil)
+		for _, r := range p.Retrievals {
+			t.Evaluations = append(t.Evaluations, evaluation(exp, &t, r))
+		}
+		full.ScreenedBy = name
+		out = append(out, t)
+	}
+	return out
 }
 
 // StrategyName is the name of the ChunkingStrategy an Experiment generates for a template

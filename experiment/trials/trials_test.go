@@ -255,6 +255,49 @@ func TestExpandGridBuildsEachRevisionOnce(t *testing.T) {
 	}
 }
 
+// With spec.screening every chosen trial gets a screening trial first: the same strategy,
+// model and Evaluations on an Index sampled with the screening fraction and seed, judged by
+// the Experiment's dataset, a revision of its own, named <trial>-screen, and the two link.
+func TestExpandScreeningPrecedesEachTrialWithItsSample(t *testing.T) {
+	e := experiment()
+	e.Spec.Screening = &ragopsv1alpha1.ScreeningRound{Fraction: 0.1, Seed: 3, TopN: 2}
+	p := expand(t, e)
+	if len(p.Trials) != 20 {
+		t.Fatalf("%d trials, want 10 screening + 10 full", len(p.Trials))
+	}
+	full := expand(t, experiment()).Trials
+	revs := map[string]bool{}
+	for i, s := range p.Trials[:10] {
+		f := p.Trials[10+i]
+		if f.Name != full[i].Name || f.Revision != full[i].Revision || f.Screens != "" {
+			t.Errorf("full trial %d: %s rev %s screens %q; want %s rev %s as without screening", i, f.Name, f.Revision, f.Screens, full[i].Name, full[i].Revision)
+		}
+		if s.Screens != f.Name || f.ScreenedBy != s.Name || s.Name != f.Name+"-screen" && len(f.Name) < trials.MaxNameLength-7 {
+			t.Errorf("screening trial %s screens %q; full %s screened by %q", s.Name, s.Screens, f.Name, f.ScreenedBy)
+		}
+		sm := s.Index.Spec.Sample
+		if sm == nil || sm.Fraction != 0.1 || sm.Seed != 3 || sm.Judged == nil || sm.Judged.PVC == nil || sm.Judged.PVC.ClaimName != "beir" || sm.Judged.Split != "test" {
+			t.Errorf("%s sample %+v", s.Name, sm)
+		}
+		if f.Index.Spec.Sample != nil {
+			t.Errorf("full trial %s is sampled: %+v", f.Name, f.Index.Spec.Sample)
+		}
+		if want := controllers.Revision(*s.Strategy.Spec, s.Index, ragopsv1alpha1.FormatBEIR); s.Revision != want || s.Revision == f.Revision {
+			t.Errorf("%s revision %s, want %s (and not the full trial's %s)", s.Name, s.Revision, want, f.Revision)
+		}
+		if revs[s.Revision] {
+			t.Errorf("screening revision %s twice", s.Revision)
+		}
+		revs[s.Revision] = true
+		if s.Index.Name != s.Name || s.Index.Labels[ragopsv1alpha1.LabelTrial] != s.Name || s.Index.Spec.StrategyRef != f.Index.Spec.StrategyRef {
+			t.Errorf("%s index %s labels %v strategy %v", s.Name, s.Index.Name, s.Index.Labels, s.Index.Spec.StrategyRef)
+		}
+		if len(s.Evaluations) != len(f.Evaluations) || s.Evaluations[0].Spec.IndexRef.Name != s.Name || s.Evaluations[0].Spec.Revision != s.Revision {
+			t.Errorf("%s evaluations %+v", s.Name, s.Evaluations[0].Spec)
+		}
+	}
+}
+
 func TestExpandIsDeterministicAndRandomIsSeeded(t *testing.T) {
 	grid := expand(t, experiment())
 	again := expand(t, experiment())
