@@ -38,7 +38,7 @@ func newManagerCommand() *cobra.Command {
 		outageWait, jobStopTimeout          time.Duration
 		indexConcurrency                    int
 		watchNamespaces                     []string
-		managerNamespace                    string
+		managerNamespace, modelServerURLs   string
 		zapOpts                             = zap.Options{}
 	)
 	c := &cobra.Command{
@@ -47,6 +47,9 @@ func newManagerCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			if modelServerURLs != controllers.ModelServerServiceDNS && modelServerURLs != controllers.ModelServerClusterIP {
+				return fmt.Errorf("--model-server-urls %q: want %s or %s", modelServerURLs, controllers.ModelServerServiceDNS, controllers.ModelServerClusterIP)
+			}
 			cfg, err := ctrl.GetConfig()
 			if err != nil {
 				return fmt.Errorf("kubeconfig: %w", err)
@@ -76,6 +79,7 @@ func newManagerCommand() *cobra.Command {
 			if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 				WorkerImage: workerImage, ManagerNamespace: managerNamespace, ProgressInterval: progress, DriftInterval: drift, FinalizerTimeout: finalizerTimeout,
 				IndexConcurrency: indexConcurrency, WeaviateOutageWait: outageWait, JobStopTimeout: jobStopTimeout,
+				ModelServerURLs: modelServerURLs,
 			}); err != nil {
 				return err
 			}
@@ -100,6 +104,7 @@ func newManagerCommand() *cobra.Command {
 	f.DurationVar(&outageWait, "worker-weaviate-outage-wait", 0, "how long embedder workers wait out an unavailable Weaviate before their shard fails (0: the worker's default, 5m)")
 	f.StringSliceVar(&watchNamespaces, "watch-namespaces", nil, "namespaces whose Corpora, Indexes and Evaluations (and their Jobs, ConfigMaps, Secrets) the manager watches, comma-separated (default: all)")
 	f.StringVar(&managerNamespace, "manager-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "the manager's namespace, whose manager pods model server NetworkPolicies admit to read /meta (env POD_NAMESPACE; default: the service account's namespace)")
+	f.StringVar(&modelServerURLs, "model-server-urls", controllers.ModelServerServiceDNS, "how collections' text2vec-transformers URLs and status.serving address model servers: ServiceDNS (http://NAME.NAMESPACE.svc:8080, for a Weaviate in the cluster) or ClusterIP (http://CLUSTERIP:8080, for a Weaviate that reaches Service IPs but not cluster DNS, like the local cluster's)")
 	f.DurationVar(&jobStopTimeout, "job-stop-timeout", 5*time.Minute, "how long an Index's deletion waits for its running Jobs' pods to stop before force-deleting them")
 	f.DurationVar(&finalizerTimeout, "finalizer-timeout", 15*time.Minute, "how long deletion waits for Weaviate before leaving collections behind")
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)

@@ -71,7 +71,10 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 		}}, idx.Status.Revisions...)
 		rev = &idx.Status.Revisions[0]
 	}
-	w := r.embedWorkload(st, rev, false)
+	w, err := r.embedWorkload(ctx, st, rev, false)
+	if err != nil {
+		return reconcile.Stop, err
+	}
 	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), w)
 	if err != nil {
 		return ensureFailed(err)
@@ -277,11 +280,15 @@ func progressString(done, total int64) string {
 
 // embedWorkload describes the embedder Job of a revision (full build, or incremental sync;
 // see workload.Embed).
-func (r *IndexReconciler) embedWorkload(st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) *workload.Workload {
+func (r *IndexReconciler) embedWorkload(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) (*workload.Workload, error) {
 	model, e := queryModel(st.idx, rev)
+	server, err := r.modelServerFor(ctx, st.idx, rev)
+	if err != nil {
+		return nil, err
+	}
 	return workload.Embed(workload.EmbedInputs{Index: st.idx, Revision: rev, Corpus: st.corpus, Strategy: st.strategy.Spec,
 		Model: model, Embedder: e, Incremental: incremental, Consistency: writeConsistency(st.idx),
-		ModelServer: modelServerFor(st.idx, rev), OutageWait: r.Options.WeaviateOutageWait}, r.Options.workloadDefaults())
+		ModelServer: server, OutageWait: r.Options.WeaviateOutageWait}, r.Options.workloadDefaults()), nil
 }
 
 // restartBuild turns rev back into a Building revision with the next Attempt, whose Job

@@ -19,8 +19,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -102,6 +104,32 @@ func servingKeyFor(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus
 func servingEndpoint(namespace string, k servingKey) string {
 	s := specs.Server{Name: k.name(), Namespace: namespace}
 	return s.Endpoint()
+}
+
+// Values of Options.ModelServerURLs.
+const (
+	ModelServerServiceDNS = "ServiceDNS"
+	ModelServerClusterIP  = "ClusterIP"
+)
+
+// serverURL is the base URL a model server is addressed by (Options.ModelServerURLs): its
+// Service's DNS name, or its ClusterIP ("" while the Service or its ClusterIP does not exist).
+func (r *IndexReconciler) serverURL(ctx context.Context, namespace string, k servingKey) (string, error) {
+	if r.Options.ModelServerURLs != ModelServerClusterIP {
+		return servingEndpoint(namespace, k), nil
+	}
+	var svc corev1.Service
+	err := r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: namespace, Name: k.name()}, &svc)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
+		return "http://" + net.JoinHostPort(ip, strconv.Itoa(specs.Port)), nil
+	}
+	return "", nil
 }
 
 // servingNeeds returns the model servers idx needs, by name: those of its kept revisions
@@ -361,9 +389,13 @@ type serverState struct {
 // the model hash from its /meta; one other than wantHash (when set: the content hash of the
 // folder a revision was built with) is a problem.
 func (r *IndexReconciler) readServer(ctx context.Context, ns string, k servingKey, wantHash string) (serverState, error) {
-	s := serverState{name: k.name(), endpoint: servingEndpoint(ns, k)}
+	url, err := r.serverURL(ctx, ns, k)
+	if err != nil {
+		return serverState{name: k.name()}, err
+	}
+	s := serverState{name: k.name(), endpoint: url}
 	var dep appsv1.Deployment
-	err := r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: ns, Name: s.name}, &dep)
+	err = r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: ns, Name: s.name}, &dep)
 	if apierrors.IsNotFound(err) {
 		return s, nil
 	}
@@ -371,6 +403,9 @@ func (r *IndexReconciler) readServer(ctx context.Context, ns string, k servingKe
 		return s, err
 	}
 	s.ready, s.want = dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1)
+	if s.endpoint == "" {
+		s.ready = 0 // its Service (ClusterIP) is not there yet: not addressable
+	}
 	if s.ready > 0 {
 		if h, err := serverModelHash(ctx, s.endpoint); err == nil {
 			s.modelHash = h
@@ -480,14 +515,20 @@ func (r *IndexReconciler) weaviateHasTransformers(ctx context.Context, st *index
 
 // modelServerFor is the model server URL a revision's new collection is wired to (plan
 // modelServer), or "" when serving is disabled or Weaviate lacks the module (as last read).
-func modelServerFor(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) string {
+// Errors: with ModelServerClusterIP, the server's Service has no ClusterIP yet (retried).
+func (r *IndexReconciler) modelServerFor(ctx context.Context, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) (string, error) {
 	if !idx.Spec.Serving.ServingEnabled() {
-		return ""
+		return "", nil
 	}
 	if v, ok := transformersModules.Load(idx.Spec.Weaviate.URL); !ok || !v.(moduleAnswer).has {
-		return ""
+		return "", nil
 	}
-	return servingEndpoint(idx.Namespace, servingKeyFor(idx, rev))
+	k := servingKeyFor(idx, rev)
+	url, err := r.serverURL(ctx, idx.Namespace, k)
+	if err == nil && url == "" {
+		err = fmt.Errorf("model server Service %s/%s has no ClusterIP yet", idx.Namespace, k.name())
+	}
+	return url, err
 }
 
 // awaitServing holds a revision back from the alias while the model server its collection

@@ -85,7 +85,10 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 		}
 		return true, reconcile.Proceed, nil
 	}
-	w := r.embedWorkload(st, rev, true)
+	w, err := r.embedWorkload(ctx, st, rev, true)
+	if err != nil {
+		return false, reconcile.Stop, err
+	}
 	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), w)
 	if err != nil {
 		res, err := ensureFailed(err)

@@ -65,6 +65,14 @@ type Options struct {
 	// JobDeadline is the activeDeadlineSeconds of a worker Job whose template sets none
 	// (default 7 days): a backstop so that no Job runs, or waits, forever.
 	JobDeadline time.Duration
+	// ModelServerURLs is how collections (their text2vec-transformers URLs), status.serving and
+	// the manager's /meta reads address a model server: ModelServerServiceDNS (""; the
+	// default) by its Service's name, http://NAME.NAMESPACE.svc:8080, for a Weaviate inside the
+	// cluster; ModelServerClusterIP by its Service's ClusterIP, http://CLUSTERIP:8080, for a
+	// Weaviate (and a manager) that reaches the cluster's Service network but not its DNS, such
+	// as the local cluster's Weaviate on the host (hack/demo.sh). A ClusterIP lasts as long as
+	// its Service, which lasts as long as a kept revision needs it.
+	ModelServerURLs string
 	// APIReader reads from the API server, not the cache (the manager's GetAPIReader; set by
 	// SetupWithManager): it tells a Job ragops cannot see in its label-scoped cache from one
 	// that does not exist.

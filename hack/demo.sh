@@ -194,7 +194,10 @@ fi
 hack/localcluster/up.sh --image-map "ragops:latest=$rootfs" --image-entrypoint "ragops:latest=/usr/local/bin/ragops" --advertise-gpus 1 >/dev/null
 
 step "Weaviate v1.37.6 on 127.0.0.1:$((wbase + 5)) (gRPC $((wbase + 4)))"
-RAGOPS_WEAVIATE_STATE=$weaviate_state RAGOPS_WEAVIATE_PORT_BASE=$wbase hack/weaviate.sh start >/dev/null
+# text2vec-transformers: each revision's collection embeds nearText queries through its model
+# server, which Weaviate (on the host, outside cluster DNS) reaches at the Service's ClusterIP
+# (the local node's Service proxy; the operator's --model-server-urls ClusterIP).
+RAGOPS_WEAVIATE_MODULES=text2vec-transformers RAGOPS_WEAVIATE_STATE=$weaviate_state RAGOPS_WEAVIATE_PORT_BASE=$wbase hack/weaviate.sh start >/dev/null
 
 step "CRDs and the operator (ragops manager, log in $state/manager.log)"
 kc apply --server-side -f config/crd/bases >/dev/null
@@ -205,7 +208,7 @@ if [[ -f "$state/manager.pid" ]] && kill -0 "$(cat "$state/manager.pid")" 2>/dev
 fi
 KUBECONFIG=$kubeconfig setsid bin/ragops manager --worker-image ragops:latest \
 	--metrics-bind-address "127.0.0.1:$mport" --health-probe-bind-address "127.0.0.1:$((mport + 1))" \
-	--progress-interval 10s >"$state/manager.log" 2>&1 </dev/null &
+	--progress-interval 10s --model-server-urls ClusterIP >"$state/manager.log" 2>&1 </dev/null &
 echo $! >"$state/manager.pid"
 for _ in $(seq 1 60); do
 	curl -fsS -o /dev/null "http://127.0.0.1:$((mport + 1))/readyz" 2>/dev/null && break
