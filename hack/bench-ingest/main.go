@@ -525,9 +525,17 @@ func table(args []string) error {
 		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %s | %.4f | %.4f |\n",
 			k, r.n, r.wall, r.cpu, r.wcpu, r.perCPU, r.perCPUEnc, r.perCPUAll, r.rss, r.enc, objs, r.recall, r.ndcg)
 	}
+	peers := 0
+	for _, k := range order {
+		if k != "ragops" && !isOperator(k) {
+			peers++
+		}
+	}
 	if g, ok := rows["ragops"]; ok {
-		b.WriteString("\n| ragops / peer | wall (peer / ragops) | corpus tokens per CPU-s | encoded tokens per CPU-s | incl. Weaviate | peak RSS (peer / ragops) | recall@10 | nDCG@10 |\n")
-		b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		if peers > 0 {
+			b.WriteString("\n| ragops / peer | wall (peer / ragops) | corpus tokens per CPU-s | encoded tokens per CPU-s | incl. Weaviate | peak RSS (peer / ragops) | recall@10 | nDCG@10 |\n")
+			b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		}
 		for _, k := range order {
 			if k == "ragops" || isOperator(k) {
 				continue

@@ -220,7 +220,8 @@ for r in $(seq "$first" $((first + rounds - 1))); do
 	done
 done
 machine="$(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/{print $2}') GiB"
-args=(-results "$results" -section "$section" -meta "$data/meta.json" -machine "$machine"
-	-setup "Recursive chunks of $size tokens with $overlap overlap (LlamaIndex SentenceSplitter, LangChain RecursiveCharacterTextSplitter with the model's tokenizer as length function), peers embed batches of $batch chunks; one ONNX Runtime thread each; medians over the runs, rounds in alternating order (ABC, CBA, ...).")
+setup="Recursive chunks of $size tokens with $overlap overlap (LlamaIndex SentenceSplitter, LangChain RecursiveCharacterTextSplitter with the model's tokenizer as length function), peers embed batches of $batch chunks; one ONNX Runtime thread each; medians over the runs, rounds in alternating order (ABC, CBA, ...)."
+((peers)) || setup="Recursive chunks of $size tokens with $overlap overlap; one ONNX Runtime thread per process (operator: spec.embedder.threads 1 per pod, serving off); medians over the runs, rounds in alternating order (ABC, CBA, ...)."
+args=(-results "$results" -section "$section" -meta "$data/meta.json" -machine "$machine" -setup "$setup")
 ((write)) && args+=(-benchmarks BENCHMARKS.md)
 "$cache/bench-ingest" table "${args[@]}"
