@@ -475,7 +475,9 @@ func get(url string) (string, error) {
 
 // TestServiceProxyAndNames: two pods listen on the same port, each on its own address, behind one
 // Service whose ClusterIP (from the loopback service range) the node's proxy serves: connections
-// alternate between the two, never reach a pod of the Service that is not Ready, and the listener
+// alternate between the two, never reach a pod of the Service that is not Ready (one with an
+// ended container, one whose readiness probe fails; the two others are Ready through their HTTP
+// readiness probes), and the listener
 // closes when the Service is deleted. A pod reaches the Service by NAME, NAME.NAMESPACE,
 // NAME.NAMESPACE.svc and NAME.NAMESPACE.svc.cluster.local through its /etc/hosts, and a Service
 // created after the pod started resolves too (the hosts file is rewritten in place).
@@ -488,9 +490,19 @@ func TestServiceProxyAndNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	web := map[string]string{"app": "web"}
-	for _, name := range []string{"web-a", "web-b"} {
+	probe := func(h corev1.ProbeHandler) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: h, PeriodSeconds: 1, FailureThreshold: 1}
+	}
+	for _, name := range []string{"web-a", "web-b", "web-d"} {
+		ctr := webServer("server")
+		// web-a and web-b are Ready once their HTTP readiness probe passes; web-d's probe
+		// never does (nothing listens on 9999): it runs and serves on 8080, not Ready.
+		ctr.ReadinessProbe = probe(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}})
+		if name == "web-d" {
+			ctr.ReadinessProbe = probe(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9999)}})
+		}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: web},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{webServer("server")}}}
+			Spec: corev1.PodSpec{Containers: []corev1.Container{ctr}}}
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -515,7 +527,7 @@ func TestServiceProxyAndNames(t *testing.T) {
 		t.Fatalf("ClusterIP %s is not a loopback address", ip)
 	}
 	ips := map[string]string{}
-	waitFor(t, 30*time.Second, "pods web-a and web-b ready, web-c running and not ready", func() (bool, error) {
+	waitFor(t, 30*time.Second, "pods web-a and web-b ready, web-c and web-d running and not ready", func() (bool, error) {
 		pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
 			return false, err
@@ -531,13 +543,16 @@ func TestServiceProxyAndNames(t *testing.T) {
 			case p.Name == "web-c" && p.Status.Phase == corev1.PodRunning && !rdy && len(p.Status.ContainerStatuses) == 2 &&
 				p.Status.ContainerStatuses[1].State.Terminated != nil:
 				ok++
-			case p.Name != "web-c" && rdy:
+			case p.Name == "web-d" && p.Status.Phase == corev1.PodRunning && !rdy && len(p.Status.ContainerStatuses) == 1 &&
+				p.Status.ContainerStatuses[0].State.Running != nil:
+				ok++
+			case (p.Name == "web-a" || p.Name == "web-b") && rdy:
 				ok++
 			}
 		}
-		return ok == 3, nil
+		return ok == 4, nil
 	})
-	// Every pod listens on port 8080 of its own address: all three answer there directly.
+	// Every pod listens on port 8080 of its own address: all four answer there directly.
 	for name, ip := range ips {
 		waitFor(t, 20*time.Second, name+" listens on its own address", func() (bool, error) {
 			body, err := get("http://" + net.JoinHostPort(ip, "8080") + "/")
@@ -559,7 +574,7 @@ func TestServiceProxyAndNames(t *testing.T) {
 	}
 	t.Logf("40 requests through %s: %v", url, counts)
 	if counts["web-a"] != 20 || counts["web-b"] != 20 || len(counts) != 2 {
-		t.Errorf("40 requests through the Service reached %v, want 20 each on web-a and web-b (round robin) and none on the not-ready web-c", counts)
+		t.Errorf("40 requests through the Service reached %v, want 20 each on web-a and web-b (round robin) and none on the not-ready web-c and web-d", counts)
 	}
 
 	// Names, from a pod.

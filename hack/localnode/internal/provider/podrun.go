@@ -39,10 +39,13 @@ type ctrState struct {
 	Name string `json:"name"`
 	Init bool   `json:"init,omitempty"`
 	// Attempts is the number of runs started; the current run's files carry Attempts-1.
-	Attempts int            `json:"attempts"`
-	Running  bool           `json:"running,omitempty"`
-	Handle   sandbox.Handle `json:"handle"`
-	Started  time.Time      `json:"started"`
+	Attempts int  `json:"attempts"`
+	Running  bool `json:"running,omitempty"`
+	// Ready is the readiness probe's verdict on the current run (containers without one are
+	// ready while they run).
+	Ready   bool           `json:"ready,omitempty"`
+	Handle  sandbox.Handle `json:"handle"`
+	Started time.Time      `json:"started"`
 	// Term is how the latest run ended (nil while it runs or before the first run); Last is the
 	// run before it (the status's lastState).
 	Term    *termination                  `json:"term,omitempty"`
@@ -292,7 +295,12 @@ func (r *podRun) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		r.mu.Unlock()
 		switch {
 		case running:
+			pctx, stopProbe := context.WithCancel(ctx)
+			if !init && c.ReadinessProbe != nil {
+				go r.probeReadiness(pctx, c)
+			}
 			r.wait(ctx, c, init)
+			stopProbe()
 			if ctx.Err() != nil {
 				return false
 			}
@@ -417,7 +425,7 @@ func (r *podRun) launch(ctx context.Context, pod *corev1.Pod, c *corev1.Containe
 	}
 	r.mu.Lock()
 	cs.Attempts++
-	cs.Running, cs.Handle, cs.Started, cs.Waiting = true, h, time.Now(), nil
+	cs.Running, cs.Ready, cs.Handle, cs.Started, cs.Waiting = true, false, h, time.Now(), nil
 	r.exits[c.Name+initSuffix(init)] = exited
 	r.mu.Unlock()
 	r.changed()
@@ -489,7 +497,7 @@ func (r *podRun) recordExit(c *corev1.Container, init bool) {
 	}
 	os.Remove(filepath.Join(dir, "rt-"+n))
 	r.mu.Lock()
-	cs.Running, cs.Term = false, t
+	cs.Running, cs.Ready, cs.Term = false, false, t
 	delete(r.exits, c.Name+initSuffix(init))
 	r.mu.Unlock()
 	r.changed()

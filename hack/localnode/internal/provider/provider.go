@@ -19,9 +19,10 @@
 // Each pod has its own loopback address (package podip) and a hosts file at /etc/hosts naming the
 // cluster's Services (SetServices, fed by package svcproxy); pods still share the host's network.
 //
-// Probes, lifecycle hooks, sidecar init containers (restartPolicy on an init container), resource
-// limits enforcement, ports and service links are not implemented: resource requests are
-// accepted and only used for scheduling.
+// Readiness probes (httpGet, tcpSocket) decide containers' readiness (probe.go). Liveness and
+// startup probes, lifecycle hooks, sidecar init containers (restartPolicy on an init container),
+// resource limits enforcement, ports and service links are not implemented: resource requests
+// are accepted and only used for scheduling.
 package provider
 
 import (

@@ -34,7 +34,7 @@ func (r *podRun) refreshStatus() {
 		switch {
 		case cs.Running:
 			out.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.Started)}
-			out.Ready, out.Started = true, ptr(true)
+			out.Ready, out.Started = init || c.ReadinessProbe == nil || cs.Ready, ptr(true)
 		case cs.Term != nil:
 			out.State.Terminated = cs.Term.state()
 			out.Started = ptr(false)
