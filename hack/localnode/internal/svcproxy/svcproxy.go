@@ -254,7 +254,9 @@ func portName(sp corev1.ServicePort) string {
 	return strconv.Itoa(int(sp.Port))
 }
 
-// clusterIPs returns the Service's ClusterIPs (none for headless and ExternalName Services).
+// clusterIPs returns the Service's loopback ClusterIPs (none for headless and ExternalName
+// Services; a ClusterIP outside 127.0.0.0/8, from a cluster whose service range is not a
+// loopback one, cannot be listened on and is left out).
 func clusterIPs(s *corev1.Service) []netip.Addr {
 	if s.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil
@@ -265,7 +267,7 @@ func clusterIPs(s *corev1.Service) []netip.Addr {
 	}
 	var out []netip.Addr
 	for _, ip := range ips {
-		if a, err := netip.ParseAddr(ip); err == nil {
+		if a, err := netip.ParseAddr(ip); err == nil && a.IsLoopback() {
 			out = append(out, a)
 		}
 	}
