@@ -114,6 +114,8 @@ func upCluster(t *testing.T) *localCluster {
 			"LOCALCLUSTER_APISERVER_PORT=26443",
 			"LOCALCLUSTER_ETCD_PORT=23890",
 			"LOCALCLUSTER_KUBELET_PORT=20250",
+			// Service ClusterIPs apart from make demo's 127.2.0.0/16 (the local node listens on them).
+			"LOCALCLUSTER_SERVICE_CIDR=127.4.0.0/16",
 		)
 		local.started = true
 		start := time.Now()
