@@ -53,6 +53,12 @@ demo-qmsum: ## The same on QMSum meetings (long transcripts: fixed, recursive an
 demo-legalnl: ## The same on Dutch law (legalqa-nl, mE5): eight strategies incl. heading-aware, dense/BM25/hybrid; a seeded 27-law subset unless RAGOPS_DEMO_DOCS=all.
 	RAGOPS_DEMO_DATASET=legalqa-nl hack/demo.sh up
 
+.PHONY: demo-experiment
+demo-experiment: ## The archive's study as one Experiment on legalqa-nl (27-law subset): nine strategies x dense/hybrid, screening round, leaderboard and Pareto chart.
+	RAGOPS_DEMO_DATASET=legalqa-nl \
+		RAGOPS_DEMO_SAMPLES=config/samples/demo-legalnl/00-data.yaml,config/samples/demo-legalnl/10-strategies.yaml,config/samples/demo-experiment \
+		RAGOPS_DEMO_DIR=.cache/demo-experiment hack/demo.sh up
+
 .PHONY: demo-models
 demo-models: ## SciFact per model (e5-small-v2, its int8, bge-small-en-v1.5): fixed-507, sentence-128 and late, dense and hybrid (hours on 2 cores).
 	RAGOPS_DEMO_MODELS=e5-small-v2,e5-small-v2-int8,bge-small-en-v1.5 RAGOPS_DEMO_SAMPLES=config/samples/demo-models \

@@ -24,9 +24,11 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/experiment/budget"
@@ -677,7 +679,7 @@ func trialStatus(t *trials.Trial, ch *experimentChildren, obj ragopsv1alpha1.Exp
 		ts.Tokens, ts.Chunks = rev.Tokens, rev.Chunks
 		return ts
 	}
-	ts.Tokens, ts.Chunks = rev.Tokens, rev.Chunks
+	ts.Tokens, ts.Chunks, ts.StorageBytes = rev.Tokens, rev.Chunks, rev.StoredBytes
 	if rev.CreationTime != nil && rev.CompletionTime != nil {
 		ts.BuildSeconds = int64(rev.CompletionTime.Sub(rev.CreationTime.Time).Seconds())
 	}
@@ -743,15 +745,21 @@ func objectiveOf(ev *ragopsv1alpha1.Evaluation, rev string, k int32) (evalMetric
 	return evalMetrics{}, false
 }
 
-// SetupWithManager watches Experiments and the Indexes, Evaluations and ChunkingStrategies
-// they control.
+// SetupWithManager watches Experiments, the Indexes, Evaluations, ChunkingStrategies and
+// estimate Jobs they control, and the status of the Corpora they name (the trials' estimates
+// wait for the Corpus's scan, a missing Corpus created later resumes the Experiment).
 func (r *ExperimentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	statusChanged := predicate.Funcs{UpdateFunc: func(e evtUpdate) bool {
+		return !equalStatus(e.ObjectOld, e.ObjectNew) || e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ragopsv1alpha1.Experiment{}).
 		Owns(&ragopsv1alpha1.Index{}).
 		Owns(&ragopsv1alpha1.Evaluation{}).
 		Owns(&ragopsv1alpha1.ChunkingStrategy{}).
 		Owns(&batchv1.Job{}).
+		Watches(&ragopsv1alpha1.Corpus{}, enqueueReferrers(r.Client, func() client.ObjectList { return &ragopsv1alpha1.ExperimentList{} }, experimentByCorpus),
+			builder.WithPredicates(statusChanged)).
 		Named("experiment").
 		Complete(r)
 }

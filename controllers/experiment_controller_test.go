@@ -393,6 +393,10 @@ func TestExperimentScreeningBuildsTheTopTrialsInFull(t *testing.T) {
 		if strings.HasSuffix(e.Trial, "-screen") {
 			t.Errorf("leaderboard holds screening candidate %s/%s", e.Trial, e.Retrieval)
 		}
+		// The build's stored bytes (the played shard reports 9,600) reach the leaderboard.
+		if e.StorageBytes != 9600 {
+			t.Errorf("%s/%s storage %d bytes, want the build's 9600", e.Trial, e.Retrieval, e.StorageBytes)
+		}
 	}
 	if o := exp.Status.CurrentOptimalTrial; o == nil || o.Trial != t96 || o.Retrieval != "bm25" || len(exp.Status.Leaderboard) != 4 {
 		t.Fatalf("optimum %+v over %d candidates, want %s/bm25 of the four full ones", o, len(exp.Status.Leaderboard), t96)

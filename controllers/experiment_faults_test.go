@@ -219,7 +219,9 @@ func TestExperimentSpecChangeKeepsFinishedTrialsInTheNewSpace(t *testing.T) {
 // Experiment's seeded sample before any trial starts: no Index exists while it runs; its
 // figures become the trials' estimates and the budget holds them; a trial it could not
 // estimate records why and waits while another build runs (it will run alone). The Job is
-// made once: reconciles after it finished make no second one.
+// made once: reconciles after it finished make no second one. The Experiment is created
+// before the Corpus's first scan: its trials wait, and the scan's end resumes them (the
+// Experiment watches its Corpus; nothing else would wake it).
 func TestExperimentEstimatesAPVCCorpusWithAnEstimateJob(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
@@ -235,22 +237,21 @@ func TestExperimentEstimatesAPVCCorpusWithAnEstimateJob(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, pvc); err != nil {
 		t.Fatal(err)
 	}
-	scans := func() []batchv1.Job { return ownedJobs(t, ns, archief) }
-	eventually(t, 30*time.Second, "the Corpus's scan Job", func() (bool, error) { return len(scans()) == 1, nil })
-	scan := scans()[0]
-	res, _ := json.Marshal(plan.ScanResult{Documents: 400, Bytes: 400_000, Revision: "pvc-rev-1"})
-	finishJob(t, &scan, 0, string(res))
-	eventually(t, 30*time.Second, "the scan recorded", func() (bool, error) {
-		var c ragopsv1alpha1.Corpus
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(archief), &c)
-		return err == nil && c.Status.Revision == "pvc-rev-1", err
-	})
-
 	exp := experimentFixture(t, ns, []int32{64, 96}, func(e *ragopsv1alpha1.Experiment) {
 		e.Spec.CorpusRef.Name = "archief"
 		e.Spec.Parallelism = 2
 		e.Spec.Budget = &ragopsv1alpha1.ExperimentBudget{MaxTokens: ptr.To[int64](5000)}
 	})
+	// The trials wait for the Corpus's first scan; its finishing resumes the Experiment.
+	waitExperiment(t, ns, "trials waiting for the scan", func(e *ragopsv1alpha1.Experiment) bool {
+		return len(e.Status.Trials) == 2 && e.Status.Trials[0].Message == "waiting for Corpus archief's first scan before estimating the trials' tokens"
+	})
+	scans := func() []batchv1.Job { return ownedJobs(t, ns, archief) }
+	eventually(t, 30*time.Second, "the Corpus's scan Job", func() (bool, error) { return len(scans()) == 1, nil })
+	scan := scans()[0]
+	res, _ := json.Marshal(plan.ScanResult{Documents: 400, Bytes: 400_000, Revision: "pvc-rev-1"})
+	finishJob(t, &scan, 0, string(res))
+
 	t64, t96 := trialName(64), trialName(96)
 	estimates := func() []batchv1.Job {
 		var jobs batchv1.JobList

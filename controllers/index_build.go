@@ -214,19 +214,20 @@ func modelHashes(results []plan.BuildResult) []string {
 // applyBuildResults adds shard results to a revision's figures and returns the tokens this
 // Job embedded (resumed documents' excluded) and its duration in seconds (its slowest shard).
 func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult, job *batchv1.Job) (embedded int64, seconds float64) {
-	var docs, chunks, tokens int64
+	var docs, chunks, tokens, stored int64
 	skipped := map[string]int64{}
 	for _, br := range results {
 		docs += br.Documents
 		chunks += br.Chunks
 		tokens += br.Tokens
+		stored += br.StoredBytes
 		embedded += br.Tokens - br.ResumedTokens
 		seconds = max(seconds, br.Seconds)
 		for k, v := range br.Skipped {
 			skipped[k] += v
 		}
 	}
-	rev.Documents, rev.Chunks, rev.Tokens = docs, chunks, tokens
+	rev.Documents, rev.Chunks, rev.Tokens, rev.StoredBytes = docs, chunks, tokens, stored
 	if seconds > 0 {
 		rev.TokensPerSecond = int64(float64(embedded) / seconds)
 	}
@@ -303,7 +304,7 @@ func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev 
 	rev.Phase, rev.Reason = ragopsv1alpha1.RevisionBuilding, ""
 	rev.Message = fmt.Sprintf("%s: rebuilding (attempt %d)", why, rev.Attempt)
 	rev.CorpusRevision = st.corpus.Status.Revision
-	rev.Documents, rev.Chunks, rev.Tokens, rev.TokensPerSecond, rev.Skipped, rev.IncompleteRuns, rev.OCR = 0, 0, 0, 0, nil, 0, nil
+	rev.Documents, rev.Chunks, rev.Tokens, rev.StoredBytes, rev.TokensPerSecond, rev.Skipped, rev.IncompleteRuns, rev.OCR = 0, 0, 0, 0, 0, nil, 0, nil
 	rev.CreationTime, rev.CompletionTime = ptr.To(metav1.Now()), nil
 	if idx.Status.ActiveRevision == rev.Name {
 		// Nothing serves now; the rebuilt revision takes the alias without a gate.

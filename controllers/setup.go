@@ -140,7 +140,9 @@ const (
 	// indexByConfigMap holds the ConfigMap CA bundle an Index reads.
 	indexByConfigMap = ".spec.weaviate.caBundle.configMapKeyRef.name"
 	evalByIndex      = ".spec.indexRef.name"
-	corpusBySource   = ".spec.source.name"
+	// experimentByCorpus holds an Experiment's Corpus: its trials wait for the Corpus's scan.
+	experimentByCorpus = ".spec.corpusRef.name"
+	corpusBySource     = ".spec.source.name"
 )
 
 // Finalizer is the finalizer ragops adds to an Index until its alias and collections are gone,
@@ -212,6 +214,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 			return nil
 		}},
 		{&ragopsv1alpha1.Evaluation{}, evalByIndex, func(o client.Object) []string { return []string{o.(*ragopsv1alpha1.Evaluation).Spec.IndexRef.Name} }},
+		{&ragopsv1alpha1.Experiment{}, experimentByCorpus, func(o client.Object) []string {
+			return []string{o.(*ragopsv1alpha1.Experiment).Spec.CorpusRef.Name}
+		}},
 		{&ragopsv1alpha1.Corpus{}, corpusBySource, func(o client.Object) []string {
 			s := o.(*ragopsv1alpha1.Corpus).Spec
 			var names []string

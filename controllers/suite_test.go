@@ -403,7 +403,7 @@ func firstBuild(t *testing.T, ns string) (*ragopsv1alpha1.Index, ragopsv1alpha1.
 
 // buildAttempt plays the build Job of attempt n (1 for the first build) of the desired revision:
 // it writes six chunks of three documents into the collection the plan names and finishes the
-// Job with 600 tokens in 2 s; from attempt 2 on, 200 of them are a resumed document's.
+// Job with 600 tokens and 9,600 stored bytes in 2 s; from attempt 2 on, 200 of them are a resumed document's.
 func buildAttempt(t *testing.T, ns, name string, n int) (rev, collection string) {
 	t.Helper()
 	var idx *ragopsv1alpha1.Index
@@ -434,7 +434,7 @@ func buildAttempt(t *testing.T, ns, name string, n int) (rev, collection string)
 		t.Fatalf("plan names collection %s revision %s, want %s %s", p.Collection, p.Revision, collection, rev)
 	}
 	chunks := writeChunks(t, collection, rev)
-	res := plan.BuildResult{Shard: 0, Documents: 3, Chunks: int64(chunks), Tokens: 600, Seconds: 2}
+	res := plan.BuildResult{Shard: 0, Documents: 3, Chunks: int64(chunks), Tokens: 600, StoredBytes: 9600, Seconds: 2}
 	if n > 1 {
 		// A retry resumes one document the failed attempt wrote whole: 200 of its 600 tokens.
 		res.Resumed, res.ResumedTokens = 1, 200

@@ -20,7 +20,11 @@
 #                          questions (about 4-5 hours on 2 cores)
 #   RAGOPS_DEMO_JUDGED_WORDS=W  legalqa-nl subset: keep the judged laws of at most W words
 #                          (default 24000; 0 keeps all 14 judged laws, 51 questions)
-#   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo or demo-qmsum)
+#   RAGOPS_DEMO_SAMPLES=D  manifests to apply (default config/samples/demo or demo-qmsum); a
+#                          comma-separated list applies several folders or files in order. With
+#                          an Experiment among them the wait is for the Experiment (its trials
+#                          and screening round), and the results are its leaderboard and Pareto
+#                          chart (`ragops report --experiment`); `make demo-experiment`
 #   RAGOPS_DEMO_ROLLOUT=D  after the results, the gated rollout of hack/demo/rollout.sh with the
 #                          manifests in D (SciFact with the default samples:
 #                          config/samples/demo-rollout, on the judged abstracts and 1,000
@@ -235,11 +239,32 @@ spec:
     path: $data/$dataset
     type: Directory
 EOF
-kc apply -f "$samples"
+IFS=, read -r -a sample_paths <<<"$samples"
+apply_args=()
+for f in "${sample_paths[@]}"; do apply_args+=(-f "$f"); done
+kc apply "${apply_args[@]}"
+experiments=$(kc get experiments -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null || true)
 
 step "waiting: documents embedded per Index, then recall per Evaluation (refreshes every 20 s)"
 start=$SECONDS
-while :; do
+while [[ -n "$experiments" ]]; do
+	# An Experiment creates its Indexes and Evaluations as its trials start: wait for it.
+	ready=$(kc get experiments -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)
+	total=$(grep -c . <<<"$experiments")
+	stalled=$(kc get experiments,indexes,evaluations -n "$ns" -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}: {.status.conditions[?(@.type=="Stalled")].message}{"\n"}{end}' | grep -v -e ': $' || true)
+	printf '\n-- %s elapsed, %s/%s experiments done\n' "$(date -u -d @$((SECONDS - start)) +%H:%M:%S)" "$ready" "$total"
+	kc get experiments -n "$ns"
+	kc get indexes -n "$ns"
+	kc get experiments -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name}: {.status.conditions[?(@.type=="Screened")].message}{"\n"}{end}'
+	if [[ -n "$stalled" ]]; then
+		printf '\nstalled:\n%s\n' "$stalled"
+		die "a resource is Stalled (see above and $state/manager.log)"
+	fi
+	((ready == total)) && break
+	((SECONDS - start > timeout)) && die "timed out after $timeout s"
+	sleep 20
+done
+while [[ -z "$experiments" ]]; do
 	ready=$(kc get evaluations -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)
 	total=$(kc get evaluations -n "$ns" --no-headers | wc -l)
 	# The rollout's Index is left out: it is the walkthrough's, and its refusals stall it.
@@ -256,22 +281,28 @@ while :; do
 done
 
 step "results"
-if [[ -e "$data/$dataset/query_spans.jsonl" ]]; then
-	# Annotated spans: -o wide adds SpanHit@10 (share of queries whose top 10 chunks overlap one).
-	kc get evaluations -n "$ns" -o wide
-else
-	kc get evaluations -n "$ns"
-fi
-if bin/ragops report --help >/dev/null 2>&1; then
-	# Prints the Markdown table (grouped by mode, best recall@10 first) and writes the chart.
-	echo
-	KUBECONFIG=$kubeconfig bin/ragops report -n "$ns" -o "$state/report.svg" && echo "chart: $state/report.svg (axis zoomed to the scores, 95% intervals as whiskers)"
-fi
-# A claimed win, tested: the first two Evaluations of the samples on the same queries, paired.
-mapfile -t pair < <(kc get -f "$samples" -o jsonpath='{range .items[?(@.kind=="Evaluation")]}{.metadata.name}{"\n"}{end}' 2>/dev/null | head -n2)
-if ((${#pair[@]} == 2)); then
-	printf '\nragops compare %s %s (B - A per query: is the difference more than noise?)\n' "${pair[0]}" "${pair[1]}"
-	KUBECONFIG=$kubeconfig bin/ragops compare -n "$ns" --top 3 "${pair[0]}" "${pair[1]}"
+for e in $experiments; do
+	echo "Experiment $e: trials $(kc get experiment "$e" -n "$ns" -o jsonpath='{.status.trialCounts}'), tokens $(kc get experiment "$e" -n "$ns" -o jsonpath='{.status.budget.display}'), done after $(date -u -d @$((SECONDS - start)) +%H:%M:%S)"
+	KUBECONFIG=$kubeconfig bin/ragops report --experiment "$e" -n "$ns" -o "$state/$e-pareto.svg" && echo "chart: $state/$e-pareto.svg (objective against tokens, Pareto front marked)"
+done
+if [[ -z "$experiments" ]]; then
+	if [[ -e "$data/$dataset/query_spans.jsonl" ]]; then
+		# Annotated spans: -o wide adds SpanHit@10 (share of queries whose top 10 chunks overlap one).
+		kc get evaluations -n "$ns" -o wide
+	else
+		kc get evaluations -n "$ns"
+	fi
+	if bin/ragops report --help >/dev/null 2>&1; then
+		# Prints the Markdown table (grouped by mode, best recall@10 first) and writes the chart.
+		echo
+		KUBECONFIG=$kubeconfig bin/ragops report -n "$ns" -o "$state/report.svg" && echo "chart: $state/report.svg (axis zoomed to the scores, 95% intervals as whiskers)"
+	fi
+	# A claimed win, tested: the first two Evaluations of the samples on the same queries, paired.
+	mapfile -t pair < <(kc get "${apply_args[@]}" -o jsonpath='{range .items[?(@.kind=="Evaluation")]}{.metadata.name}{"\n"}{end}' 2>/dev/null | head -n2)
+	if ((${#pair[@]} == 2)); then
+		printf '\nragops compare %s %s (B - A per query: is the difference more than noise?)\n' "${pair[0]}" "${pair[1]}"
+		KUBECONFIG=$kubeconfig bin/ragops compare -n "$ns" --top 3 "${pair[0]}" "${pair[1]}"
+	fi
 fi
 
 if [[ "$rollout" != none ]]; then

@@ -501,7 +501,8 @@ type TrialStatus struct {
 	// Chunks stored.
 	// +optional
 	Chunks int64 `json:"chunks,omitempty"`
-	// StorageBytes of its collection.
+	// StorageBytes its build wrote: chunk text plus float32 vectors (the revision's
+	// storedBytes; index structures not counted).
 	// +optional
 	StorageBytes int64 `json:"storageBytes,omitempty"`
 	// BuildSeconds from the build's start to its completion.

@@ -528,6 +528,12 @@ type RevisionStatus struct {
 	// figure does not depend on how often the build was interrupted.
 	// +optional
 	Tokens int64 `json:"tokens,omitempty"`
+	// StoredBytes the build wrote for the revision's chunks: their UTF-8 text plus their
+	// float32 vectors (4 bytes x dimensions), whatever compression the index then applies;
+	// index structures and other properties not counted. Set by the full build; a sync
+	// leaves it as the build found it.
+	// +optional
+	StoredBytes int64 `json:"storedBytes,omitempty"`
 	// TruncatedChunks counts chunks cut to the model's positions before embedding: their
 	// text after the cut is searchable by BM25 but absent from the vector. Over 1% of Chunks
 	// the Ready message says so.

@@ -197,6 +197,11 @@ type BuildResult struct {
 	// (embedder.FolderHash); a model server that loaded another is not wired to the revision.
 	ModelHash string `json:"modelHash,omitempty"`
 
+	// StoredBytes are the bytes of the chunks the shard wrote or found written (Chunks): their
+	// UTF-8 text plus their float32 vectors (4 bytes x dimensions); the collection's index
+	// structures and the other properties are not counted. A sync's unchanged documents are
+	// not read, so a sync reports only what it wrote.
+	StoredBytes int64 `json:"storedBytes,omitempty"`
 	// TruncatedChunks counts chunks cut to the model's positions (embedder.Stats.TruncatedChunks).
 	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
 	// OCR counts the pages read by OCR (reader.OCRStats summed over the shard's documents).

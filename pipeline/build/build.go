@@ -340,6 +340,9 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		res.ResumedTokens += b.model.DocumentTokens([]embedder.Document{{Text: d.Doc.Text, Chunks: chunks}}, b.mode)
 		res.Documents++
 		res.Chunks += int64(len(chunks))
+		for _, c := range chunks {
+			res.StoredBytes += int64(len(c.Text(d.Doc.Text)) + 4*b.model.Dimension())
+		}
 		b.wrote[d.ID] = true
 		b.done++
 		return nil
@@ -393,6 +396,7 @@ func (b *shardBuild) flush(ctx context.Context) error {
 				DocID: d.ID, Ordinal: c.Ordinal, Start: c.Start, End: c.End, Text: c.Text(d.Doc.Text),
 				HeadingPath: c.HeadingPath, PageStart: first, PageEnd: last, DocHash: d.Hash, Vector: vecs[i][j],
 			})
+			res.StoredBytes += int64(len(objs[j].Text) + 4*len(vecs[i][j]))
 		}
 		res.Chunks += int64(len(objs))
 		b.wrote[d.ID] = true

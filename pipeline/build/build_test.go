@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
+
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/embedder/ort"
 	"github.com/ragops/ragops/internal/plan"
@@ -361,11 +363,40 @@ func TestKilledShardRetriedEqualsACleanBuild(t *testing.T) {
 		t.Errorf("retry result: %d tokens of which %d resumed; want the clean build's %d, resumed ones > 0 iff documents were resumed (%d)",
 			res.Tokens, res.ResumedTokens, cleanRes.Tokens, complete)
 	}
+	// Stored bytes cover the resumed documents too: the clean build's, which are its chunks'
+	// text and float32 vectors as the collection holds them.
+	if held := f.storedBytes(t, clean.Collection); cleanRes.StoredBytes != held || res.StoredBytes != cleanRes.StoredBytes {
+		t.Errorf("stored bytes: retry %d, clean build %d, the clean collection's text and vectors %d; want all three equal",
+			res.StoredBytes, cleanRes.StoredBytes, held)
+	}
 	got := f.objectsOf(t, f.plan.Collection)
 	assertSame(t, "after kill and retry", got, want)
 	assertSameIDs(t, got, want, f.plan.Revision, clean.Revision)
 	t.Logf("killed with %d (first seen %d) of %d chunks written, %d documents complete and %d partial; the retry embedded %d of %d documents (resumed %d), took %s and left %d chunks, each once",
 		killed, at, len(want), complete, partial, res.Documents-res.Resumed, docs, res.Resumed, took.Round(time.Millisecond), len(got))
+}
+
+// storedBytes sums a collection's chunk texts (UTF-8 bytes) and float32 vectors (4 bytes per
+// dimension), paging with a cursor.
+func (f *fixture) storedBytes(t *testing.T, collection string) int64 {
+	t.Helper()
+	var n int64
+	after := ""
+	for {
+		res, err := f.store.Client().Experimental().Search().WithCollection(collection).WithLimit(100).
+			WithAfter(after).WithProperties(vectorstore.PropText).WithMetadata(&graphql.Metadata{ID: true, Vector: true}).Do(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			text, _ := r.Properties[vectorstore.PropText].(string)
+			n += int64(len(text) + 4*len(r.Vector))
+		}
+		if len(res) < 100 {
+			return n
+		}
+		after = res[len(res)-1].ID
+	}
 }
 
 // completeDocuments counts the documents whose chunks in the plan collection are exactly those
