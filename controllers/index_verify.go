@@ -93,8 +93,8 @@ func unread(results []plan.BuildResult) int64 {
 }
 
 // verifyBuild checks a finished build: ok when its collection holds exactly the chunks and
-// documents the shards reported, and the shards read (embedded or skipped) at least the
-// documents the Corpus counted in the revision the build read. Otherwise the build is restarted (its next attempt resumes)
+// documents the shards reported, and the shards read (embedded or skipped) or left out by the
+// Index's sample at least the documents the Corpus counted in the revision the build read. Otherwise the build is restarted (its next attempt resumes)
 // or, after maxIncompleteRuns re-runs, the revision fails with a message naming both counts;
 // the caller returns res and err.
 func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult) (ok bool, res reconcile.Result, err error) {
@@ -107,7 +107,7 @@ func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *
 	}
 	read := unread(results)
 	for _, br := range results {
-		read += br.Documents
+		read += br.Documents + br.SampledOut
 	}
 	corpusDocs := st.corpus.Status.Documents
 	short := rev.CorpusRevision == st.corpus.Status.Revision && corpusDocs > 0 && read < corpusDocs

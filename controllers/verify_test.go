@@ -188,3 +188,34 @@ func TestBuildThatReadLessThanTheCorpusCountedReRuns(t *testing.T) {
 		t.Errorf("revision %d documents after %d incomplete runs, want 3 after 1", r.Documents, r.IncompleteRuns)
 	}
 }
+
+// A sampled Index's build reads only its sample: the documents the sample left out count
+// with those read, so a build of 2 of the Corpus's 3 documents with 1 sampled out serves at
+// once (found by make demo-experiment, where every screening build failed this check).
+func TestSampledBuildCountsTheDocumentsItLeftOut(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	fixture(t, ns, func(idx *ragopsv1alpha1.Index) {
+		idx.Spec.Sample = &ragopsv1alpha1.DocumentSample{Fraction: 0.5, Seed: 1}
+	})
+	idx, rev, job := firstBuild(t, ns)
+	s := directStore(t)
+	if err := s.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: rev.Collection, Revision: rev.Name, Dimensions: dims}); err != nil {
+		t.Fatal(err)
+	}
+	var two []vectorstore.Chunk
+	for d, doc := range []string{"a.md", "b.md"} {
+		v := make([]float32, dims)
+		v[d] = 1
+		two = append(two, vectorstore.Chunk{DocID: doc, Ordinal: 0, Start: 0, End: 10, Text: doc, Vector: v})
+	}
+	if err := s.Upsert(ctx, rev.Collection, two); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := json.Marshal(plan.BuildResult{Documents: 2, SampledOut: 1, Chunks: 2, Tokens: 200, Seconds: 1})
+	finishJob(t, job, 0, string(res))
+	idx = waitActive(t, ns, "besluiten", rev.Name)
+	if r := idx.Status.Revisions[0]; r.Documents != 2 || r.IncompleteRuns != 0 {
+		t.Errorf("revision %d documents after %d incomplete runs; want 2 after none", r.Documents, r.IncompleteRuns)
+	}
+}

@@ -61,8 +61,8 @@ timeout=${RAGOPS_DEMO_TIMEOUT:-10800}
 rollout=none
 [[ "$dataset" == scifact && "$samples" == "$default_samples" ]] && rollout=$root/config/samples/demo-rollout
 rollout=${RAGOPS_DEMO_ROLLOUT:-$rollout}
-steps=10
-[[ "$rollout" == none ]] || steps=11
+steps=11
+[[ "$rollout" == none ]] || steps=12
 export LOCALCLUSTER_DIR=${LOCALCLUSTER_DIR:-$root/.cache/localcluster}
 kubeconfig=$LOCALCLUSTER_DIR/kubeconfig
 weaviate_state=$state/weaviate
@@ -303,6 +303,20 @@ if [[ -z "$experiments" ]]; then
 		printf '\nragops compare %s %s (B - A per query: is the difference more than noise?)\n' "${pair[0]}" "${pair[1]}"
 		KUBECONFIG=$kubeconfig bin/ragops compare -n "$ns" --top 3 "${pair[0]}" "${pair[1]}"
 	fi
+fi
+
+step "query an Index as an app does: text in, through the alias, the revision's model server embedding it"
+idx=$(kc get indexes -n "$ns" -o jsonpath='{range .items[?(@.status.alias)]}{.metadata.name}{"\n"}{end}' | head -n1)
+question=$(head -n1 "$data/$dataset/queries.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["text"])')
+if [[ -n "$idx" ]]; then
+	alias=$(kc get index "$idx" -n "$ns" -o jsonpath='{.status.alias}')
+	printf 'ragops query -n %s --index %s -k 3 %q\n' "$ns" "$idx" "$question"
+	KUBECONFIG=$kubeconfig bin/ragops query -n "$ns" --index "$idx" -k 3 "$question" || die "ragops query failed (see $state/manager.log)"
+	printf '\nThe same with no ragops at all: GraphQL nearText on the alias %s\n' "$alias"
+	body=$(python3 -c 'import json, sys; print(json.dumps({"query": "{ Get { %s(nearText: {concepts: [%s]}, limit: 3) { docId start end revision } } }" % (sys.argv[1], json.dumps(sys.argv[2]))}))' "$alias" "$question")
+	curl -fsS "http://127.0.0.1:$((wbase + 5))/v1/graphql" -H 'Content-Type: application/json' -d "$body" | python3 -m json.tool || die "nearText on $alias failed"
+else
+	echo "no Index serves through an alias in $ns"
 fi
 
 if [[ "$rollout" != none ]]; then

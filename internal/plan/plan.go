@@ -197,6 +197,9 @@ type BuildResult struct {
 	// (embedder.FolderHash); a model server that loaded another is not wired to the revision.
 	ModelHash string `json:"modelHash,omitempty"`
 
+	// SampledOut counts the shard's documents the plan's Sample left out (not read, not
+	// skipped); with Documents and Skipped they make up every document of the shard.
+	SampledOut int64 `json:"sampledOut,omitempty"`
 	// StoredBytes are the bytes of the chunks the shard wrote or found written (Chunks): their
 	// UTF-8 text plus their float32 vectors (4 bytes x dimensions); the collection's index
 	// structures and the other properties are not counted. A sync's unchanged documents are

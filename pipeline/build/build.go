@@ -246,9 +246,18 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		b.mine = func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) && sample.Keep(id) }
+		shard := b.mine
+		if err := src.Walk(ctx, true, shard, func(d corpus.Document) error {
+			if !sample.Keep(d.ID) {
+				b.res.SampledOut++
+			}
+			return nil
+		}, func(corpus.Skipped) {}); err != nil {
+			return err
+		}
+		b.mine = func(id string) bool { return shard(id) && sample.Keep(id) }
 		b.log.Info("sampled build: the judged documents and a fraction of the others", "fraction", sample.Fraction,
-			"seed", sample.Seed, "judged", len(sample.Judged))
+			"seed", sample.Seed, "judged", len(sample.Judged), "sampledOut", b.res.SampledOut)
 	}
 	if b.states, err = b.store.DocumentStates(ctx, p.Collection, 0, b.mine); err != nil {
 		return err

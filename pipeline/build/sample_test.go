@@ -69,12 +69,15 @@ func TestSampledBuildHoldsTheJudgedDocumentsAndTheDraw(t *testing.T) {
 		}
 		return res
 	}
-	var documents int64
+	var documents, sampledOut int64
 	for shard := range 2 {
-		documents += runShard(shard).Documents
+		res := runShard(shard)
+		documents += res.Documents
+		sampledOut += res.SampledOut
 	}
-	if documents != int64(len(want)) {
-		t.Errorf("the shards built %d documents, want the %d sampled", documents, len(want))
+	if documents != int64(len(want)) || sampledOut != int64(n-len(want)) {
+		t.Errorf("the shards built %d documents and left %d out, want the %d sampled and the other %d out (the controller checks they add up to the corpus)",
+			documents, sampledOut, len(want), n-len(want))
 	}
 	check := func(when string) {
 		t.Helper()
