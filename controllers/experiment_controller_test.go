@@ -379,7 +379,7 @@ func TestExperimentScreeningBuildsTheTopTrialsInFull(t *testing.T) {
 		t.Fatalf("Screened %+v", c)
 	}
 	ts := trialOf(exp, t128)
-	if want := fmt.Sprintf("screened out: its screening trial %s ranked 2 of 3 on the subset (recall@10 0.7000); spec.screening.topN 1 go on", s128); ts.Phase != ragopsv1alpha1.TrialSkipped || ts.Message != want {
+	if want := fmt.Sprintf("screened out: its screening trial %s ranked 2 of 3 on the subset (recall@10 0.7000, mean over its retrievals 0.6500); spec.screening.topN 1 go on", s128); ts.Phase != ragopsv1alpha1.TrialSkipped || ts.Message != want {
 		t.Fatalf("fixed-128: %s %q\nwant Skipped %q", ts.Phase, ts.Message, want)
 	}
 

@@ -27,17 +27,19 @@ type screeningOutcome struct {
 	kept    []string
 }
 
-// screenedTrial is a screening trial's score: its best retrieval variant's objective.
+// screenedTrial is a screening trial's score: its best retrieval variant's objective, and
+// the mean over its variants to break ties (a saturated objective, 1.0 for several trials'
+// best variant, still tells them apart by the others).
 type screenedTrial struct {
-	full, name string
-	score      float64
-	tokens     int64
-	ok         bool
+	full, name  string
+	score, mean float64
+	tokens      int64
+	ok          bool
 }
 
 // screen reads the screening round from the trials' statuses (statuses[i] is p.Trials[i]'s).
 // A screening trial scores its best retrieval variant's objective; the spec.screening.topN
-// best go on (ties to fewer tokens, then the name), and so does the baseline trial (every
+// best go on (ties to the higher mean over its variants, then fewer tokens, then the name), and so does the baseline trial (every
 // candidate is compared with it) unless its screening trial did not succeed; a failed or
 // skipped screening trial's full trial does not.
 func screen(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []ragopsv1alpha1.TrialStatus, baseline string) screeningOutcome {
@@ -58,10 +60,17 @@ func screen(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []ragopsv1a
 		}
 		out.finished++
 		st := screenedTrial{full: t.Screens, name: t.Name, tokens: ts.Tokens, ok: ts.Phase == ragopsv1alpha1.TrialSucceeded}
+		n := 0
 		for _, e := range ts.Evaluations {
-			if e.Objective != nil && *e.Objective >= st.score {
-				st.score = *e.Objective
+			if e.Objective == nil {
+				continue
 			}
+			st.score = max(st.score, *e.Objective)
+			st.mean += *e.Objective
+			n++
+		}
+		if n > 0 {
+			st.mean /= float64(n)
 		}
 		scored = append(scored, st)
 	}
@@ -77,6 +86,9 @@ func screen(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []ragopsv1a
 			return 1
 		}
 		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.mean, a.mean); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.tokens, b.tokens); c != 0 {
@@ -95,8 +107,8 @@ func screen(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []ragopsv1a
 			out.kept = append(out.kept, st.full)
 			out.verdict[st.full] = ""
 		default:
-			out.verdict[st.full] = fmt.Sprintf("screened out: its screening trial %s ranked %d of %d on the subset (%s %.4f); spec.screening.topN %d go on",
-				st.name, rank+1, len(scored), metric, st.score, topN)
+			out.verdict[st.full] = fmt.Sprintf("screened out: its screening trial %s ranked %d of %d on the subset (%s %.4f, mean over its retrievals %.4f); spec.screening.topN %d go on",
+				st.name, rank+1, len(scored), metric, st.score, st.mean, topN)
 		}
 	}
 	return out

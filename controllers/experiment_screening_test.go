@@ -1,0 +1,45 @@
+package controllers
+
+import (
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/experiment/trials"
+)
+
+// On a subset where every trial's best variant saturates (spanHit@3 1.0 for all, as make
+// demo-experiment's smallest subset gave), the mean over the variants decides, not the
+// tokens or the name; a failed screening trial's full trial never goes on, and the baseline
+// always does.
+func TestScreeningBreaksSaturatedTiesByTheOtherVariants(t *testing.T) {
+	exp := &ragopsv1alpha1.Experiment{Spec: ragopsv1alpha1.ExperimentSpec{
+		Objective: ragopsv1alpha1.ExperimentObjective{Metric: ragopsv1alpha1.ObjectiveSpanHit, K: 3},
+		Screening: &ragopsv1alpha1.ScreeningRound{Fraction: 0.1, TopN: 1}}}
+	p := &trials.Plan{}
+	var statuses []ragopsv1alpha1.TrialStatus
+	add := func(name string, phase ragopsv1alpha1.TrialPhase, tokens int64, objectives ...float64) {
+		p.Trials = append(p.Trials, trials.Trial{Name: name + "-screen", Screens: name})
+		ts := ragopsv1alpha1.TrialStatus{Name: name + "-screen", Phase: phase, Tokens: tokens, Screening: true}
+		for _, o := range objectives {
+			ts.Evaluations = append(ts.Evaluations, ragopsv1alpha1.TrialEvaluation{Objective: ptr.To(o)})
+		}
+		statuses = append(statuses, ts)
+	}
+	add("fixed", ragopsv1alpha1.TrialSucceeded, 100, 0.6, 1, 1)
+	add("heading", ragopsv1alpha1.TrialSucceeded, 120, 1, 1, 1)
+	add("broken", ragopsv1alpha1.TrialFailed, 0)
+	add("semantic", ragopsv1alpha1.TrialSucceeded, 400, 0.4, 1, 1)
+	out := screen(exp, p, statuses, "semantic")
+	if !out.done || len(out.kept) != 2 || out.kept[0] != "heading" || out.kept[1] != "semantic" {
+		t.Fatalf("kept %v (done %v), want heading (mean 1.0 beats fixed's 0.87 despite more tokens) and the baseline semantic", out.kept, out.done)
+	}
+	if v := out.verdict["fixed"]; v == "" || out.verdict["broken"] != "screened out: its screening trial broken-screen did not succeed" {
+		t.Errorf("verdicts %q", out.verdict)
+	}
+	statuses[0].Phase = ragopsv1alpha1.TrialBuilding
+	if out := screen(exp, p, statuses, ""); out.done || out.finished != 3 || out.total != 4 {
+		t.Errorf("a running screening trial: done %v, %d of %d finished", out.done, out.finished, out.total)
+	}
+}
