@@ -37,7 +37,8 @@ import (
 func TestModelServerTwoReplicasNoFailedQuery(t *testing.T) {
 	lc := upCluster(t)
 	ctx := context.Background()
-	const name = "recursive"
+	// "sentence-late": TestEndToEndOnSciFactSubset deletes "recursive" when the package runs whole.
+	const name = "sentence-late"
 	idx := getIndex(t, lc.k8s, name)
 	sv := idx.Status.Serving
 	if sv == nil || sv.ReadyReplicas < 1 {
