@@ -153,24 +153,9 @@ func findCollection(t *testing.T, ns, rev string) string {
 // needs) is not done: it re-runs, resuming, and the re-run that reads all of them completes.
 func TestBuildThatReadLessThanTheCorpusCountedReRuns(t *testing.T) {
 	ns := newNamespace(t)
-	ctx := context.Background()
 	fixture(t, ns, nil)
 	idx, rev, job := firstBuild(t, ns)
-	s := directStore(t)
-	if err := s.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: rev.Collection, Revision: rev.Name, Dimensions: dims}); err != nil {
-		t.Fatal(err)
-	}
-	var two []vectorstore.Chunk
-	for d, doc := range []string{"a.md", "b.md"} {
-		for o := 0; o < 2; o++ {
-			v := make([]float32, dims)
-			v[(d+o)%dims] = 1
-			two = append(two, vectorstore.Chunk{DocID: doc, Ordinal: o, Start: o * 10, End: o*10 + 10, Text: doc, Vector: v})
-		}
-	}
-	if err := s.Upsert(ctx, rev.Collection, two); err != nil {
-		t.Fatal(err)
-	}
+	writeTwoDocuments(t, rev, 2)
 	res, _ := json.Marshal(plan.BuildResult{Documents: 2, Chunks: 4, Tokens: 400, Seconds: 1})
 	finishJob(t, job, 0, string(res))
 	eventually(t, 30*time.Second, "a re-run naming both counts", func() (bool, error) {
@@ -194,28 +179,37 @@ func TestBuildThatReadLessThanTheCorpusCountedReRuns(t *testing.T) {
 // once (found by make demo-experiment, where every screening build failed this check).
 func TestSampledBuildCountsTheDocumentsItLeftOut(t *testing.T) {
 	ns := newNamespace(t)
-	ctx := context.Background()
 	fixture(t, ns, func(idx *ragopsv1alpha1.Index) {
 		idx.Spec.Sample = &ragopsv1alpha1.DocumentSample{Fraction: 0.5, Seed: 1}
 	})
 	idx, rev, job := firstBuild(t, ns)
+	writeTwoDocuments(t, rev, 1)
+	res, _ := json.Marshal(plan.BuildResult{Documents: 2, SampledOut: 1, Chunks: 2, Tokens: 200, Seconds: 1})
+	finishJob(t, job, 0, string(res))
+	idx = waitActive(t, ns, "besluiten", rev.Name)
+	if r := idx.Status.Revisions[0]; r.Documents != 2 || r.IncompleteRuns != 0 {
+		t.Errorf("revision %d documents after %d incomplete runs; want 2 after none", r.Documents, r.IncompleteRuns)
+	}
+}
+
+// writeTwoDocuments creates rev's collection and writes perDoc chunks of each of a.md and
+// b.md into it, as a build shard that read two of fixture's three documents would.
+func writeTwoDocuments(t *testing.T, rev ragopsv1alpha1.RevisionStatus, perDoc int) {
+	t.Helper()
+	ctx := context.Background()
 	s := directStore(t)
 	if err := s.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: rev.Collection, Revision: rev.Name, Dimensions: dims}); err != nil {
 		t.Fatal(err)
 	}
 	var two []vectorstore.Chunk
 	for d, doc := range []string{"a.md", "b.md"} {
-		v := make([]float32, dims)
-		v[d] = 1
-		two = append(two, vectorstore.Chunk{DocID: doc, Ordinal: 0, Start: 0, End: 10, Text: doc, Vector: v})
+		for o := 0; o < perDoc; o++ {
+			v := make([]float32, dims)
+			v[(d+o)%dims] = 1
+			two = append(two, vectorstore.Chunk{DocID: doc, Ordinal: o, Start: o * 10, End: o*10 + 10, Text: doc, Vector: v})
+		}
 	}
 	if err := s.Upsert(ctx, rev.Collection, two); err != nil {
 		t.Fatal(err)
-	}
-	res, _ := json.Marshal(plan.BuildResult{Documents: 2, SampledOut: 1, Chunks: 2, Tokens: 200, Seconds: 1})
-	finishJob(t, job, 0, string(res))
-	idx = waitActive(t, ns, "besluiten", rev.Name)
-	if r := idx.Status.Revisions[0]; r.Documents != 2 || r.IncompleteRuns != 0 {
-		t.Errorf("revision %d documents after %d incomplete runs; want 2 after none", r.Documents, r.IncompleteRuns)
 	}
 }

@@ -477,17 +477,7 @@ func table(args []string) error {
 	rows := map[string]row{}
 	for _, k := range order {
 		rs := runs[k]
-		med := func(f func(r result) float64) float64 {
-			v := make([]float64, len(rs))
-			for i, r := range rs {
-				v[i] = f(r)
-			}
-			sort.Float64s(v)
-			if len(v)%2 == 1 {
-				return v[len(v)/2]
-			}
-			return (v[len(v)/2-1] + v[len(v)/2]) / 2
-		}
+		med := func(f func(r result) float64) float64 { return median(rs, f) }
 		tok := float64(md.CorpusTokens)
 		r := row{name: k, n: len(rs),
 			wall: med(func(r result) float64 { return r.WallS }), cpu: med(func(r result) float64 { return r.CPUS }),
