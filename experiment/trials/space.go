@@ -276,15 +276,15 @@ func Validate(spec *ragopsv1alpha1.ExperimentSpec) error {
 			errs = append(errs, field.Invalid(algo.Child("maxTrials"), limit,
 				fmt.Sprintf("the Grid space lists %d trials (strategy combinations x models), more than algorithm.maxTrials (%d; %d when unset)", grid, limit, DefaultGridLimit)))
 		}
-		if b := spec.Budget; b != nil && b.MaxTrials != nil && grid > int(*b.MaxTrials) {
+		if b := spec.Budget; b != nil && b.MaxTrials != nil && grid > int(*b.MaxTrials) && !screenedFits(spec) {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "budget", "maxTrials"), *b.MaxTrials,
-				fmt.Sprintf("the Grid space lists %d trials (strategy combinations x models), more than budget.maxTrials %d", grid, *b.MaxTrials)))
+				fmt.Sprintf("the Grid space lists %d trials (strategy combinations x models), more than budget.maxTrials %d (with spec.screening, only screening.topN and the baseline must fit)", grid, *b.MaxTrials)))
 		}
 	case ragopsv1alpha1.AlgorithmRandom:
 		if spec.Algorithm.MaxTrials == nil {
 			errs = append(errs, field.Required(algo.Child("maxTrials"), "maxTrials is required when type is Random"))
-		} else if b := spec.Budget; b != nil && b.MaxTrials != nil && *spec.Algorithm.MaxTrials > *b.MaxTrials {
-			errs = append(errs, field.Invalid(algo.Child("maxTrials"), *spec.Algorithm.MaxTrials, "algorithm.maxTrials must not exceed budget.maxTrials"))
+		} else if b := spec.Budget; b != nil && b.MaxTrials != nil && *spec.Algorithm.MaxTrials > *b.MaxTrials && !screenedFits(spec) {
+			errs = append(errs, field.Invalid(algo.Child("maxTrials"), *spec.Algorithm.MaxTrials, "algorithm.maxTrials must not exceed budget.maxTrials (with spec.screening, only screening.topN and the baseline must fit)"))
 		}
 	default:
 		errs = append(errs, field.NotSupported(algo.Child("type"), spec.Algorithm.Type, []string{string(ragopsv1alpha1.AlgorithmGrid), string(ragopsv1alpha1.AlgorithmRandom)}))
@@ -349,4 +349,22 @@ func firstName(combos []Combination) string {
 		return "fixed-512"
 	}
 	return combos[0].Name
+}
+
+// screenedFits reports whether a screening round keeps the full builds within
+// budget.maxTrials: screening trials do not count against it, and at most screening.topN
+// trials and the baseline go on to a full build.
+func screenedFits(spec *ragopsv1alpha1.ExperimentSpec) bool {
+	s, b := spec.Screening, spec.Budget
+	if s == nil || b == nil || b.MaxTrials == nil {
+		return false
+	}
+	full := int(s.TopN)
+	if full == 0 {
+		full = 3 // the API's default
+	}
+	if spec.Baseline != nil {
+		full++
+	}
+	return full <= int(*b.MaxTrials)
 }

@@ -373,6 +373,14 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"grid above budget.maxTrials", func(s *ragopsv1alpha1.ExperimentSpec) {
 			s.Budget = &ragopsv1alpha1.ExperimentBudget{MaxTrials: ptr.To[int32](5)}
 		}, []string{"spec.budget.maxTrials", "more than budget.maxTrials 5"}},
+		{"grid above budget.maxTrials, a screening round's topN fits", func(s *ragopsv1alpha1.ExperimentSpec) {
+			s.Budget = &ragopsv1alpha1.ExperimentBudget{MaxTrials: ptr.To[int32](3)}
+			s.Screening = &ragopsv1alpha1.ScreeningRound{Fraction: 0.1, TopN: 3}
+		}, nil},
+		{"grid above budget.maxTrials, a screening round's topN does not fit", func(s *ragopsv1alpha1.ExperimentSpec) {
+			s.Budget = &ragopsv1alpha1.ExperimentBudget{MaxTrials: ptr.To[int32](3)}
+			s.Screening = &ragopsv1alpha1.ScreeningRound{Fraction: 0.1, TopN: 4}
+		}, []string{"spec.budget.maxTrials", "more than budget.maxTrials 3", "only screening.topN and the baseline must fit"}},
 		{"random without maxTrials", func(s *ragopsv1alpha1.ExperimentSpec) {
 			s.Algorithm = ragopsv1alpha1.ExperimentAlgorithm{Type: "Random"}
 		},
