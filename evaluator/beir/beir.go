@@ -128,8 +128,10 @@ type Options struct {
 	SkipSpans bool
 }
 
-// Load reads a BEIR data set from fsys (paths relative to its root). Errors name the file
-// and line; a missing corpus.jsonl, queries.jsonl or qrels/<split>.tsv is an error.
+// Load reads a BEIR data set from fsys (paths relative to its root). The judgements are
+// qrels/<split>.tsv or, where that is absent, qrels-<split>.tsv at the root (a ConfigMap data
+// set mounted as a folder, see ConfigMapFS). Errors name the file and line; a missing
+// corpus.jsonl, queries.jsonl or judgements file is an error.
 func Load(fsys fs.FS, opts Options) (*Dataset, error) {
 	if opts.Split == "" {
 		return nil, errors.New("beir: no split given (the name of qrels/<split>.tsv, e.g. test)")
@@ -202,6 +204,13 @@ func Load(fsys fs.FS, opts Options) (*Dataset, error) {
 	}
 
 	qrelsName := path.Join(QrelsDir, opts.Split+".tsv")
+	if _, err := fs.Stat(fsys, qrelsName); errors.Is(err, fs.ErrNotExist) {
+		// A ConfigMap data set mounted as a folder: its keys are files at the root
+		// (ConfigMapFS's qrels-<split>.tsv; a key cannot hold a slash).
+		if flat := "qrels-" + opts.Split + ".tsv"; fileExists(fsys, flat) {
+			qrelsName = flat
+		}
+	}
 	if err := ds.readQrels(fsys, qrelsName, queryIndex); err != nil {
 		return nil, err
 	}
@@ -367,4 +376,9 @@ func (ds *Dataset) readSpans(fsys fs.FS) error {
 		ds.Spans[qs.QueryID] = append(ds.Spans[qs.QueryID], qs)
 		return nil
 	})
+}
+
+func fileExists(fsys fs.FS, name string) bool {
+	st, err := fs.Stat(fsys, name)
+	return err == nil && !st.IsDir()
 }

@@ -209,6 +209,39 @@ func TestConfigMapFS(t *testing.T) {
 	}
 }
 
+// TestConfigMapMountedAsAFolder: an Evaluation or sampled build Job mounts a ConfigMap data
+// set as a folder, laid out as the kubelet writes a ConfigMap volume (each key a symlink
+// into ..data, a link to a timestamped folder), so the judgements are qrels-<split>.tsv at
+// the root rather than qrels/<split>.tsv; Load reads them there.
+func TestConfigMapMountedAsAFolder(t *testing.T) {
+	dir := t.TempDir()
+	ts := filepath.Join(dir, "..2026_12_05_16_00_00.000000001")
+	if err := os.Mkdir(ts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for key, val := range sciFactSubset(t) {
+		if err := os.WriteFile(filepath.Join(ts, key), []byte(val), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("..data", key), filepath.Join(dir, key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, err := Load(os.DirFS(dir), Options{Split: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Queries) != 300 || ds.Judgements != 339 {
+		t.Fatalf("%d queries, %d judgements, want 300 and 339", len(ds.Queries), ds.Judgements)
+	}
+	if _, err := Load(os.DirFS(dir), Options{Split: "dev"}); err == nil || !strings.Contains(err.Error(), "qrels/dev.tsv") {
+		t.Fatalf("a split the folder lacks: %v, want an error naming qrels/dev.tsv", err)
+	}
+}
+
 func tarGz(t *testing.T, files map[string]string) []byte {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
