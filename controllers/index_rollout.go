@@ -120,7 +120,10 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "AliasMoved", "Rollout", "alias %s: revision %q -> %q", st.alias, from, rev.Name)
 	log.FromContext(ctx).Info("alias moved", "alias", st.alias, "from", from, "to", rev.Name)
 	// It caught up with the Corpus just above: it serves (the sync step ran before the move).
-	return reconcile.ProceedFor(jitter(r.Options.DriftInterval)).With(reconcile.OutcomeReady, ReasonActive, servingMessage(rev, st.alias)), nil
+	moved := reconcile.ProceedFor(jitter(r.Options.DriftInterval)).With(reconcile.OutcomeReady, ReasonActive, servingMessage(rev, st.alias))
+	// status.serving and ServingReady were read before the move: they name the revision
+	// behind the alias in the same status write that records the move.
+	return r.servingStatus(ctx, st).Merge(moved), nil
 }
 
 // collectionError handles a failed Weaviate call about a built revision's collection. When

@@ -107,6 +107,8 @@ func upCluster(t *testing.T) *localCluster {
 			"RAGOPS_DEMO_TIMEOUT=1800",
 			// make demo's gated rollout: a change that passes, one refused, a revert (asserted below).
 			"RAGOPS_DEMO_ROLLOUT="+filepath.Join(root, "config", "samples", "demo-rollout"),
+			// TestModelChangeRolloutUnderNearTextLoad moves an Index from MiniLM to e5-small-v2.
+			"RAGOPS_DEMO_MODELS=e5-small-v2",
 			"LOCALCLUSTER_DIR="+filepath.Join(state, "cluster"),
 			// Ports apart from `make demo`'s, so both can run on one machine.
 			"RAGOPS_DEMO_WEAVIATE_PORT_BASE=28075",
