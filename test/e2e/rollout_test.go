@@ -19,6 +19,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/evaluator"
 	"github.com/ragops/ragops/evaluator/metrics"
+	"github.com/ragops/ragops/serving"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -298,7 +299,7 @@ func runOf(t *testing.T, k8s client.Client, name, rev string) (ragopsv1alpha1.Ev
 // embedQuery embeds text as a query with the model server at endpoint (text2vec-transformers'
 // POST /vectors, task_type query), as an app that embeds its own queries would.
 func embedQuery(endpoint, text string) ([]float32, error) {
-	body, _ := json.Marshal(map[string]any{"text": text, "config": map[string]any{"task_type": "query"}})
+	body, _ := json.Marshal(serving.VectorsRequest{Text: text, Config: serving.VectorsConfig{TaskType: "query"}})
 	resp, err := http.Post(endpoint+"/vectors", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -307,9 +308,7 @@ func embedQuery(endpoint, text string) ([]float32, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("POST /vectors: %s", resp.Status)
 	}
-	var r struct {
-		Vector []float32 `json:"vector"`
-	}
+	var r serving.VectorsResponse
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		return nil, err
 	}
