@@ -108,10 +108,23 @@ func screen(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []ragopsv1a
 			out.verdict[st.full] = ""
 		default:
 			out.verdict[st.full] = fmt.Sprintf("screened out: its screening trial %s ranked %d of %d on the subset (%s %.4f, mean over its retrievals %.4f); spec.screening.topN %d go on",
-				st.name, rank+1, len(scored), metric, st.score, st.mean, topN)
+				st.name, rank+1, len(scored), metric, st.score, st.mean, topN) + tieAtTheCut(st, scored[topN-1])
 		}
 	}
 	return out
+}
+
+// tieAtTheCut says, for a screened-out trial st whose score and mean equal those of last,
+// the last screening trial inside spec.screening.topN, what decided between them (the
+// subset cannot tell them apart; raising topN builds both); "" when they differ.
+func tieAtTheCut(st, last screenedTrial) string {
+	if !last.ok || st.score != last.score || st.mean != last.mean {
+		return ""
+	}
+	if st.tokens != last.tokens {
+		return fmt.Sprintf("; tied on both with %s, which went on for its fewer tokens (%d against %d)", last.name, last.tokens, st.tokens)
+	}
+	return fmt.Sprintf("; tied on both with %s and on tokens (%d), decided by name", last.name, st.tokens)
 }
 
 // condition is the Screened condition the outcome calls for (removed without screening).

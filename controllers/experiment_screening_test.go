@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/utils/ptr"
@@ -41,5 +42,41 @@ func TestScreeningBreaksSaturatedTiesByTheOtherVariants(t *testing.T) {
 	statuses[0].Phase = ragopsv1alpha1.TrialBuilding
 	if out := screen(exp, p, statuses, ""); out.done || out.finished != 3 || out.total != 4 {
 		t.Errorf("a running screening trial: done %v, %d of %d finished", out.done, out.finished, out.total)
+	}
+}
+
+func TestScreeningSaysWhenATieDecidedTheCut(t *testing.T) {
+	exp := &ragopsv1alpha1.Experiment{Spec: ragopsv1alpha1.ExperimentSpec{
+		Objective: ragopsv1alpha1.ExperimentObjective{Metric: ragopsv1alpha1.ObjectiveSpanHit, K: 3},
+		Screening: &ragopsv1alpha1.ScreeningRound{Fraction: 0.05, TopN: 1}}}
+	p := &trials.Plan{}
+	var statuses []ragopsv1alpha1.TrialStatus
+	add := func(name string, tokens int64, objectives ...float64) {
+		p.Trials = append(p.Trials, trials.Trial{Name: name + "-screen", Screens: name})
+		ts := ragopsv1alpha1.TrialStatus{Name: name + "-screen", Phase: ragopsv1alpha1.TrialSucceeded, Tokens: tokens, Screening: true}
+		for _, o := range objectives {
+			ts.Evaluations = append(ts.Evaluations, ragopsv1alpha1.TrialEvaluation{Objective: ptr.To(o)})
+		}
+		statuses = append(statuses, ts)
+	}
+	// The whole-corpus run's screening round: fixed-512 and heading-512 scored the same in
+	// both retrievals; heading-512-late scored less.
+	add("heading", 608990, 0.8824, 0.9412)
+	add("fixed", 597474, 0.8824, 0.9412)
+	add("late", 794481, 0.6863, 0.9020)
+	out := screen(exp, p, statuses, "")
+	if len(out.kept) != 1 || out.kept[0] != "fixed" {
+		t.Fatalf("kept %v, want fixed (tied, fewer tokens)", out.kept)
+	}
+	if v, want := out.verdict["heading"], "; tied on both with fixed-screen, which went on for its fewer tokens (597474 against 608990)"; !strings.HasSuffix(v, want) {
+		t.Errorf("heading's verdict %q does not end with %q", v, want)
+	}
+	if v := out.verdict["late"]; strings.Contains(v, "tied") {
+		t.Errorf("late's verdict %q names a tie it does not have", v)
+	}
+	statuses[0].Tokens = 597474
+	out = screen(exp, p, statuses, "")
+	if v, want := out.verdict["heading"], "; tied on both with fixed-screen and on tokens (597474), decided by name"; len(out.kept) != 1 || out.kept[0] != "fixed" || !strings.HasSuffix(v, want) {
+		t.Errorf("kept %v, heading's verdict %q, want fixed kept and a verdict ending with %q", out.kept, v, want)
 	}
 }
