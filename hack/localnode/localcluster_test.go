@@ -490,8 +490,10 @@ func TestServiceProxyAndNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	web := map[string]string{"app": "web"}
+	// web-a and web-b leave the Service only after three slow answers in a row, so that a loaded
+	// machine does not change the set of Ready endpoints during the round-robin count below.
 	probe := func(h corev1.ProbeHandler) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: h, PeriodSeconds: 1, FailureThreshold: 1}
+		return &corev1.Probe{ProbeHandler: h, PeriodSeconds: 1, TimeoutSeconds: 3, FailureThreshold: 3}
 	}
 	for _, name := range []string{"web-a", "web-b", "web-d"} {
 		ctr := webServer("server")
@@ -560,11 +562,16 @@ func TestServiceProxyAndNames(t *testing.T) {
 		})
 	}
 	url := "http://" + net.JoinHostPort(s.Spec.ClusterIP, "80") + "/"
-	counts := map[string]int{}
-	waitFor(t, 20*time.Second, "the Service answers", func() (bool, error) {
-		_, err := get(url)
-		return err == nil, nil
+	// The proxy learns readiness from its own informer, a moment after the API server has it:
+	// the count starts once the Service has reached both Ready pods.
+	seen := map[string]bool{}
+	waitFor(t, 20*time.Second, "the Service reaches web-a and web-b", func() (bool, error) {
+		if body, err := get(url); err == nil {
+			seen[body] = true
+		}
+		return seen["web-a"] && seen["web-b"], nil
 	})
+	counts := map[string]int{}
 	for i := 0; i < 40; i++ {
 		body, err := get(url)
 		if err != nil {
