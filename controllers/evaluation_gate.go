@@ -26,10 +26,12 @@ const gateMetric = "recall@10"
 // against the active revision (base). With the per-query results of both gating
 // Evaluations on the same queries it is a non-inferiority test (stats.NonInferiorityTest):
 // the candidate passes when the lower bound of the gate.confidence interval of the paired
-// mean difference candidate − active is above −maxRegression; a refusal says whether the
-// candidate is worse than the margin or the evidence too thin, with the queries the margin
-// needs. Without them it compares the two means, as before per-query results, and says so.
-// The verdict's message is the decision either way.
+// mean difference candidate − active is at or above −maxRegression; a refusal says whether
+// the candidate is worse than the margin or the evidence too thin, with the queries the
+// margin needs. Without them it compares the two means, as before per-query results, and
+// says so. Both decide through one rule, stats.WithinMargin (on the lower bound, on the
+// difference of the means): a tie at the margin passes, so maxRegression 0 passes an
+// identical candidate either way. The verdict's message is the decision either way.
 func (r *IndexReconciler) regressionVerdict(ctx context.Context, idx *ragopsv1alpha1.Index, cand, active *ragopsv1alpha1.RevisionStatus, candRecall, base float64) (gateVerdict, error) {
 	gate := idx.Spec.Rollout.Gate
 	margin := *gate.MaxRegression
@@ -46,7 +48,7 @@ func (r *IndexReconciler) regressionVerdict(ctx context.Context, idx *ragopsv1al
 	}
 	if why != "" {
 		point := fmt.Sprintf("point comparison: %s", why)
-		if candRecall < base-margin-1e-9 {
+		if !stats.WithinMargin(candRecall-base, margin) {
 			return gateVerdict{gateRejected, fmt.Sprintf("revision %s recall@10 %.4f regresses more than %.4f from the active revision %s (%.4f); alias stays (%s)", cand.Name, candRecall, margin, active.Name, base, point)}, nil
 		}
 		return gateVerdict{gatePassed, fmt.Sprintf("revision %s recall@10 %.4f is within %.4f of the active revision %s (%.4f) (%s)", cand.Name, candRecall, margin, active.Name, base, point)}, nil

@@ -237,6 +237,82 @@ func TestNonInferiorityVerdicts(t *testing.T) {
 	}
 }
 
+// Issue 55 item 1: maxRegression 0 means "no loss": an identical candidate (every paired
+// difference 0, so Lo = Mean = 0) passes, and so does one better on a query and worse on
+// none; before, the first was Inferior and the second Inconclusive.
+func TestNonInferiorityMarginZero(t *testing.T) {
+	active := bernoulli(rand.New(rand.NewPCG(3, 4)), 300, 0.8)
+	same := append([]float64(nil), active...)
+	res, err := NonInferiorityTest(same, active, 0, Options{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != NonInferior || res.Diff.Lo != 0 || res.Diff.Mean != 0 {
+		t.Errorf("identical candidate at margin 0: %+v: %s", res, res.Message("recall@10"))
+	}
+	if msg := res.Message("recall@10"); msg != "recall@10 0.000 [0.000, 0.000] is within the allowed 0.000" {
+		t.Errorf("identical candidate: message %q", msg)
+	}
+	better := append([]float64(nil), active...)
+	for i, v := range better {
+		if v == 0 {
+			better[i] = 1
+			break
+		}
+	}
+	res, _ = NonInferiorityTest(better, active, 0, Options{Seed: 5})
+	if res.Verdict != NonInferior || res.Diff.Lo < 0 || res.Diff.Mean <= 0 {
+		t.Errorf("one query better, none worse, at margin 0: %+v: %s", res, res.Message("recall@10"))
+	}
+	// One query worse and none better is a loss: not passed at margin 0.
+	worse := append([]float64(nil), active...)
+	for i, v := range worse {
+		if v == 1 {
+			worse[i] = 0
+			break
+		}
+	}
+	if res, _ = NonInferiorityTest(worse, active, 0, Options{Seed: 5}); res.Passed() {
+		t.Errorf("one query worse at margin 0 passed: %+v", res)
+	}
+}
+
+// Issue 55 item 2: a candidate exactly m worse on every query is at the margin, and a tie
+// passes, whatever m: before, float rounding of (a − m) − a passed m = 0.01 and 0.02 and
+// refused 0.05 and 0.10. Just beyond the margin (by 1e-6, a thousand times the tolerance)
+// is refused at every m, and the gate's point comparison of two means agrees on both sides.
+func TestNonInferiorityTieAtTheMarginPasses(t *testing.T) {
+	// Recall@10 values a gate sees: k/4 and k/3 (rounding differs between them), and 1.
+	levels := []float64{0.25, 0.5, 0.75, 1, 1.0 / 3, 2.0 / 3}
+	for _, m := range []float64{0.01, 0.02, 0.05, 0.10} {
+		for _, n := range []int{35, 300} {
+			active, at, beyond := make([]float64, n), make([]float64, n), make([]float64, n)
+			for i := range active {
+				active[i] = levels[i%len(levels)]
+				at[i] = active[i] - m
+				beyond[i] = active[i] - m - 1e-6
+			}
+			res, err := NonInferiorityTest(at, active, m, Options{Seed: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != NonInferior {
+				t.Errorf("m=%g n=%d: every query exactly m worse: %s, want NonInferior (lower bound %.17g, -m %.17g)", m, n, res.Verdict, res.Diff.Lo, -m)
+			}
+			if !WithinMargin(Mean(at)-Mean(active), m) {
+				t.Errorf("m=%g n=%d: the point comparison refuses the tie the interval test passes", m, n)
+			}
+			res, _ = NonInferiorityTest(beyond, active, m, Options{Seed: 7})
+			if res.Verdict != Inferior {
+				t.Errorf("m=%g n=%d: every query m+1e-6 worse: %s, want Inferior", m, n, res.Verdict)
+			}
+			if WithinMargin(Mean(beyond)-Mean(active), m) {
+				t.Errorf("m=%g n=%d: the point comparison passes a loss beyond the margin", m, n)
+			}
+		}
+	}
+}
+
 func TestQueriesForMargin(t *testing.T) {
 	// z(0.975) = 1.95996; (1.95996·0.1/0.01)^2 = 384.15 -> 385.
 	if n := QueriesForMargin(0.1, 0.01, 0.95); n != 385 {
