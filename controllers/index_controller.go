@@ -101,7 +101,8 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	patcher := reconcile.NewStatusPatcher(&idx, needsAPerson)
 	held := &reconcile.EventBuffer{}
 	defer func() {
-		if patcher.Done(ctx, r.Client, r.Events, &idx, &res, &retErr) {
+		// A step's Event reports its decision; the conditions it set add none (Besides).
+		if patcher.Done(ctx, r.Client, held.Besides(r.Events), &idx, &res, &retErr) {
 			held.Flush(r.Events)
 		}
 	}()

@@ -91,13 +91,22 @@ func statusOf(obj client.Object) any {
 	return v.Interface()
 }
 
-// emitTransitions records an Event for each condition whose status or reason changed.
-// Warning is for what needs a person (warn); waiting and progress are Normal, so a platform
-// that alerts on Warning Events is not paged by every build.
+// emitTransitions records an Event for each decision among the conditions whose status or
+// reason changed. Warning is for what needs a person (warn); waiting and progress are
+// Normal, so a platform that alerts on Warning Events is not paged by every build. The
+// conditions that changed to the same reason and message are one decision (Stalled=True and
+// Ready=False of one outcome, see Summarize): one Event, Warning when any of them needs a
+// person, with that condition as its action.
 func (p *StatusPatcher) emitTransitions(rec events.EventRecorder, obj client.Object, before, after []metav1.Condition) {
 	if rec == nil {
 		return
 	}
+	type decision struct {
+		c    metav1.Condition
+		warn bool
+	}
+	var decisions []decision
+next:
 	for _, c := range after {
 		old := meta.FindStatusCondition(before, c.Type)
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
@@ -106,11 +115,23 @@ func (p *StatusPatcher) emitTransitions(rec events.EventRecorder, obj client.Obj
 		if c.Type == ragopsv1alpha1.ConditionReconciling && c.Status == metav1.ConditionTrue && c.Reason == "Progressing" {
 			continue
 		}
+		warn := p.warn != nil && p.warn(c)
+		for i, d := range decisions {
+			if d.c.Reason == c.Reason && d.c.Message == c.Message {
+				if warn && !d.warn {
+					decisions[i] = decision{c, true}
+				}
+				continue next
+			}
+		}
+		decisions = append(decisions, decision{c, warn})
+	}
+	for _, d := range decisions {
 		typ := corev1.EventTypeNormal
-		if p.warn != nil && p.warn(c) {
+		if d.warn {
 			typ = corev1.EventTypeWarning
 		}
-		rec.Eventf(obj, nil, typ, c.Reason, c.Type+"="+string(c.Status), "%s", c.Message)
+		rec.Eventf(obj, nil, typ, d.c.Reason, d.c.Type+"="+string(d.c.Status), "%s", d.c.Message)
 	}
 }
 
@@ -130,6 +151,33 @@ type heldEvent struct {
 // Eventf holds an Event; see events.EventRecorder.
 func (b *EventBuffer) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	b.held = append(b.held, heldEvent{regarding, related, eventtype, reason, action, note, args})
+}
+
+// Besides returns the recorder for the condition transitions of the reconcile whose step
+// Events b holds (StatusPatcher.Done's): it records with rec, except an Event whose reason a
+// held Event already reports, so that a step's decision (GateFailed, IncompleteCollection)
+// is one Event, the step's, not one more for the conditions its outcome set. A Warning is
+// dropped only for a held Warning: what needs a person is never reported as Normal alone.
+// nil for a nil rec.
+func (b *EventBuffer) Besides(rec events.EventRecorder) events.EventRecorder {
+	if rec == nil {
+		return nil
+	}
+	return besides{held: b, rec: rec}
+}
+
+type besides struct {
+	held *EventBuffer
+	rec  events.EventRecorder
+}
+
+func (s besides) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	for _, e := range s.held.held {
+		if e.reason == reason && (e.eventtype == corev1.EventTypeWarning || eventtype != corev1.EventTypeWarning) {
+			return
+		}
+	}
+	s.rec.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
 // Flush records the held Events with rec (none when rec is nil) and empties the buffer.
