@@ -483,7 +483,8 @@ type RolloutGate struct {
 	MaxRegression *float64 `json:"maxRegression,omitempty"`
 	// Confidence of the maxRegression test (default 0.95): the candidate passes when the
 	// lower bound of this two-sided interval of its paired recall@10 difference from the
-	// active revision, over the gate dataset's queries, is above -maxRegression.
+	// active revision, over the gate dataset's queries, is at or above -maxRegression (a tie,
+	// within 1e-9, passes: maxRegression 0 passes an identical candidate).
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self >= 0.5 && self <= 0.999",message="confidence must be between 0.5 and 0.999"
 	Confidence *float64 `json:"confidence,omitempty"`
