@@ -311,6 +311,21 @@ func TestNonInferiorityTieAtTheMarginPasses(t *testing.T) {
 			}
 		}
 	}
+	// A mean difference exactly at the margin with an interval reaching past it (half the
+	// queries 2m worse, half unchanged) is not worse than allowed: Inconclusive, and no
+	// number of queries would clear it.
+	active, mixed := make([]float64, 300), make([]float64, 300)
+	for i := range active {
+		active[i] = levels[i%len(levels)]
+		mixed[i] = active[i]
+		if i%2 == 0 {
+			mixed[i] -= 0.1
+		}
+	}
+	res, _ := NonInferiorityTest(mixed, active, 0.05, Options{Seed: 7})
+	if msg := res.Message("recall@10"); res.Verdict != Inconclusive || res.QueriesNeeded != 0 || !strings.Contains(msg, "is at the allowed \u22120.050") {
+		t.Errorf("mean at the margin: %+v %q, want Inconclusive needing no number of queries", res, msg)
+	}
 }
 
 func TestQueriesForMargin(t *testing.T) {
