@@ -392,7 +392,8 @@ const (
 	ReasonTooManyFailedTrials = "TooManyFailedTrials"
 	// ConditionPromoted is True once the winner was applied to spec.promote.indexRef (the
 	// Index then rolls out through its own rollout policy) and False, with a reason, when it
-	// cannot be: ReasonPromotionIndexNotFound, ReasonPromotionConflict, ReasonNoWinner.
+	// cannot be: ReasonPromotionIndexNotFound, ReasonPromotionConflict, ReasonNoWinner,
+	// ReasonNotBetterThanBaseline.
 	// Informational, outside kstatus: Ready says the Experiment is done either way.
 	ConditionPromoted = "Promoted"
 	// ReasonPromoted: the Index names the winner's strategy and model.
@@ -404,6 +405,10 @@ const (
 	ReasonPromotionConflict = "PromotionConflict"
 	// ReasonNoWinner: no candidate was measured.
 	ReasonNoWinner = "NoWinner"
+	// ReasonNotBetterThanBaseline: the winner is not shown better than the baseline (tied
+	// with it after the adjustment for the candidates compared, not paired with it, or the
+	// baseline itself); the Index is left as it is.
+	ReasonNotBetterThanBaseline = "NotBetterThanBaseline"
 	// ConditionScreened reports spec.screening's round: False (ReasonScreening) while its
 	// builds on the sample run, True (ReasonScreeningDone) once it chose the trials that go
 	// on to a full build; absent without spec.screening. Informational.
