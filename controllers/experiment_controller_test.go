@@ -152,7 +152,7 @@ func TestExperimentRunsTrialsInParallelRanksThemAndDeletesTheLoser(t *testing.T)
 	if err := res.Write(&out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"name: fixed-128\n", "size: 128\n", "unit: Characters\n", `{"spec":{"model":{"name":"all-minilm-l6-v2","imagePath":"` + exp.Spec.Space.Models[0].ImagePath + `"},"strategyRef":{"name":"fixed-128"}}}`} {
+	for _, want := range []string{"name: fixed-128\n", "size: 128\n", "unit: Characters\n", `"model":{"name":"all-minilm-l6-v2","imagePath":"` + exp.Spec.Space.Models[0].ImagePath + `"},"strategyRef":{"name":"fixed-128"},"vectorIndex":{"type":"hnsw"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("winner output lacks %q:\n%s", want, out.String())
 		}

@@ -117,11 +117,33 @@ func (r *Result) Write(w io.Writer) error {
 }
 
 // Leaderboard prints the Experiment's leaderboard as a table: rank, trial, retrieval, the
-// objective, tokens and chunks, and the candidate's parameters.
+// objective, tokens and chunks, the comparison with the best (VS BEST: "best", or
+// "tied-for-best" when an entry is tied with it; "tied", "worse" or "-" when not compared,
+// from the adjusted test; ";winner" on status.currentOptimalTrial) and the candidate's
+// parameters.
 func Leaderboard(w io.Writer, exp *ragopsv1alpha1.Experiment) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "RANK\tTRIAL\tRETRIEVAL\t%s@%d\tTOKENS\tCHUNKS\tPARAMETERS\n", strings.ToUpper(string(exp.Spec.Objective.Metric)), exp.Spec.Objective.K)
+	fmt.Fprintf(tw, "RANK\tTRIAL\tRETRIEVAL\t%s@%d\tTOKENS\tCHUNKS\tVS BEST\tPARAMETERS\n", strings.ToUpper(string(exp.Spec.Objective.Metric)), exp.Spec.Objective.K)
+	tied := false
 	for _, e := range exp.Status.Leaderboard {
+		tied = tied || e.TiedWithBest
+	}
+	o := exp.Status.CurrentOptimalTrial
+	for _, e := range exp.Status.Leaderboard {
+		vs := "-"
+		switch {
+		case e.Rank == 1 && tied:
+			vs = "tied-for-best"
+		case e.Rank == 1:
+			vs = "best"
+		case e.TiedWithBest:
+			vs = "tied"
+		case e.VsBest != nil && e.VsBest.PValue != nil:
+			vs = "worse"
+		}
+		if o != nil && o.Trial == e.Trial && o.Retrieval == e.Retrieval {
+			vs += ";winner"
+		}
 		keys := make([]string, 0, len(e.Parameters))
 		for k := range e.Parameters {
 			keys = append(keys, k)
@@ -131,7 +153,7 @@ func Leaderboard(w io.Writer, exp *ragopsv1alpha1.Experiment) error {
 		for _, k := range keys {
 			ps = append(ps, k+"="+e.Parameters[k])
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.4f\t%d\t%d\t%s\n", e.Rank, e.Trial, e.Retrieval, e.Objective.Value, e.Tokens, e.Chunks, strings.Join(ps, ","))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.4f\t%d\t%d\t%s\t%s\n", e.Rank, e.Trial, e.Retrieval, e.Objective.Value, e.Tokens, e.Chunks, vs, strings.Join(ps, ","))
 	}
 	return tw.Flush()
 }
