@@ -137,6 +137,9 @@ func (r *ExperimentReconciler) familyOf(ctx context.Context, metric string, cand
 		v, why, err := r.candidateValues(ctx, evs[c], metric)
 		switch {
 		case errors.Is(err, errResultsCollecting):
+			if i == 0 {
+				return f, false, true, nil
+			}
 			collecting = true
 			continue
 		case err != nil:
