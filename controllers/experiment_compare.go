@@ -25,8 +25,8 @@ import (
 const tieAlpha = 0.05
 
 // familyPermutations is the number of permutations of the leaderboard's max-range test: its
-// p-values are multiples of 1/2001.
-const familyPermutations = 2000
+// p-values are multiples of 1/2000, exact at the status's 4 decimals.
+const familyPermutations = 1999
 
 // objectiveColumn is the per-query results column of the objective, e.g. "ndcg@10".
 func objectiveColumn(obj ragopsv1alpha1.ExperimentObjective) string {
@@ -250,7 +250,7 @@ func (r *ExperimentReconciler) compareWithBest(ctx context.Context, exp *ragopsv
 		}
 		if fam != nil && slices.Contains(fam.members, key(*e)) {
 			e.VsBest = comparison(best, *e, fam)
-			e.TiedWithBest = *e.VsBest.PValue >= tieAlpha
+			e.TiedWithBest = !fam.test.Differs(0, slices.Index(fam.members, key(*e)), tieAlpha)
 		} else if old, ok := prev[key(*e)]; ok && sameBest && evs[key(*e)] == nil {
 			e.VsBest, e.TiedWithBest = old.VsBest, old.TiedWithBest
 		}
