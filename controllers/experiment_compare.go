@@ -1,23 +1,32 @@
 package controllers
 
 // The leaderboard's confidence: each candidate's objective interval (from its Evaluation's
-// status) and paired comparisons over the per-query results (evaluator/stats).
+// status) and the comparisons of all candidates at once over their per-query results
+// (evaluator/stats.MaxRangeTest), which decide the ties and the optimal candidate.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/utils/ptr"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/evaluator/stats"
+	"github.com/ragops/ragops/experiment/winner"
 )
 
-// tieAlpha is the significance level below which a candidate is told apart from the best.
+// tieAlpha is the family-wise level at which a candidate is told apart from another: with
+// every candidate alike, the leaderboard shows any candidate "not tied" with the best in at
+// most this share of Experiments (stats.MaxRangeTest).
 const tieAlpha = 0.05
+
+// familyPermutations is the number of permutations of the leaderboard's max-range test: its
+// p-values are multiples of 1/2000, exact at the status's 4 decimals.
+const familyPermutations = 1999
 
 // objectiveColumn is the per-query results column of the objective, e.g. "ndcg@10".
 func objectiveColumn(obj ragopsv1alpha1.ExperimentObjective) string {
@@ -47,75 +56,139 @@ func withInterval(v ragopsv1alpha1.ObjectiveValue, at ragopsv1alpha1.MetricsAtK,
 	return v
 }
 
-// pairedCache memoises paired comparisons by the two Evaluations' UIDs, their results'
-// SHA-256 and the metric: the per-query results of a finished Evaluation never change, so a
-// comparison is computed once per pair, not on every reconcile. It holds at most
-// pairedCacheSize comparisons and starts afresh when full.
+// family is the max-range test over the candidates that could be paired with the best:
+// members[i] is the (trial, retrieval) of the test's system i.
+type family struct {
+	test    *stats.Family
+	members [][2]string
+}
+
+// pairedCache memoises the leaderboard's comparisons: the max-range test of a set of
+// candidates, by their Evaluations' UIDs, results' SHA-256 and the metric, and each
+// Evaluation's per-query values of the metric. The per-query results of a finished
+// Evaluation never change, so a test is computed once per set of candidates and a results
+// ConfigMap read once, not on every reconcile. Each map holds at most pairedCacheSize
+// entries and starts afresh when full.
 type pairedCache struct {
-	mu sync.Mutex
-	m  map[string]stats.Paired
+	mu       sync.Mutex
+	families map[string]family
+	values   map[string]queryValues
 }
 
 const pairedCacheSize = 4096
 
-func (c *pairedCache) get(key string) (stats.Paired, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.m[key]
-	return p, ok
+func cacheGet[V any](mu *sync.Mutex, m map[string]V, key string) (V, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	v, ok := m[key]
+	return v, ok
 }
 
-func (c *pairedCache) put(key string, p stats.Paired) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= pairedCacheSize {
-		c.m = map[string]stats.Paired{}
+func cachePut[V any](mu *sync.Mutex, m *map[string]V, key string, v V) {
+	mu.Lock()
+	defer mu.Unlock()
+	if *m == nil || len(*m) >= pairedCacheSize {
+		*m = map[string]V{}
 	}
-	c.m[key] = p
+	(*m)[key] = v
 }
 
-// pairedComparison compares Evaluation best with other on the objective over their common
-// queries (stats.Compare: bootstrap interval of the mean difference best − other and the
-// paired randomization test's p-value). why is not empty when they cannot be paired: one has
-// no per-query results, or they scored different queries. Errors: transient reads, and
-// errResultsCollecting while results are being stored.
-func (r *ExperimentReconciler) pairedComparison(ctx context.Context, metric string, best, other *ragopsv1alpha1.Evaluation) (p stats.Paired, why string, err error) {
-	if best.Status.Results == nil || other.Status.Results == nil {
-		return p, "no per-query results", nil
+// candidateValues reads ev's per-query values of metric through the cache (perQueryValues).
+func (r *ExperimentReconciler) candidateValues(ctx context.Context, ev *ragopsv1alpha1.Evaluation, metric string) (queryValues, string, error) {
+	key := fmt.Sprintf("%s/%s/%s", ev.UID, ev.Status.Results.SHA256, metric)
+	if v, ok := cacheGet(&r.paired.mu, r.paired.values, key); ok {
+		return v, "", nil
 	}
-	key := fmt.Sprintf("%s/%s/%s/%s/%s", best.UID, best.Status.Results.SHA256, other.UID, other.Status.Results.SHA256, metric)
-	if p, ok := r.paired.get(key); ok {
-		return p, "", nil
-	}
-	rd := r.Options.reader(r.Client)
-	b, why, err := perQueryValues(ctx, rd, best, metric, "Evaluation "+best.Name)
+	v, why, err := perQueryValues(ctx, r.Options.reader(r.Client), ev, metric, "Evaluation "+ev.Name)
 	if err != nil || why != "" {
-		return p, why, err
+		return v, why, err
 	}
-	o, why, err := perQueryValues(ctx, rd, other, metric, "Evaluation "+other.Name)
-	if err != nil || why != "" {
-		return p, why, err
+	cachePut(&r.paired.mu, &r.paired.values, key, v)
+	return v, "", nil
+}
+
+// familyOf runs (or recalls) the max-range test over the candidates (in leaderboard order,
+// the best first) whose Evaluations scored the same queries as the best's: the best, then
+// every candidate whose per-query results pair with the best's. Candidates that cannot be
+// paired (no per-query results, other queries) are left out. ok is false when the best has
+// no per-query values or no other candidate pairs with it. collecting is set when a
+// candidate's results are still being stored (the test then leaves it out and is not
+// memoised). Errors: transient reads.
+func (r *ExperimentReconciler) familyOf(ctx context.Context, metric string, cands [][2]string, evs candidateEvaluations) (f family, ok, collecting bool, err error) {
+	var key strings.Builder
+	key.WriteString(metric)
+	var members [][2]string
+	for _, c := range cands {
+		if ev := evs[c]; ev != nil && ev.Status.Results != nil {
+			members = append(members, c)
+			fmt.Fprintf(&key, "/%s:%s", ev.UID, ev.Status.Results.SHA256)
+		}
 	}
-	if b.fingerprint != o.fingerprint || !slices.Equal(b.ids, o.ids) {
-		return p, fmt.Sprintf("Evaluations %s and %s scored different queries (fingerprints %.12s and %.12s)", best.Name, other.Name, b.fingerprint, o.fingerprint), nil
+	if len(members) < 2 || members[0] != cands[0] {
+		return f, false, false, nil
 	}
-	p, err = stats.Compare(b.values, o.values, stats.Options{Seed: stats.Seed(b.uid, o.uid, metric)})
+	if f, ok := cacheGet(&r.paired.mu, r.paired.families, key.String()); ok {
+		return f, true, false, nil
+	}
+	var values [][]float64
+	var uids []string
+	var ref queryValues
+	for i, c := range members {
+		v, why, err := r.candidateValues(ctx, evs[c], metric)
+		switch {
+		case errors.Is(err, errResultsCollecting):
+			if i == 0 {
+				return f, false, true, nil
+			}
+			collecting = true
+			continue
+		case err != nil:
+			return f, false, collecting, err
+		case why != "":
+			if i == 0 {
+				return f, false, collecting, nil
+			}
+			continue
+		}
+		if i == 0 {
+			ref = v
+		} else if v.fingerprint != ref.fingerprint || !slices.Equal(v.ids, ref.ids) {
+			continue // scored other queries: not comparable
+		}
+		f.members = append(f.members, c)
+		values = append(values, v.values)
+		uids = append(uids, v.uid)
+	}
+	if len(values) < 2 {
+		return f, false, collecting, nil
+	}
+	f.test, err = stats.MaxRangeTest(values, stats.Options{Flips: familyPermutations, Seed: stats.Seed(append(uids, metric)...)})
 	if err != nil {
-		return p, err.Error(), nil
+		return f, false, collecting, nil
 	}
-	r.paired.put(key, p)
-	return p, "", nil
+	if !collecting {
+		cachePut(&r.paired.mu, &r.paired.families, key.String(), f)
+	}
+	return f, true, collecting, nil
 }
 
-// comparison is a CandidateComparison of best with other from their paired comparison; the
-// interval and p-value are left out when the two cannot be paired.
-func comparison(best, other ragopsv1alpha1.LeaderboardEntry, p *stats.Paired) *ragopsv1alpha1.CandidateComparison {
+// comparison is a CandidateComparison of a with other: the difference of their objectives
+// (a minus other) and, when both are in the family, the difference's simultaneous interval
+// and adjusted p-value from the max-range test.
+func comparison(a, other ragopsv1alpha1.LeaderboardEntry, f *family) *ragopsv1alpha1.CandidateComparison {
 	c := &ragopsv1alpha1.CandidateComparison{Trial: other.Trial, Retrieval: other.Retrieval,
-		Difference: Round(best.Objective.Value - other.Objective.Value)}
-	if p != nil {
-		c.IntervalLower, c.IntervalUpper = ptr.To(Round(p.Diff.Lo)), ptr.To(Round(p.Diff.Hi))
-		c.PValue = ptr.To(Round(p.P))
+		Difference: Round(a.Objective.Value - other.Objective.Value)}
+	if f == nil || f.test == nil {
+		return c
 	}
+	i := slices.Index(f.members, [2]string{a.Trial, a.Retrieval})
+	j := slices.Index(f.members, [2]string{other.Trial, other.Retrieval})
+	if i < 0 || j < 0 {
+		return c
+	}
+	lo, hi := f.test.Interval(i, j, tieAlpha)
+	c.IntervalLower, c.IntervalUpper = ptr.To(Round(lo)), ptr.To(Round(hi))
+	c.PValue = ptr.To(Round(f.test.P(i, j)))
 	return c
 }
 
@@ -123,81 +196,80 @@ func comparison(best, other ragopsv1alpha1.LeaderboardEntry, p *stats.Paired) *r
 // Evaluation, for the paired comparisons.
 type candidateEvaluations map[[2]string]*ragopsv1alpha1.Evaluation
 
-// compareWithBest fills, for every entry below the best, VsBest and TiedWithBest from the
-// paired comparison with the best, and the optimal candidate's comparisons with the
-// baseline and the runner-up. A candidate whose Evaluation is gone (cleaned up) keeps the
-// comparison it had while the best was the same. It returns how many candidates are tied
-// with the best, and collecting when a comparison waits for per-query results still being
-// stored. Only the leaderboard's entries and the baseline are compared.
-func (r *ExperimentReconciler) compareWithBest(ctx context.Context, exp *ragopsv1alpha1.Experiment, all []ragopsv1alpha1.LeaderboardEntry, evs candidateEvaluations, opt *ragopsv1alpha1.OptimalTrial, baseline [2]string) (tied int, collecting bool, err error) {
+// compareWithBest compares every candidate with the best at once (familyOf: the max-range
+// test over all candidates that pair with the best, so the best picked after the fact and
+// every comparison are adjusted for how many were compared) and fills, for the entries on
+// the leaderboard and the baseline, VsBest (the difference, its simultaneous interval and
+// adjusted p-value) and TiedWithBest (adjusted p-value at least tieAlpha: exactly when the
+// interval holds 0). It returns the optimal candidate: the cheapest of the best and the
+// leaderboard's entries tied with it (winner.Choose), with its comparisons with the
+// baseline and with the strongest other candidate. When a finished Experiment's candidate
+// has lost its Evaluation (cleaned up) and the best is the same, every entry and the
+// optimal candidate keep what they had, which was adjusted for every candidate; otherwise
+// a candidate without its Evaluation keeps its previous comparison while the best is the
+// same. collecting is set when a comparison
+// waits for per-query results still being stored.
+func (r *ExperimentReconciler) compareWithBest(ctx context.Context, exp *ragopsv1alpha1.Experiment, all []ragopsv1alpha1.LeaderboardEntry, evs candidateEvaluations, baseline [2]string) (opt *ragopsv1alpha1.OptimalTrial, collecting bool, err error) {
 	if len(all) == 0 {
-		return 0, false, nil
+		return nil, false, nil
 	}
-	metric := objectiveColumn(exp.Spec.Objective)
+	key := func(e ragopsv1alpha1.LeaderboardEntry) [2]string { return [2]string{e.Trial, e.Retrieval} }
 	best := all[0]
-	prevBest := ""
 	prev := map[[2]string]ragopsv1alpha1.LeaderboardEntry{}
+	sameBest := false
 	if len(exp.Status.Leaderboard) > 0 {
-		prevBest = exp.Status.Leaderboard[0].Trial + "/" + exp.Status.Leaderboard[0].Retrieval
+		sameBest = key(exp.Status.Leaderboard[0]) == key(best)
 		for _, e := range exp.Status.Leaderboard {
-			prev[[2]string{e.Trial, e.Retrieval}] = e
+			prev[key(e)] = e
 		}
-	}
-	sameBest := prevBest == best.Trial+"/"+best.Retrieval
-	bestEv := evs[[2]string{best.Trial, best.Retrieval}]
-	var firstErr error
-	paired := func(e ragopsv1alpha1.LeaderboardEntry) *stats.Paired {
-		other := evs[[2]string{e.Trial, e.Retrieval}]
-		if bestEv == nil || other == nil {
-			return nil
-		}
-		p, why, err := r.pairedComparison(ctx, metric, bestEv, other)
-		if errors.Is(err, errResultsCollecting) {
-			collecting = true
-			return nil
-		}
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			return nil
-		}
-		if why != "" {
-			return nil
-		}
-		return &p
 	}
 	n := leaderboardSize(exp)
+	gone := slices.ContainsFunc(all, func(e ragopsv1alpha1.LeaderboardEntry) bool { return evs[key(e)] == nil })
+	if gone && sameBest && exp.Status.CompletionTime != nil && exp.Status.CurrentOptimalTrial != nil {
+		for i := range all {
+			if old, ok := prev[key(all[i])]; ok {
+				all[i].VsBest, all[i].TiedWithBest = old.VsBest, old.TiedWithBest
+			}
+		}
+		return exp.Status.CurrentOptimalTrial.DeepCopy(), false, nil
+	}
+
+	cands := make([][2]string, len(all))
+	for i, e := range all {
+		cands[i] = key(e)
+	}
+	f, ok, collecting, err := r.familyOf(ctx, objectiveColumn(exp.Spec.Objective), cands, evs)
+	fam := &f
+	if !ok {
+		fam = nil
+	}
 	for i := 1; i < len(all); i++ {
 		e := &all[i]
-		if i >= n && (e.Trial != baseline[0] || e.Retrieval != baseline[1]) {
-			continue // off the leaderboard: not compared
+		if i >= n && key(*e) != baseline {
+			continue // off the leaderboard: compared in the test, not listed
 		}
-		if p := paired(*e); p != nil {
-			e.VsBest = comparison(best, *e, p)
-		} else if old, ok := prev[[2]string{e.Trial, e.Retrieval}]; ok && sameBest && evs[[2]string{e.Trial, e.Retrieval}] == nil {
-			e.VsBest = old.VsBest
-		}
-		if e.VsBest != nil && e.VsBest.PValue != nil && *e.VsBest.PValue >= tieAlpha {
-			e.TiedWithBest = true
-			tied++
+		if fam != nil && slices.Contains(fam.members, key(*e)) {
+			e.VsBest = comparison(best, *e, fam)
+			e.TiedWithBest = !fam.test.Differs(0, slices.Index(fam.members, key(*e)), tieAlpha)
+		} else if old, ok := prev[key(*e)]; ok && sameBest && evs[key(*e)] == nil {
+			e.VsBest, e.TiedWithBest = old.VsBest, old.TiedWithBest
 		}
 	}
-	vs := func(e ragopsv1alpha1.LeaderboardEntry) *ragopsv1alpha1.CandidateComparison {
-		if e.VsBest != nil {
-			return e.VsBest
-		}
-		return comparison(best, e, nil)
-	}
-	for _, e := range all[1:] {
-		if e.Trial == baseline[0] && e.Retrieval == baseline[1] {
-			opt.VsBaseline = vs(e)
+	w := all[winner.Choose(all[:min(n, len(all))])]
+	opt = &ragopsv1alpha1.OptimalTrial{Trial: w.Trial, Retrieval: w.Retrieval, Objective: w.Objective}
+	for _, e := range all {
+		if key(e) == baseline && key(e) != key(w) {
+			opt.VsBaseline = comparison(w, e, fam)
 		}
 	}
 	if len(all) > 1 {
-		opt.VsRunnerUp = vs(all[1])
+		other := all[0]
+		if key(w) == key(other) {
+			other = all[1]
+		}
+		opt.VsRunnerUp = comparison(w, other, fam)
 	}
-	return tied, collecting, firstErr
+	return opt, collecting, err
 }
 
 // evaluationOf returns the live Evaluation of a trial's retrieval variant, nil when it was

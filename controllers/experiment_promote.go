@@ -20,10 +20,14 @@ import (
 const LabelPromotedBy = "ragops.dev/promoted-by"
 
 // promote applies a finished Experiment's winner to spec.promote.indexRef once per
-// generation: it creates the winner's ChunkingStrategy under its trial's strategy name (or
-// reuses one of that name with the same spec) and merge-patches the Index's strategyRef and
-// model (winner.Result.IndexPatch); the Index then rolls out through its own rollout policy.
-// The Promoted condition says what happened; a strategy of that name with another spec, an
+// generation, and only on evidence: the winner must be told apart from the baseline, better,
+// by the adjusted comparison (winner.Evidence at tieAlpha); a winner tied with the baseline
+// leaves the Index as it is (Promoted=False, NotBetterThanBaseline). It creates the winner's
+// ChunkingStrategy under its trial's strategy name (or reuses one of that name with the same
+// spec) and merge-patches the Index's strategyRef, model, embedder precision and vector
+// index (winner.Result.IndexPatch; what an Index cannot hold, the retrieval variant, is
+// named in the message); the Index then rolls out through its own rollout policy. The
+// Promoted condition says what happened; a strategy of that name with another spec, an
 // Index that is missing or one of the Experiment's own trials leave the Index untouched.
 // Errors: API failures.
 func (r *ExperimentReconciler) promote(ctx context.Context, exp *ragopsv1alpha1.Experiment, ch *experimentChildren) (reconcile.Result, error) {
@@ -40,6 +44,10 @@ func (r *ExperimentReconciler) promote(ctx context.Context, exp *ragopsv1alpha1.
 	opt := exp.Status.CurrentOptimalTrial
 	if opt == nil {
 		return notPromoted(ragopsv1alpha1.ReasonNoWinner, "no candidate was measured: nothing to apply to spec.promote.indexRef")
+	}
+	better, reason, evidence := winner.Evidence(exp, tieAlpha)
+	if !better {
+		return notPromoted(reason, fmt.Sprintf("%s; Index %s is left as it is", evidence, pr.IndexRef.Name))
 	}
 	if _, own := ch.indexes[pr.IndexRef.Name]; own {
 		return notPromoted(ragopsv1alpha1.ReasonPromotionConflict, fmt.Sprintf("spec.promote.indexRef.name: Index %q is one of this Experiment's trials; name the Index that serves", pr.IndexRef.Name))
@@ -77,9 +85,12 @@ func (r *ExperimentReconciler) promote(ctx context.Context, exp *ragopsv1alpha1.
 	}
 	exp.Status.Promotion = &ragopsv1alpha1.PromotionStatus{Index: target.Name, Strategy: res.Strategy.Name, Model: trial.Spec.Model.Name,
 		Trial: res.Trial, Retrieval: res.Retrieval, ObservedGeneration: exp.Generation, Time: metav1.Now()}
-	return reconcile.Proceed.Set(ragopsv1alpha1.ConditionPromoted, metav1.ConditionTrue, ragopsv1alpha1.ReasonPromoted,
-		fmt.Sprintf("Index %s now names strategy %s and model %s (trial %s, %s); it rolls out through its own rollout policy",
-			target.Name, res.Strategy.Name, trial.Spec.Model.Name, res.Trial, res.Retrieval)), nil
+	msg := fmt.Sprintf("Index %s now names strategy %s, model %s, the trial's precision and vector index (trial %s, %s, %s); it rolls out through its own rollout policy",
+		target.Name, res.Strategy.Name, trial.Spec.Model.Name, res.Trial, res.Retrieval, evidence)
+	for _, l := range res.LeftOut {
+		msg += "; not applied: " + l
+	}
+	return reconcile.Proceed.Set(ragopsv1alpha1.ConditionPromoted, metav1.ConditionTrue, ragopsv1alpha1.ReasonPromoted, msg), nil
 }
 
 // ensurePromotedStrategy creates want (the winner's strategy) or checks that the strategy of

@@ -20,7 +20,7 @@ import (
 // RankCandidates orders leaderboard candidates best first, in place. It ranks by the point
 // objective (the Evaluation's mean, 4 decimals); ties go to fewer tokens, then to the trial
 // and retrieval names, so the order is total and the same on every reconcile. Whether a
-// rank is evidence is the paired comparison's to say (LeaderboardEntry.VsBest and
+// rank is evidence is the adjusted comparison's to say (LeaderboardEntry.VsBest and
 // TiedWithBest, see compareWithBest).
 func RankCandidates(entries []ragopsv1alpha1.LeaderboardEntry) {
 	slices.SortStableFunc(entries, func(a, b ragopsv1alpha1.LeaderboardEntry) int {
@@ -92,7 +92,8 @@ func rankCandidates(exp *ragopsv1alpha1.Experiment, p *trials.Plan, statuses []r
 }
 
 // leaderboard ranks the candidates (rankCandidates), compares the best with the others
-// (compareWithBest) and returns the top spec.leaderboardSize and the optimal candidate.
+// (compareWithBest) and returns the top spec.leaderboardSize and the optimal candidate (the
+// cheapest of those tied with the best).
 // collecting is set while a comparison waits for per-query results being stored. Errors:
 // transient reads of per-query results (the figures are complete but for the comparisons
 // that failed).
@@ -101,9 +102,7 @@ func (r *ExperimentReconciler) leaderboard(ctx context.Context, exp *ragopsv1alp
 	if len(all) == 0 {
 		return nil, nil, false, nil
 	}
-	best := all[0]
-	opt = &ragopsv1alpha1.OptimalTrial{Trial: best.Trial, Retrieval: best.Retrieval, Objective: best.Objective}
-	_, collecting, err = r.compareWithBest(ctx, exp, all, evs, opt, baseline)
+	opt, collecting, err = r.compareWithBest(ctx, exp, all, evs, baseline)
 	return all[:min(leaderboardSize(exp), len(all))], opt, collecting, err
 }
 
@@ -269,7 +268,10 @@ func summarizeExperiment(exp *ragopsv1alpha1.Experiment, tooManyFailed, comparin
 		}
 		msg := fmt.Sprintf("%d trials done (%d succeeded, %d failed, %d skipped)", c.Total, c.Succeeded, c.Failed, c.Skipped)
 		if o := exp.Status.CurrentOptimalTrial; o != nil {
-			msg += fmt.Sprintf("; best %s/%s %s@%d %.4f", o.Trial, o.Retrieval, exp.Spec.Objective.Metric, exp.Spec.Objective.K, o.Objective.Value)
+			msg += fmt.Sprintf("; winner %s/%s %s@%d %.4f", o.Trial, o.Retrieval, exp.Spec.Objective.Metric, exp.Spec.Objective.K, o.Objective.Value)
+			if lb := exp.Status.Leaderboard; len(lb) > 0 && (lb[0].Trial != o.Trial || lb[0].Retrieval != o.Retrieval) {
+				msg += fmt.Sprintf(", the cheapest of the candidates tied with the best %s/%s %.4f", lb[0].Trial, lb[0].Retrieval, lb[0].Objective.Value)
+			}
 		}
 		return budget.Merge(reconcile.Stop.With(reconcile.OutcomeReady, ReasonExperimentDone, msg))
 	default:

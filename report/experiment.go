@@ -140,10 +140,15 @@ var otherMetrics = []otherMetric{
 // its interval in brackets where status has one, the other metrics at the objective's
 // cut-off (recall, nDCG, MRR, and span hit when an entry has it; "-" where an entry has no
 // metrics), tokens, chunks, storage (bytes in KiB/MiB/GiB), build seconds, the comparison
-// with the best ("best" on rank 1; "tied with best" where status.leaderboard[].tiedWithBest
-// says so, else the paired difference to the best as this minus best with its interval and
-// p-value from vsBest, "p < 0.001" below that, "-" without one) and whether the candidate is on the Pareto front
-// of cost (ParetoFront of Candidates; "-" for an entry whose cost is not measured).
+// with the best and whether the candidate is on the Pareto front of cost (ParetoFront of
+// Candidates; "-" for an entry whose cost is not measured). The comparison is the
+// controller's adjusted one (vsBest: difference, simultaneous interval, adjusted p-value;
+// tiedWithBest exactly when the interval holds 0), so a tie is never shown as a win: rank 1
+// is "best" only when no entry is tied with it, else "tied for best with N"; a tied entry
+// is "tied with best" with its p-value; any other shows the difference to the best as this
+// minus best with its interval and p-value ("p < 0.001" below that; "-" without one). The
+// entry status.currentOptimalTrial names gets "; winner", and "(cheapest tied)" when it is
+// not rank 1.
 //
 // Errors: an empty leaderboard.
 func WriteLeaderboard(w io.Writer, exp *ragopsv1alpha1.Experiment, cost Cost) error {
@@ -179,6 +184,12 @@ func WriteLeaderboard(w io.Writer, exp *ragopsv1alpha1.Experiment, cost Cost) er
 	head = append(head, "tokens", "chunks", "storage", "build s", "vs best", "Pareto front ("+string(cost)+")")
 	rule = append(rule, "---:", "---:", "---:", "---:", "---", "---")
 
+	tied := 0
+	for _, e := range lb {
+		if e.TiedWithBest {
+			tied++
+		}
+	}
 	cands, _ := Candidates(exp, cost)
 	onFront := map[int]bool{}
 	for _, i := range ParetoFront(cands) {
@@ -206,7 +217,7 @@ func WriteLeaderboard(w io.Writer, exp *ragopsv1alpha1.Experiment, cost Cost) er
 			front = map[bool]string{true: "yes", false: "no"}[onFront[i]]
 		}
 		cells = append(cells, strconv.FormatInt(e.Tokens, 10), strconv.FormatInt(e.Chunks, 10), humanBytes(e.StorageBytes),
-			strconv.FormatInt(e.BuildSeconds, 10), vsBest(e), front)
+			strconv.FormatInt(e.BuildSeconds, 10), vsBest(e, tied, exp.Status.CurrentOptimalTrial), front)
 		line(cells)
 	}
 	_, err := io.WriteString(w, sb.String())
@@ -229,9 +240,21 @@ func parameters(ps map[string]string) string {
 	return strings.Join(keys, ", ")
 }
 
-// vsBest is the "vs best" cell of e (see WriteLeaderboard). VsBest's difference is best
-// minus e; the cell prints e minus best, its interval negated.
-func vsBest(e ragopsv1alpha1.LeaderboardEntry) string {
+// vsBest is the "vs best" cell of e (see WriteLeaderboard), tied the number of entries tied
+// with the best and opt the optimal candidate. VsBest's difference is best minus e; the cell
+// prints e minus best, its interval negated.
+func vsBest(e ragopsv1alpha1.LeaderboardEntry, tied int, opt *ragopsv1alpha1.OptimalTrial) string {
+	s := comparedWithBest(e, tied)
+	if opt != nil && opt.Trial == e.Trial && opt.Retrieval == e.Retrieval {
+		s += "; winner"
+		if e.Rank != 1 {
+			s += " (cheapest tied)"
+		}
+	}
+	return s
+}
+
+func comparedWithBest(e ragopsv1alpha1.LeaderboardEntry, tied int) string {
 	c := e.VsBest
 	p := ""
 	switch {
@@ -241,6 +264,8 @@ func vsBest(e ragopsv1alpha1.LeaderboardEntry) string {
 		p = fmt.Sprintf(", p %.3f", *c.PValue)
 	}
 	switch {
+	case e.Rank == 1 && c == nil && tied > 0:
+		return fmt.Sprintf("tied for best with %d", tied)
 	case e.Rank == 1 && c == nil:
 		return "best"
 	case e.TiedWithBest:

@@ -138,7 +138,8 @@ func table(t *testing.T, md string) ([]string, []map[string]string) {
 
 // TestWriteLeaderboard: one row per entry in leaderboard order; the objective's column is
 // named with its interval's level and not repeated among the other metrics; intervals,
-// "tied with best" and the paired difference (as this minus best) where status has them;
+// "tied for best" on rank 1 when entries are tied with it, "tied with best" and the adjusted
+// difference (as this minus best) where status has them, the winner marked;
 // the Pareto column agrees with ParetoFront, and an entry without the cost gets "-".
 func TestWriteLeaderboard(t *testing.T) {
 	exp := loadExperiment(t)
@@ -176,9 +177,15 @@ func TestWriteLeaderboard(t *testing.T) {
 			t.Errorf("row %d tokens/chunks/build %v, want %d/%d/%d", i, r, e.Tokens, e.Chunks, e.BuildSeconds)
 		}
 		vs := r["vs best"]
+		if o := exp.Status.CurrentOptimalTrial; o.Trial == e.Trial && o.Retrieval == e.Retrieval {
+			if !strings.HasSuffix(vs, "; winner") {
+				t.Errorf("row %d is the winner: %q", i, vs)
+			}
+			vs = strings.TrimSuffix(vs, "; winner")
+		}
 		switch {
 		case e.Rank == 1:
-			if vs != "best" {
+			if vs != "tied for best with 2" { // the fixture's ranks 2 and 3 are tied with it
 				t.Errorf("rank 1 vs best %q", vs)
 			}
 		case e.TiedWithBest:

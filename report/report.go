@@ -417,7 +417,11 @@ func (h *headings) Plot(c draw.Canvas, p *plot.Plot) {
 // any row has one), recall@10, nDCG@10, MRR@10, span hit@10 (when any row has one) and span
 // hit@k at every other cut-off a row has, in ascending k ("-" where a row lacks it), four
 // decimals, with "± h" (half the 95% interval) after recall@10, nDCG@10 and span hit@10
-// where status has their interval; the best recall@10 and nDCG@10 of each mode in bold.
+// where status has their interval. The best recall@10 and nDCG@10 of each mode are in bold
+// only when they stand apart: the best row's 95% interval overlaps no other row's of the
+// mode. Where intervals overlap, the best and every row whose interval overlaps its are
+// marked "(tied)" and none is bold; in a mode where a row has no interval nothing is marked
+// (nothing shows the point-best is better).
 func WriteMarkdown(w io.Writer, rows []Row) error {
 	if len(rows) == 0 {
 		return fmt.Errorf("report: no Evaluation has recall@10 yet")
@@ -444,18 +448,13 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 	for _, k := range ks {
 		head, rule = append(head, fmt.Sprintf("span hit@%d", k)), append(rule, "---:")
 	}
-	type best struct{ recall, ndcg float64 }
-	bests := map[ragopsv1alpha1.RetrievalMode]best{}
-	for _, r := range rows {
-		b := bests[r.Mode]
-		bests[r.Mode] = best{max(b.recall, r.Recall), max(b.ndcg, r.NDCG)}
-	}
+	recallMarks := bestMarks(rows, func(r Row) (float64, *ragopsv1alpha1.ConfidenceInterval) { return r.Recall, r.RecallCI })
+	ndcgMarks := bestMarks(rows, func(r Row) (float64, *ragopsv1alpha1.ConfidenceInterval) { return r.NDCG, r.NDCGCI })
 	var sb strings.Builder
 	line := func(cells []string) { sb.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
 	line(head)
 	line(rule)
-	for _, r := range rows {
-		b := bests[r.Mode]
+	for i, r := range rows {
 		mode := string(r.Mode)
 		if f := fusionAbbrev[r.Fusion]; f != "" {
 			mode += " " + strings.ToUpper(f)
@@ -464,7 +463,7 @@ func WriteMarkdown(w io.Writer, rows []Row) error {
 		if revs {
 			cells = append(cells, cmp.Or(r.Revision, "-"))
 		}
-		cells = append(cells, bold(fmt4(r.Recall), r.Recall == b.recall)+plusMinus(r.RecallCI), bold(fmt4(r.NDCG), r.NDCG == b.ndcg)+plusMinus(r.NDCGCI), fmtPtr(r.MRR))
+		cells = append(cells, recallMarks[i].apply(fmt4(r.Recall), plusMinus(r.RecallCI)), ndcgMarks[i].apply(fmt4(r.NDCG), plusMinus(r.NDCGCI)), fmtPtr(r.MRR))
 		if spans {
 			cells = append(cells, fmtPtr(r.SpanHit)+plusMinus(r.SpanHitCI))
 		}
@@ -498,9 +497,89 @@ func fmtPtr(v *float64) string {
 	return fmt4(*v)
 }
 
-func bold(s string, b bool) string {
-	if b {
-		return "**" + s + "**"
+// mark is how a cell of WriteMarkdown shows a row against its mode's best.
+type mark int
+
+const (
+	unmarked mark = iota
+	standsApart
+	tiedForBest
+)
+
+// apply writes the value with its "± h" and the mark: bold when it stands apart, "(tied)"
+// when tied for best.
+func (m mark) apply(value, pm string) string {
+	switch m {
+	case standsApart:
+		return "**" + value + "**" + pm
+	case tiedForBest:
+		return value + pm + " (tied)"
 	}
-	return s
+	return value + pm
+}
+
+// bestMarks marks, per row, the best value of its mode (see WriteMarkdown): standsApart
+// when the best row's interval overlaps no other row's of the mode, else tiedForBest for
+// the best and the rows whose interval overlaps its; nothing in a mode where a row has no
+// interval.
+// Rows of equal best value are all the best.
+func bestMarks(rows []Row, of func(Row) (float64, *ragopsv1alpha1.ConfidenceInterval)) []mark {
+	marks := make([]mark, len(rows))
+	for _, mode := range uniqueModes(rows) {
+		var in []int
+		top := math.Inf(-1)
+		for i, r := range rows {
+			if r.Mode == mode {
+				in = append(in, i)
+				v, _ := of(r)
+				top = max(top, v)
+			}
+		}
+		var bests, tied []int
+		known := true
+		for _, i := range in {
+			if v, _ := of(rows[i]); v == top {
+				bests = append(bests, i)
+			}
+		}
+		for _, i := range in {
+			if _, ci := of(rows[i]); ci == nil {
+				known = false
+			}
+		}
+		if !known {
+			continue
+		}
+		for _, i := range in {
+			v, ci := of(rows[i])
+			if v == top {
+				continue
+			}
+			for _, b := range bests {
+				if _, bci := of(rows[b]); ci.Upper >= bci.Lower && ci.Lower <= bci.Upper {
+					tied = append(tied, i)
+					break
+				}
+			}
+		}
+		m := standsApart
+		if len(bests) > 1 || len(tied) > 0 {
+			m = tiedForBest
+		}
+		for _, i := range append(bests, tied...) {
+			marks[i] = m
+		}
+	}
+	return marks
+}
+
+// uniqueModes are the rows' modes in order of first appearance.
+func uniqueModes(rows []Row) []ragopsv1alpha1.RetrievalMode {
+	var modes []ragopsv1alpha1.RetrievalMode
+	for _, r := range rows {
+		if !slices.Contains(modes, r.Mode) {
+			modes = append(modes, r.Mode)
+		}
+	}
+	return modes
 }

@@ -392,7 +392,8 @@ const (
 	ReasonTooManyFailedTrials = "TooManyFailedTrials"
 	// ConditionPromoted is True once the winner was applied to spec.promote.indexRef (the
 	// Index then rolls out through its own rollout policy) and False, with a reason, when it
-	// cannot be: ReasonPromotionIndexNotFound, ReasonPromotionConflict, ReasonNoWinner.
+	// cannot be: ReasonPromotionIndexNotFound, ReasonPromotionConflict, ReasonNoWinner,
+	// ReasonNotBetterThanBaseline.
 	// Informational, outside kstatus: Ready says the Experiment is done either way.
 	ConditionPromoted = "Promoted"
 	// ReasonPromoted: the Index names the winner's strategy and model.
@@ -404,6 +405,10 @@ const (
 	ReasonPromotionConflict = "PromotionConflict"
 	// ReasonNoWinner: no candidate was measured.
 	ReasonNoWinner = "NoWinner"
+	// ReasonNotBetterThanBaseline: the winner is not shown better than the baseline (tied
+	// with it after the adjustment for the candidates compared, not paired with it, or the
+	// baseline itself); the Index is left as it is.
+	ReasonNotBetterThanBaseline = "NotBetterThanBaseline"
 	// ConditionScreened reports spec.screening's round: False (ReasonScreening) while its
 	// builds on the sample run, True (ReasonScreeningDone) once it chose the trials that go
 	// on to a full build; absent without spec.screening. Informational.
@@ -561,46 +566,56 @@ type LeaderboardEntry struct {
 	StorageBytes int64 `json:"storageBytes,omitempty"`
 	// +optional
 	BuildSeconds int64 `json:"buildSeconds,omitempty"`
-	// VsBest compares the best candidate (rank 1) with this one over the same queries;
-	// absent on the best itself and where the two Evaluations' per-query results cannot
-	// be paired.
+	// VsBest compares the best candidate (rank 1) with this one over the same queries, in
+	// one max-range permutation test over every candidate that pairs with the best (so the
+	// comparison is adjusted for how many were compared); absent on the best itself and
+	// where the two Evaluations' per-query results cannot be paired.
 	// +optional
 	VsBest *CandidateComparison `json:"vsBest,omitempty"`
-	// TiedWithBest is set when the paired test does not tell this candidate from the best
-	// (p-value at least 0.05): its rank below the best is not evidence that it is worse.
+	// TiedWithBest is set when the adjusted test does not tell this candidate from the best
+	// (vsBest's adjusted p-value at least 0.05, exactly when its simultaneous interval holds
+	// 0): its rank below the best is not evidence that it is worse.
 	// +optional
 	TiedWithBest bool `json:"tiedWithBest,omitempty"`
 }
 
-// CandidateComparison is a paired comparison of the optimal candidate with another over the
-// same queries.
+// CandidateComparison is a comparison of a candidate with another over the same queries,
+// from the max-range permutation test over all the Experiment's comparable candidates
+// (randomized Tukey HSD; Westfall and Young's max-statistic adjustment).
 type CandidateComparison struct {
 	// Trial and Retrieval name the other candidate.
 	Trial     string `json:"trial"`
 	Retrieval string `json:"retrieval"`
-	// Difference of the objective means (optimal minus other), rounded to 4 decimals.
+	// Difference of the objective means (this candidate minus other: the best minus this
+	// entry in vsBest), rounded to 4 decimals.
 	Difference float64 `json:"difference"`
-	// IntervalLower and IntervalUpper bound the paired difference's confidence interval.
+	// IntervalLower and IntervalUpper bound the difference's simultaneous 95% interval
+	// (difference ± the 95th percentile of the permuted largest difference between any two
+	// candidates); it holds 0 exactly when the two are tied.
 	// +optional
 	IntervalLower *float64 `json:"intervalLower,omitempty"`
 	// +optional
 	IntervalUpper *float64 `json:"intervalUpper,omitempty"`
-	// PValue of the paired test (randomization test; see FACTS on IR statistics).
+	// PValue is the adjusted p-value: the share of permutations whose largest difference
+	// between any two candidates is at least this one.
 	// +optional
 	PValue *float64 `json:"pValue,omitempty"`
 }
 
-// OptimalTrial is the best candidate so far.
+// OptimalTrial is the candidate the Experiment recommends: the cheapest (fewest tokens,
+// then storage) of the best and the leaderboard's candidates tied with it.
 type OptimalTrial struct {
 	// Trial and Retrieval name the candidate.
 	Trial     string `json:"trial"`
 	Retrieval string `json:"retrieval"`
 	// Objective with its interval.
 	Objective ObjectiveValue `json:"objective"`
-	// VsBaseline compares it with the baseline (absent when it is the baseline).
+	// VsBaseline compares it with the baseline (absent when it is the baseline); spec.promote
+	// applies it only when this tells it apart, better.
 	// +optional
 	VsBaseline *CandidateComparison `json:"vsBaseline,omitempty"`
-	// VsRunnerUp compares it with the second-best candidate.
+	// VsRunnerUp compares it with the strongest other candidate: rank 2 when it is rank 1,
+	// else rank 1.
 	// +optional
 	VsRunnerUp *CandidateComparison `json:"vsRunnerUp,omitempty"`
 }
