@@ -149,7 +149,8 @@ func (r *EvaluationReconciler) scheduleRun(ctx context.Context, st *evaluationSt
 }
 
 // runInProgress names the Evaluation's Job that is still running, or that succeeded and
-// whose result is not in status.history yet; "" when there is none.
+// whose result is still being collected (not in status.history yet, unless collecting it
+// stalled; or its per-query results still being read); "" when there is none.
 func (r *EvaluationReconciler) runInProgress(ctx context.Context, ev *ragopsv1alpha1.Evaluation) (string, error) {
 	var jobs batchv1.JobList
 	if err := r.List(ctx, &jobs, client.InNamespace(ev.Namespace), client.MatchingFields{jobOwnerKey: "Evaluation/" + ev.Name}); err != nil {
@@ -159,12 +160,15 @@ func (r *EvaluationReconciler) runInProgress(ctx context.Context, ev *ragopsv1al
 	if n := len(ev.Status.History); n > 0 {
 		last = ev.Status.History[n-1].Job
 	}
+	stalled := meta.IsStatusConditionTrue(ev.Status.Conditions, ragopsv1alpha1.ConditionStalled)
 	for _, j := range jobs.Items {
 		if !j.DeletionTimestamp.IsZero() {
 			continue
 		}
 		switch state, _ := workload.StateOf(&j); {
-		case state == workload.Running, state == workload.Succeeded && j.Name != last:
+		case state == workload.Running,
+			state == workload.Succeeded && j.Name != last && !stalled,
+			state == workload.Succeeded && j.Name == last && resultsPending(ev):
 			return j.Name, nil
 		}
 	}
