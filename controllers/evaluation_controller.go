@@ -76,10 +76,11 @@ type evaluationState struct {
 	collected bool
 }
 
-// Reconcile drives one Evaluation through its steps (check the schedule, resolve the
-// revision, the schedule's slot, skip what is measured, check that its queries can be
-// embedded as spec.queryEmbedding says, run the Job, collect its result);
-// reconcile.Summarize sets its conditions once from their merged result.
+// Reconcile drives one Evaluation through its steps (check the schedule, drop what
+// spec.alert no longer covers, resolve the revision, the schedule's slot, skip what is
+// measured, check that its queries can be embedded as spec.queryEmbedding says, run the Job,
+// collect its result); reconcile.Summarize sets its conditions once from their merged
+// result, and the quality gauge follows QualityDropped.
 func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var ev ragopsv1alpha1.Evaluation
 	if err := r.Get(ctx, req.NamespacedName, &ev); err != nil {
