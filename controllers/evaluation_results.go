@@ -129,6 +129,13 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 		markResults(res, metav1.ConditionFalse, ReasonResultsUnavailable, fmt.Sprintf("ConfigMap %s exists and is not this Evaluation's: not overwritten (delete or rename it)", name))
 		return nil
 	case err == nil && cm.Annotations[AnnotationResultsSHA256] == ref.SHA256:
+		// The same results as stored (a retry, a restarted manager, a run that scored alike):
+		// this run is still compared with the baseline.
+		if set, derr := results.Decode(cm.BinaryData[results.ConfigMapKey]); derr == nil {
+			if err := r.compareWithBaseline(ctx, ev, res, set, cm.BinaryData[results.ConfigMapKey], ref.SHA256); err != nil {
+				return err
+			}
+		}
 		return stored()
 	case err != nil && !apierrors.IsNotFound(err):
 		return err

@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,8 +162,11 @@ func newEvaluation(t *testing.T, ns, name string, mutate func(*ragopsv1alpha1.Ev
 }
 
 // passSlot plays a schedule slot that has passed (status.lastScheduleTime moved two hours
-// back, as a manager down across the slot would find it) and wakes the Evaluation.
-func passSlot(t *testing.T, ns, name string) {
+// back, as a manager down across the slot would find it) and wakes the Evaluation. A second
+// slot within the hour needs another schedule (the latest slot of "0 * * * *" is this hour's
+// whatever lastScheduleTime says): schedule, when not empty, replaces spec.schedule, which
+// wakes it (an edit that runs nothing by itself).
+func passSlot(t *testing.T, ns, name, schedule string) {
 	t.Helper()
 	got := getEvaluation(t, ns, name)
 	base := got.DeepCopy()
@@ -170,7 +174,15 @@ func passSlot(t *testing.T, ns, name string) {
 	if err := env.Client.Status().Patch(context.Background(), got, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	patchAnnotation(t, got, "example.com/touch", strconv.FormatInt(time.Now().UnixNano(), 10))
+	if schedule == "" {
+		patchAnnotation(t, got, "example.com/touch", strconv.FormatInt(time.Now().UnixNano(), 10))
+		return
+	}
+	base = got.DeepCopy()
+	got.Spec.Schedule = schedule
+	if err := env.Client.Patch(context.Background(), got, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitRun waits until the last run in status.history is job's and returns the Evaluation.
@@ -244,7 +256,7 @@ func TestQualityDroppedComparesWithThePinnedBaseline(t *testing.T) {
 		{0.03, controllers.ReasonQualityDropped, metav1.ConditionTrue}, // 0.015 below the previous run
 		{0.03, controllers.ReasonQualityDropped, metav1.ConditionTrue}, // equal to the previous run
 	} {
-		passSlot(t, ns, ev.Name)
+		passSlot(t, ns, ev.Name, fmt.Sprintf("%d * * * *", 10+i)) // a slot of its own
 		job := evaluationJob(t, ns, ev.Name)
 		if job.Name == prev {
 			t.Fatalf("run %d reused Job %s", i+2, prev)
@@ -255,8 +267,8 @@ func TestQualityDroppedComparesWithThePinnedBaseline(t *testing.T) {
 		if c == nil || c.Reason != step.reason || c.Status != step.status {
 			t.Fatalf("run %d, %.3f below the baseline: QualityDropped %+v, want %s %s", i+2, step.drop, c, step.status, step.reason)
 		}
-		if !strings.Contains(c.Message, "against the baseline run "+job1.Name) {
-			t.Errorf("run %d: message %q does not name the baseline run %s", i+2, c.Message, job1.Name)
+		if !strings.Contains(c.Message, "run "+job.Name+" (revision "+r1+") against the baseline run "+job1.Name) {
+			t.Errorf("run %d: message %q does not name run %s and the baseline run %s", i+2, c.Message, job.Name, job1.Name)
 		}
 		if b := got.Status.Baseline; b == nil || b.Job != job1.Name || b.Revision != r1 || b.Results.ConfigMap != ev.Name+"-baseline" || b.Measurement == "" {
 			t.Errorf("run %d: status.baseline %+v, want run %s of revision %s in ConfigMap %s-baseline", i+2, b, job1.Name, r1, ev.Name)
@@ -280,7 +292,7 @@ func droppedEvaluation(t *testing.T, ns, name string) *batchv1.Job {
 	job1 := evaluationJob(t, ns, name)
 	finishWithResults(t, job1, name, querySet(300, gradedRecall))
 	waitRun(t, ns, name, job1.Name)
-	passSlot(t, ns, name)
+	passSlot(t, ns, name, "")
 	job2 := evaluationJob(t, ns, name)
 	finishWithResults(t, job2, name, querySet(300, func(i int) float64 { return gradedRecall(i) - 0.05 }))
 	qualityCondition(t, ns, name, controllers.ReasonQualityDropped)
