@@ -424,8 +424,9 @@ func TestOnlyMeasurementFieldsRerunTheEvaluation(t *testing.T) {
 // A schedule slot that comes while a run still runs starts no Job (concurrencyPolicy Forbid,
 // the default): the running Job is neither replaced nor deleted, Reconciling says the slot
 // waits, and the slot's run starts when the running one has ended. Each scheduled run seeds
-// its bootstrap with its own slot: the plan carries it and status.history records it. (The
-// schedule is every minute: the test waits for a real slot to pass while the first run runs.)
+// its bootstrap with its own slot: the plan carries it and status.history records it. With
+// concurrencyPolicy Replace the slot deletes the running Job and starts its own. (The
+// schedules are every minute: the test waits for a real slot to pass while the first runs run.)
 func TestScheduledRunWaitsForTheRunningOneAndSeedsItsOwnBootstrap(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
@@ -433,7 +434,11 @@ func TestScheduledRunWaitsForTheRunningOneAndSeedsItsOwnBootstrap(t *testing.T) 
 	r1, _ := buildRevision(t, ns, "besluiten")
 	waitActive(t, ns, "besluiten", r1)
 	newEvaluation(t, ns, "minutely", func(s *ragopsv1alpha1.EvaluationSpec) { s.Schedule = "* * * * *" })
+	newEvaluation(t, ns, "replaced", func(s *ragopsv1alpha1.EvaluationSpec) {
+		s.Schedule, s.ConcurrencyPolicy = "* * * * *", ragopsv1alpha1.ConcurrencyReplace
+	})
 	job1 := evaluationJob(t, ns, "minutely")
+	replaced := evaluationJob(t, ns, "replaced")
 	if strings.Contains(planOf(t, ns, job1.Name), `"run"`) {
 		t.Errorf("the first run, before any slot, names a run in its plan: %s", planOf(t, ns, job1.Name))
 	}
@@ -452,6 +457,16 @@ func TestScheduledRunWaitsForTheRunningOneAndSeedsItsOwnBootstrap(t *testing.T) 
 	if ev := getEvaluation(t, ns, "minutely"); ev.Status.LastScheduleTime != nil {
 		t.Errorf("lastScheduleTime %v while the slot waits, want none taken", ev.Status.LastScheduleTime)
 	}
+	// Replace: the first slot (the same minute's) replaced the running Job.
+	eventually(t, 30*time.Second, "Replace deletes "+replaced.Name+" for the slot's Job", func() (bool, error) {
+		var old batchv1.Job
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(replaced), &old)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		gone := apierrors.IsNotFound(err) || !old.DeletionTimestamp.IsZero()
+		return gone && evaluationJob(t, ns, "replaced").Name != replaced.Name, nil
+	})
 
 	finishWithResults(t, job1, "minutely", querySet(50, gradedRecall))
 	job2 := evaluationJob(t, ns, "minutely")
