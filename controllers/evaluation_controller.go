@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -70,15 +69,18 @@ type evaluationState struct {
 	rev *ragopsv1alpha1.RevisionStatus
 	// newSlot: a schedule time passed since the last run, which starts a new one.
 	newSlot bool
-	job     *batchv1.Job
+	// slotWaiting says which slot waits for the run in progress (concurrencyPolicy Forbid).
+	slotWaiting string
+	job         *batchv1.Job
 	// collected: this reconcile read a finished run's result into status.
 	collected bool
 }
 
-// Reconcile drives one Evaluation through its steps (check the schedule, resolve the
-// revision, the schedule's slot, skip what is measured, check that its queries can be
-// embedded as spec.queryEmbedding says, run the Job, collect its result);
-// reconcile.Summarize sets its conditions once from their merged result.
+// Reconcile drives one Evaluation through its steps (check the schedule, drop what
+// spec.alert no longer covers, resolve the revision, the schedule's slot, skip what is
+// measured, check that its queries can be embedded as spec.queryEmbedding says, run the Job,
+// collect its result); reconcile.Summarize sets its conditions once from their merged
+// result, and the quality gauge follows QualityDropped.
 func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var ev ragopsv1alpha1.Evaluation
 	if err := r.Get(ctx, req.NamespacedName, &ev); err != nil {
@@ -104,8 +106,9 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	st := &evaluationState{ev: &ev}
 	result, err := reconcile.Run(ctx, st,
 		checkSchedule,
+		r.checkAlert,
 		r.resolveRevision,
-		scheduleRun,
+		r.scheduleRun,
 		skipMeasured,
 		checkQueryEmbedding,
 		r.runEvaluation,
@@ -113,22 +116,13 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	)
 	res = reconcile.Summarize(&ev, result)
 	if st.collected {
-		observeEvaluation(&ev, st.idx.Name) // after QualityDropped is decided
+		observeEvaluation(&ev, st.idx.Name)
 	}
+	observeQuality(&ev) // after QualityDropped is decided, or removed
 	if err != nil {
 		return ctrl.Result{}, err // the work queue backs off
 	}
 	return res, nil
-}
-
-// checkSchedule stalls an Evaluation whose spec.schedule is no cron expression.
-func checkSchedule(_ context.Context, st *evaluationState) (reconcile.Result, error) {
-	if s := st.ev.Spec.Schedule; s != "" {
-		if _, err := cron.ParseStandard(s); err != nil {
-			return reconcile.Stalled(ReasonInvalidSchedule, fmt.Sprintf("spec.schedule: %q: %v", s, err)), nil
-		}
-	}
-	return reconcile.Proceed, nil
 }
 
 // resolveRevision finds the Index and the revision to measure; it waits while the revision
@@ -194,33 +188,17 @@ func checkQueryEmbedding(_ context.Context, st *evaluationState) (reconcile.Resu
 	return reconcile.Proceed, nil
 }
 
-// scheduleRun applies spec.schedule: a schedule time passed since the last run starts a new
-// one (its Job is named by that time); every reconcile from here comes back at the next one.
-func scheduleRun(_ context.Context, st *evaluationState) (reconcile.Result, error) {
-	if st.ev.Spec.Schedule == "" {
-		return reconcile.Proceed, nil
-	}
-	slot, next, err := scheduleSlot(st.ev, time.Now())
-	if err != nil {
-		return reconcile.Stop, err // parsed by checkSchedule
-	}
-	if slot != nil {
-		st.ev.Status.LastScheduleTime, st.newSlot = ptr.To(metav1.NewTime(*slot)), true
-	}
-	if next.IsZero() {
-		return reconcile.Proceed, nil
-	}
-	return reconcile.ProceedFor(max(time.Until(next)+time.Second, time.Second)), nil
-}
-
 // skipMeasured ends the reconcile when there is nothing to run: a revision change the spec
-// does not re-run on, or the same revision, generation and retry already measured. A run in
-// progress (Reconciling, e.g. a retry of a Ready Evaluation) or results still being
-// collected are followed to their end.
+// does not re-run on, or the same revision, measurement (status.measurement: only spec
+// fields that change what is measured count) and retry already measured. A run in progress
+// (Reconciling, e.g. a retry of a Ready Evaluation) or results still being collected are
+// followed to their end.
 func skipMeasured(_ context.Context, st *evaluationState) (reconcile.Result, error) {
 	ev, revName := st.ev, st.rev.Name
 	rerun := ev.Spec.RerunOnRevisionChange == nil || *ev.Spec.RerunOnRevisionChange
-	current := ev.Status.ObservedGeneration == ev.Generation && !st.newSlot
+	measured := ev.Status.Measurement == workload.EvaluationMeasurement(ev) ||
+		ev.Status.Measurement == "" && ev.Status.ObservedGeneration == ev.Generation // figures from before status.measurement
+	current := measured && !st.newSlot
 	if ev.Status.Revision != "" && ev.Status.Revision != revName && !rerun && current {
 		return reconcile.Stop, nil // keeps the figures of the revision it measured
 	}
@@ -253,8 +231,11 @@ func (r *EvaluationReconciler) runEvaluation(ctx context.Context, st *evaluation
 		if ev.Status.StartTime == nil || ev.Status.Revision != revName {
 			ev.Status.StartTime = ptr.To(job.CreationTimestamp)
 		}
-		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonEvaluating,
-			fmt.Sprintf("Job %s evaluates revision %s", job.Name, revName)), nil
+		msg := fmt.Sprintf("Job %s evaluates revision %s", job.Name, revName)
+		if st.slotWaiting != "" {
+			msg += "; " + st.slotWaiting
+		}
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonEvaluating, msg), nil
 	case workload.Failed:
 		msg, _, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 		if err != nil {
@@ -286,6 +267,7 @@ func (r *EvaluationReconciler) collectEvaluation(ctx context.Context, st *evalua
 	}
 	ApplyResult(&ev.Status, result)
 	ev.Status.Revision = revName
+	ev.Status.Measurement = workload.EvaluationMeasurement(ev) // the Job's name holds it: the run measured this
 	ev.Status.CompletionTime = job.Status.CompletionTime.DeepCopy()
 	if ev.Status.CompletionTime == nil {
 		ev.Status.CompletionTime = ptr.To(metav1.Now())
@@ -320,9 +302,6 @@ func observeEvaluation(ev *ragopsv1alpha1.Evaluation, index string) {
 	}
 	if ev.Status.CompletionTime != nil {
 		metrics.SetEvaluationCompleted(ev.Namespace, ev.Name, index, ev.Status.CompletionTime.Time)
-	}
-	if c := meta.FindStatusCondition(ev.Status.Conditions, ConditionQualityDropped); c != nil {
-		metrics.SetQualityDropped(ev.Namespace, ev.Name, index, c.Status == metav1.ConditionTrue)
 	}
 }
 

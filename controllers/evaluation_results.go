@@ -107,7 +107,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	lost := func(reason, msg string) error {
 		ev.Status.Results = nil
 		markResults(res, metav1.ConditionFalse, reason, msg)
-		markQuality(ev, res, metav1.ConditionFalse, ReasonNoBaseline, "the last run's per-query results are not stored: not compared")
+		markQuality(ev, res, metav1.ConditionFalse, ReasonNotCompared, "the last run's per-query results are not stored: not compared with the baseline")
 		return r.deleteResults(ctx, ev, name)
 	}
 	switch {
@@ -129,6 +129,13 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 		markResults(res, metav1.ConditionFalse, ReasonResultsUnavailable, fmt.Sprintf("ConfigMap %s exists and is not this Evaluation's: not overwritten (delete or rename it)", name))
 		return nil
 	case err == nil && cm.Annotations[AnnotationResultsSHA256] == ref.SHA256:
+		// The same results as stored (a retry, a restarted manager, a run that scored alike):
+		// this run is still compared with the baseline.
+		if set, derr := results.Decode(cm.BinaryData[results.ConfigMapKey]); derr == nil {
+			if err := r.compareWithBaseline(ctx, ev, res, set, cm.BinaryData[results.ConfigMapKey], ref.SHA256); err != nil {
+				return err
+			}
+		}
 		return stored()
 	case err != nil && !apierrors.IsNotFound(err):
 		return err
@@ -151,12 +158,9 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	if err := controllerutil.SetControllerReference(ev, &want, r.Scheme()); err != nil {
 		return err
 	}
-	// The ConfigMap still holds the previous run's set (if any): compare before replacing it.
-	var prev *results.Set
-	if cm.Name != "" {
-		prev, _ = results.Decode(cm.BinaryData[results.ConfigMapKey])
+	if err := r.compareWithBaseline(ctx, ev, res, set, blob, ref.SHA256); err != nil {
+		return err
 	}
-	compareRuns(ev, res, prev, set, ref.SHA256, cm.Annotations[AnnotationResultsSHA256])
 	if cm.Name == "" {
 		if err := r.Create(ctx, &want); err != nil {
 			return err // AlreadyExists included: the next reconcile reads what is there

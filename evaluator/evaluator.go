@@ -309,7 +309,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			sum.Metrics["spanHit@"+fmt.Sprint(k)] = Round4(float64(spanHits[k]) / float64(sum.SpanQueries))
 		}
 	}
-	if sum.Intervals, err = metricIntervals(res, records, cfg.Origin.UID); err != nil {
+	if sum.Intervals, err = metricIntervals(res, records, cfg.Origin.SeedKey()); err != nil {
 		return Summary{}, err
 	}
 
@@ -342,7 +342,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 // metricIntervals bootstraps the mean of every metric over the evaluated queries (spanHit
 // over the queries with spans), seeded from uid and the metric's name.
-func metricIntervals(res metrics.Result, records map[string]*QueryRecord, uid string) (map[string]MetricInterval, error) {
+func metricIntervals(res metrics.Result, records map[string]*QueryRecord, seedKey string) (map[string]MetricInterval, error) {
 	values := map[string][]float64{}
 	for _, qv := range res.PerQuery { // ordered by query ID: the same values give the same draw
 		for name, v := range records[qv.QueryID].Values {
@@ -351,7 +351,7 @@ func metricIntervals(res metrics.Result, records map[string]*QueryRecord, uid st
 	}
 	out := make(map[string]MetricInterval, len(values))
 	for name, v := range values {
-		iv, err := stats.OfMetric(v, uid, name)
+		iv, err := stats.OfMetric(v, seedKey, name)
 		if err != nil {
 			return nil, fmt.Errorf("evaluator: interval of %s: %w", name, err)
 		}

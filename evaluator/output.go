@@ -107,7 +107,7 @@ type Summary struct {
 	Metrics map[string]float64 `json:"metrics"`
 	// Intervals maps the names in Metrics to the 95% percentile bootstrap interval and
 	// standard error of their mean over queries (stats.OfMetric: 10,000 resamples seeded from
-	// Config.Origin.UID and the name), rounded to 4 decimals.
+	// Config.Origin.SeedKey() and the name), rounded to 4 decimals.
 	Intervals map[string]MetricInterval `json:"intervals,omitempty"`
 	// SpanQueries counts queries with annotated spans (0 when the data set has none).
 	SpanQueries int `json:"spanQueries,omitempty"`

@@ -118,3 +118,64 @@ func TestPerQueryResultsOfTwoRealRuns(t *testing.T) {
 		}
 	}
 }
+
+// Each scheduled run draws its own bootstrap resamples: the intervals are seeded from the
+// Evaluation's UID and the run's slot (Origin.Run), which the per-query results record, so
+// the same run reproduces its intervals and another run of the same values does not repeat
+// them; a run without a slot keeps the UID's seed.
+func TestScheduledRunsSeedTheirIntervalsWithTheirSlot(t *testing.T) {
+	_, ix := sciFact(t)
+	dir := datasets.Dir(t, "scifact")
+	run := func(slot string) (Summary, *results.Set) {
+		t.Helper()
+		out := t.TempDir()
+		sum, err := Run(context.Background(), Config{Dataset: DatasetSource{Name: "scifact", Dir: dir}, Mode: BM25, Retriever: ix, OutDir: out, MaxQueries: 60,
+			Origin: results.Origin{Namespace: "default", Evaluation: "nightly", UID: "uid-nightly", Run: slot}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		blob, err := os.ReadFile(filepath.Join(out, ResultsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := results.Decode(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum, set
+	}
+	const one, two = "2026-12-07T01:00:00Z", "2026-12-07T02:00:00Z"
+	a, setA := run(one)
+	again, _ := run(one)
+	b, _ := run(two)
+	plain, _ := run("")
+	if setA.Run != one {
+		t.Errorf("the results record run %q, want %q", setA.Run, one)
+	}
+	if a.Intervals["recall@10"] != again.Intervals["recall@10"] {
+		t.Errorf("the same run gave %+v and %+v", a.Intervals["recall@10"], again.Intervals["recall@10"])
+	}
+	differs := 0
+	for name, iv := range a.Intervals {
+		if b.Intervals[name] != iv {
+			differs++
+		}
+		if a.Metrics[name] != b.Metrics[name] {
+			t.Errorf("%s: means %v and %v of the same values", name, a.Metrics[name], b.Metrics[name])
+		}
+	}
+	if differs == 0 {
+		t.Errorf("runs %s and %s drew the same resamples: every interval equal", one, two)
+	}
+	_, v, err := setA.Column("recall@10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv, err := stats.OfMetric(v, "uid-nightly", "recall@10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iv = iv.Rounded(); plain.Intervals["recall@10"] != (MetricInterval{StdErr: iv.StdErr, Lo: iv.Lo, Hi: iv.Hi}) {
+		t.Errorf("a run without a slot: %+v, want the UID's seed %+v", plain.Intervals["recall@10"], iv)
+	}
+}

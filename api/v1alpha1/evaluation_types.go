@@ -130,14 +130,23 @@ type EvaluationSpec struct {
 	// +kubebuilder:default=true
 	RerunOnRevisionChange *bool `json:"rerunOnRevisionChange,omitempty"`
 	// Schedule re-runs the Evaluation on a cron schedule (the five fields of a CronJob's
-	// schedule, or a descriptor such as @daily; UTC) against the revision the Index serves
-	// (or spec.revision), to watch quality over time; each run is kept in status.history. An
-	// unparsable schedule is Stalled naming spec.schedule.
+	// schedule, or a descriptor such as @daily or @every 30m; UTC) against the revision the
+	// Index serves (or spec.revision), to watch quality over time; each run is kept in
+	// status.history. Slots come at least a minute apart: an @every interval under 1m is
+	// refused. An unparsable schedule is Stalled naming spec.schedule.
 	// +optional
 	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('@every') || (self.matches('^@every ([0-9]+([.][0-9]*)?(ns|us|ms|s|m|h))+$') && duration(self.substring(7)) >= duration('1m'))",message="an @every interval must be a duration of at least 1m (e.g. @every 30m): a run per slot needs time to finish"
 	Schedule string `json:"schedule,omitempty"`
-	// Alert compares each run with the previous one on the same queries and sets the
-	// QualityDropped condition on a significant drop.
+	// ConcurrencyPolicy says what a schedule slot does while the previous run still runs, as
+	// a CronJob's: Forbid (the default) starts no Job, and the latest slot that passed starts
+	// one when the run ends; Replace deletes the running Job and starts the slot's.
+	// +optional
+	// +kubebuilder:default=Forbid
+	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
+	// Alert compares each run with a pinned baseline run on the same queries (the first run
+	// on the revision measured, see status.baseline) and sets the QualityDropped condition
+	// when the run is worse by more than maxDrop.
 	// +optional
 	Alert *QualityAlert `json:"alert,omitempty"`
 	// HistoryLimit is how many runs status.history keeps, newest last (default 10).
@@ -158,11 +167,26 @@ type EvaluationSpec struct {
 	EvaluationParameters `json:",inline"`
 }
 
-// QualityAlert says when a run counts as a quality drop from the previous run.
+// ConcurrencyPolicy is what a schedule slot does while the previous run still runs.
+// +kubebuilder:validation:Enum=Forbid;Replace
+type ConcurrencyPolicy string
+
+// Concurrency policies of a scheduled Evaluation.
+const (
+	// ConcurrencyForbid: the run in progress finishes; the latest slot that passed meanwhile
+	// starts the next run when it ends.
+	ConcurrencyForbid ConcurrencyPolicy = "Forbid"
+	// ConcurrencyReplace: a new slot deletes the running Job and starts its own.
+	ConcurrencyReplace ConcurrencyPolicy = "Replace"
+)
+
+// QualityAlert says when a run counts as a quality drop from the baseline run.
 type QualityAlert struct {
-	// MaxDrop is the recall@10 drop a run may show against the previous run before a
-	// significant one (two-sided paired randomization test over the same queries, p < 0.05)
-	// sets QualityDropped=True, in [0, 1].
+	// MaxDrop is the recall@10 drop a run may show against the baseline run (status.baseline)
+	// before QualityDropped=True, in [0, 1]: True when the upper bound of the 95% paired
+	// bootstrap interval of the mean difference run − baseline over the same queries is
+	// below −maxDrop (a one-sided test at 2.5%, the mirror of the rollout gate's
+	// non-inferiority test). A drop of exactly maxDrop is allowed.
 	// +kubebuilder:validation:XValidation:rule="self >= 0.0 && self <= 1.0",message="maxDrop must be between 0 and 1"
 	MaxDrop float64 `json:"maxDrop"`
 }
@@ -186,6 +210,24 @@ type EvaluationRun struct {
 	RecallInterval *ConfidenceInterval `json:"recallInterval,omitempty"`
 	// CompletionTime of the run.
 	CompletionTime metav1.Time `json:"completionTime"`
+	// ScheduleTime is the spec.schedule slot the run was started for (absent for a run not
+	// started by the schedule). It seeds the run's bootstrap intervals together with the
+	// Evaluation's UID and the metric, so the run can be reproduced.
+	// +optional
+	ScheduleTime *metav1.Time `json:"scheduleTime,omitempty"`
+}
+
+// DriftBaseline is the run spec.alert compares later runs with: the first run with stored
+// per-query results on the revision measured, under the same measurement (status.measurement).
+// A run on another revision, under another measurement or on other queries becomes the new
+// baseline.
+type DriftBaseline struct {
+	EvaluationRun `json:",inline"`
+	// Measurement is the status.measurement of that run.
+	Measurement string `json:"measurement"`
+	// Results locates its per-query results: a ConfigMap "<evaluation>-baseline" owned by the
+	// Evaluation, in the format of status.results.
+	Results PerQueryResults `json:"results"`
 }
 
 // MetricsAtK are the mean metrics over the queries at one cut-off, rounded to 4 decimals.
@@ -265,6 +307,13 @@ type EvaluationStatus struct {
 	// Revision of the Index that was evaluated.
 	// +optional
 	Revision string `json:"revision,omitempty"`
+	// Measurement is a hash of the spec fields that decide what a run measures (indexRef,
+	// revision, queryEmbedding and the evaluation parameters: dataset, mode, hybrid, k,
+	// maxQueries, rerank, template) as of the run whose figures status holds. A change of
+	// them runs the Evaluation again; schedule, concurrencyPolicy, alert, historyLimit and
+	// rerunOnRevisionChange do not.
+	// +optional
+	Measurement string `json:"measurement,omitempty"`
 	// LastHandledRetry is the value of the ragops.dev/retry annotation whose Job the
 	// Evaluation last started: a new value runs the Evaluation again (a failed one included).
 	// +optional
@@ -310,6 +359,9 @@ type EvaluationStatus struct {
 	// History holds the last spec.historyLimit runs, newest last.
 	// +optional
 	History []EvaluationRun `json:"history,omitempty"`
+	// Baseline is the run QualityDropped compares each later run with (spec.alert only).
+	// +optional
+	Baseline *DriftBaseline `json:"baseline,omitempty"`
 }
 
 // Evaluation measures an Index's retrieval quality (recall@k, nDCG@k, MRR@k) on a dataset.

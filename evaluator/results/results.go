@@ -73,8 +73,20 @@ type Origin struct {
 	Namespace  string `json:"namespace,omitempty"`
 	Evaluation string `json:"evaluation,omitempty"`
 	UID        string `json:"uid,omitempty"`
+	// Run is a scheduled run's schedule slot (RFC 3339, UTC); empty for an unscheduled run.
+	Run        string `json:"run,omitempty"`
 	Revision   string `json:"revision,omitempty"`
 	Collection string `json:"collection,omitempty"`
+}
+
+// SeedKey is the text the bootstrap of a run's metric intervals is seeded from (with the
+// metric's name, stats.OfMetric): the UID, and for a scheduled run "<UID>/<Run>", so each
+// scheduled run draws its own resamples and a run is reproduced from its UID and slot.
+func (o Origin) SeedKey() string {
+	if o.Run == "" {
+		return o.UID
+	}
+	return o.UID + "/" + o.Run
 }
 
 // Query is one query's results.

@@ -24,6 +24,7 @@
 //	ragops_evaluation_ndcg{namespace,evaluation,index,mode,k}             gauge, nDCG@k in [0,1]
 //	ragops_evaluation_mrr{namespace,evaluation,index,mode,k}              gauge, MRR@k in [0,1]
 //	ragops_evaluation_last_completion_timestamp_seconds{namespace,evaluation,index} gauge, Unix s
+//	ragops_evaluation_quality_dropped{namespace,evaluation,index}         gauge, 1 while QualityDropped is True, else 0; only with spec.alert
 //	ragops_index_builds_running{namespace,index}                          gauge, 1 while a build or sync Job runs, else 0
 //	ragops_index_build_documents{namespace,index,revision,state}          gauge, documents done and total of the running build (state: done|total)
 //	ragops_weaviate_requests_total{operation}                             counter, the controllers' Weaviate calls
@@ -109,7 +110,7 @@ var (
 	}, []string{"namespace", "evaluation", "index"})
 	qualityDropped = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: Namespace, Subsystem: "evaluation", Name: "quality_dropped",
-		Help: "1 while an Evaluation's QualityDropped condition is True (its last run significantly worse than the previous one beyond spec.alert.maxDrop), else 0; only for Evaluations with spec.alert.",
+		Help: "1 while an Evaluation's QualityDropped condition is True (its last run worse than its baseline run by more than spec.alert.maxDrop), else 0; only for Evaluations with spec.alert.",
 	}, []string{"namespace", "evaluation", "index"})
 
 	buildsRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -240,6 +241,7 @@ func SetActiveRevision(namespace, index, revision string) {
 // measured; values are fractions in [0,1] as in the Evaluation's status. Setting the same
 // figures again (after a manager restart) is harmless.
 func ObserveEvaluation(namespace, name, index, mode string, k int, recallAtK, ndcgAtK, mrrAtK float64) {
+	evaluationIndexes.move(namespace, name, index)
 	ks := strconv.Itoa(k)
 	recall.WithLabelValues(namespace, name, index, mode, ks).Set(recallAtK)
 	ndcg.WithLabelValues(namespace, name, index, mode, ks).Set(ndcgAtK)
@@ -252,16 +254,63 @@ func SetEvaluationCompleted(namespace, name, index string, at time.Time) {
 	if at.IsZero() {
 		return
 	}
+	evaluationIndexes.move(namespace, name, index)
 	evaluationCompleted.WithLabelValues(namespace, name, index).Set(float64(at.UnixNano()) / 1e9)
 }
 
 // SetQualityDropped records whether an Evaluation's QualityDropped condition is True.
 func SetQualityDropped(namespace, name, index string, dropped bool) {
+	evaluationIndexes.move(namespace, name, index)
 	v := 0.0
 	if dropped {
 		v = 1
 	}
 	qualityDropped.WithLabelValues(namespace, name, index).Set(v)
+}
+
+// ForgetQualityDropped removes an Evaluation's quality_dropped series (call it when its
+// QualityDropped condition no longer applies: spec.alert removed, the measurement changed),
+// so an alert on the series stops.
+func ForgetQualityDropped(namespace, name string) {
+	qualityDropped.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "evaluation": name})
+}
+
+// evaluationVecs are the series labelled by namespace, evaluation and index.
+func evaluationVecs() []interface {
+	DeletePartialMatch(prometheus.Labels) int
+} {
+	return []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{recall, ndcg, mrr, evaluationCompleted, qualityDropped}
+}
+
+// indexOf remembers the index label of each Evaluation's series.
+type indexOf struct {
+	mu    sync.Mutex
+	index map[[2]string]string
+}
+
+var evaluationIndexes = &indexOf{index: map[[2]string]string{}}
+
+// move records that the Evaluation's series are labelled index, removing those labelled
+// with the index it measured before (spec.indexRef changed): figures of another Index no
+// longer apply.
+func (m *indexOf) move(namespace, name, index string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{namespace, name}
+	if old, ok := m.index[k]; ok && old != index {
+		for _, v := range evaluationVecs() {
+			v.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "evaluation": name, "index": old})
+		}
+	}
+	m.index[k] = index
+}
+
+func (m *indexOf) forget(namespace, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.index, [2]string{namespace, name})
 }
 
 // ForgetRevision removes the series of one revision of an Index (call it when the revision
@@ -290,11 +339,10 @@ func ForgetIndex(namespace, index string) {
 // a new run starts and the old figures no longer apply).
 func ForgetEvaluation(namespace, name string) {
 	l := prometheus.Labels{"namespace": namespace, "evaluation": name}
-	recall.DeletePartialMatch(l)
-	ndcg.DeletePartialMatch(l)
-	mrr.DeletePartialMatch(l)
-	evaluationCompleted.DeletePartialMatch(l)
-	qualityDropped.DeletePartialMatch(l)
+	for _, v := range evaluationVecs() {
+		v.DeletePartialMatch(l)
+	}
+	evaluationIndexes.forget(namespace, name)
 }
 
 // SetBuildProgress records whether a build or corpus sync Job of the Index runs and, while one

@@ -137,6 +137,35 @@ func TestObserveEvaluationPerKAndForget(t *testing.T) {
 	}
 }
 
+// An Evaluation's series follow the Index it measures: figures or a quality state under
+// another index remove those under the old one (spec.indexRef changed), so no series stays
+// at 1 under an Index the Evaluation no longer measures; ForgetQualityDropped removes the
+// quality series alone (spec.alert removed).
+func TestEvaluationSeriesFollowTheIndexAndQualityIsForgotten(t *testing.T) {
+	ev := map[string]string{"namespace": "ns-move", "evaluation": "nightly"}
+	metrics.ObserveEvaluation("ns-move", "nightly", "old", "BM25", 10, 0.8, 0.7, 0.6)
+	metrics.SetQualityDropped("ns-move", "nightly", "old", true)
+	metrics.SetQualityDropped("ns-move", "nightly", "new", true)
+	if s := series(t, "ragops_evaluation_quality_dropped", ev); len(s) != 1 || s[0].GetGauge().GetValue() != 1 {
+		t.Fatalf("quality_dropped after moving to index new: %v, want one series", s)
+	}
+	if s := series(t, "ragops_evaluation_quality_dropped", map[string]string{"namespace": "ns-move", "index": "old"}); len(s) != 0 {
+		t.Errorf("quality_dropped still has %d series under index old", len(s))
+	}
+	if s := series(t, "ragops_evaluation_recall", map[string]string{"namespace": "ns-move", "index": "old"}); len(s) != 0 {
+		t.Errorf("recall still has %d series under index old", len(s))
+	}
+	metrics.ObserveEvaluation("ns-move", "nightly", "new", "BM25", 10, 0.8, 0.7, 0.6)
+	metrics.ForgetQualityDropped("ns-move", "nightly")
+	if s := series(t, "ragops_evaluation_quality_dropped", ev); len(s) != 0 {
+		t.Errorf("quality_dropped: %d series after ForgetQualityDropped", len(s))
+	}
+	if s := series(t, "ragops_evaluation_recall", ev); len(s) != 1 {
+		t.Errorf("recall: %d series after ForgetQualityDropped, want the one under index new", len(s))
+	}
+	metrics.ForgetEvaluation("ns-move", "nightly")
+}
+
 func TestForgetIndexAndRevision(t *testing.T) {
 	metrics.ObserveBuild("ns-forget", "x", "r1", 1, 1, 100, 1)
 	metrics.ObserveBuild("ns-forget", "x", "r2", 1, 1, 100, 1)

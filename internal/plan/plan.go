@@ -238,8 +238,11 @@ type Evaluate struct {
 	Namespace  string `json:"namespace"`
 	Evaluation string `json:"evaluation"`
 	// UID is the Evaluation's UID: it seeds the bootstrap of the metric intervals, so that
-	// a re-run gives the same intervals, and labels the per-query results.
-	UID        string                       `json:"uid,omitempty"`
+	// a re-run of the same run gives the same intervals, and labels the per-query results.
+	UID string `json:"uid,omitempty"`
+	// Run is a scheduled run's schedule slot (RFC 3339, UTC), mixed into the bootstrap's seed
+	// with UID so that each run draws its own resamples; empty for an unscheduled run.
+	Run        string                       `json:"run,omitempty"`
 	Revision   string                       `json:"revision"`
 	Collection string                       `json:"collection"`
 	Dataset    Source                       `json:"dataset"`

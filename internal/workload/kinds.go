@@ -3,6 +3,7 @@ package workload
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -169,16 +170,46 @@ func (w *Workload) mountSample(s *ragopsv1alpha1.DocumentSample) *plan.Sample {
 	return out
 }
 
-// EvaluationJobName names the Job of an Evaluation against revision rev: a hash of the
-// generation, the revision, the handled retry annotation (retry) and, for a scheduled
-// Evaluation, its last schedule time. At most 59 characters.
+// EvaluationMeasurement is the hash (16 hex digits of SHA-256 over their JSON) of the spec
+// fields of ev that decide what a run measures: indexRef, revision, queryEmbedding and the
+// evaluation parameters (dataset, mode, hybrid, k, maxQueries, rerank, template). Schedule,
+// concurrencyPolicy, alert, historyLimit and rerunOnRevisionChange are not part of it: they
+// say when to run and what to do with the figures.
+func EvaluationMeasurement(ev *ragopsv1alpha1.Evaluation) string {
+	s := ev.Spec
+	b, err := json.Marshal(struct {
+		IndexRef       ragopsv1alpha1.LocalObjectReference `json:"indexRef"`
+		Revision       string                              `json:"revision"`
+		QueryEmbedding ragopsv1alpha1.QueryEmbedding       `json:"queryEmbedding"`
+		Parameters     ragopsv1alpha1.EvaluationParameters `json:"parameters"`
+	}{s.IndexRef, s.Revision, s.QueryEmbedding, s.EvaluationParameters})
+	if err != nil { // plain structs of strings and numbers: never
+		panic(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// EvaluationRun is the key of a scheduled run that seeds its bootstrap (plan.Evaluate.Run):
+// its schedule slot, RFC 3339 in UTC; empty for an Evaluation without spec.schedule or
+// before its first slot.
+func EvaluationRun(ev *ragopsv1alpha1.Evaluation) string {
+	if t := ev.Status.LastScheduleTime; t != nil && ev.Spec.Schedule != "" {
+		return t.UTC().Format(time.RFC3339)
+	}
+	return ""
+}
+
+// EvaluationJobName names the Job of an Evaluation against revision rev: a hash of its
+// measurement (EvaluationMeasurement), the revision, the handled retry annotation (retry)
+// and, for a scheduled Evaluation, its last schedule time. At most 59 characters.
 func EvaluationJobName(ev *ragopsv1alpha1.Evaluation, rev, retry string) string {
-	key := fmt.Sprintf("%d/%s", ev.Generation, rev)
+	key := EvaluationMeasurement(ev) + "/" + rev
 	if retry != "" {
 		key += "/" + retry
 	}
-	if t := ev.Status.LastScheduleTime; t != nil && ev.Spec.Schedule != "" {
-		key += "/scheduled/" + t.UTC().Format(time.RFC3339)
+	if run := EvaluationRun(ev); run != "" {
+		key += "/scheduled/" + run
 	}
 	sum := sha256.Sum256([]byte(key))
 	return fmt.Sprintf("%s-%s", ObjectName(ev.Name, 50), hex.EncodeToString(sum[:])[:8])
@@ -225,7 +256,7 @@ func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 	}
 	slices.Sort(ks)
 	pl := plan.Evaluate{Version: plan.Version,
-		Namespace: ev.Namespace, Evaluation: ev.Name, UID: string(ev.UID), Revision: rev.Name, Collection: rev.Collection,
+		Namespace: ev.Namespace, Evaluation: ev.Name, UID: string(ev.UID), Run: EvaluationRun(ev), Revision: rev.Name, Collection: rev.Collection,
 		Dataset: ds, Split: p.Dataset.Split, Mode: p.Mode, K: ks, MaxQueries: int(p.MaxQueries), ModelDir: modelDir,
 		Embedder: in.Embedder,
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,

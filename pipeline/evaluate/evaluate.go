@@ -57,7 +57,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (pla
 	cfg := evaluator.Config{
 		Split: p.Split, Cutoffs: p.K, MaxQueries: p.MaxQueries, OutDir: o.OutDir,
 		Alpha:  p.Alpha,
-		Origin: results.Origin{Namespace: p.Namespace, Evaluation: p.Evaluation, UID: p.UID, Revision: p.Revision, Collection: p.Collection},
+		Origin: results.Origin{Namespace: p.Namespace, Evaluation: p.Evaluation, UID: p.UID, Run: p.Run, Revision: p.Revision, Collection: p.Collection},
 	}
 	// The plan's mode and fusion are the evaluator's (one type); the evaluator validates them.
 	cfg.Mode, cfg.Fusion = p.Mode, p.Fusion

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Prepares the check of the chart's PrometheusRule (test/packaging): promtool, from Debian's
+# prometheus package (installed without recommends; the server is not started). Installs it
+# with apt-get when missing (needs root, as make test already does); when it is there it only
+# checks it, in milliseconds. Prints RAGOPS_PROMTOOL=<path>.
+set -euo pipefail
+ok() { command -v promtool >/dev/null 2>&1 && promtool --version >/dev/null 2>&1; }
+if ! ok; then
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "promtool.sh: promtool is missing; run as root or: apt-get install --no-install-recommends prometheus" >&2
+		exit 1
+	fi
+	echo "promtool.sh: installing prometheus (for promtool)" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >&2
+	apt-get install -y -qq --no-install-recommends prometheus >&2
+	ok || { echo "promtool.sh: installed but promtool does not run" >&2; exit 1; }
+fi
+version=$(promtool --version 2>&1 | head -n1)
+if [[ $version != "promtool, version 2."* && $version != "promtool, version 3."* ]]; then
+	echo "promtool.sh: need promtool 2 or 3, found: $version" >&2
+	exit 1
+fi
+echo "RAGOPS_PROMTOOL=$(command -v promtool)"
