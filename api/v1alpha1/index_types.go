@@ -630,6 +630,17 @@ type RevisionStatus struct {
 	// documents are embedded again. After 3 the build fails (the sync stalls) naming the counts.
 	// +optional
 	IncompleteRuns int32 `json:"incompleteRuns,omitempty"`
+	// ContentKey identifies what the revision's chunks and vectors are made of (strategy,
+	// model, precision, corpus format, sample; not the vector index, compression, sharding or
+	// replication): two revisions with the same key on the same corpus revision hold the same
+	// objects. Recorded when the revision is created; empty for revisions from before the field.
+	// +optional
+	ContentKey string `json:"contentKey,omitempty"`
+	// CopyFrom names the kept revision whose stored objects (text, properties and vectors)
+	// fill this one: only how vectors are stored differs, so nothing is embedded. Empty for a
+	// revision built from the documents (also after a copy that did not hold up fell back to one).
+	// +optional
+	CopyFrom string `json:"copyFrom,omitempty"`
 }
 
 // OCRStatus counts pages read by OCR (Corpus spec.ocr).
