@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
+	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 )
 
 // CopyStats is what [Store.CopyCollection] wrote.
