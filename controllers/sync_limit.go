@@ -35,21 +35,26 @@ type waiter struct{ since, seen time.Time }
 // creation failed, or the cache lags that much).
 const admittedGrace = time.Minute
 
-// admit reports whether the sync Job job of revision key may be created now: running are
-// the unfinished sync Jobs the cache lists, limit the bound. A revision not admitted waits
+// admit reports whether the sync Job job of revision key may be created now: listed are the
+// sync Jobs the cache lists, true for the unfinished ones; limit is the bound. A revision not admitted waits
 // (ahead is how many wait before it); it must ask again within stale, or it loses its
 // place (an Index deleted or synced meanwhile).
-func (q *syncQueue) admit(key, job string, running map[string]bool, limit int, stale time.Duration, now time.Time) (ok bool, busy, ahead int) {
+func (q *syncQueue) admit(key, job string, listed map[string]bool, limit int, stale time.Duration, now time.Time) (ok bool, busy, ahead int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.waiting == nil {
 		q.waiting, q.admitted = map[string]waiter{}, map[string]time.Time{}
 	}
-	busy = len(running)
+	for _, unfinished := range listed {
+		if unfinished {
+			busy++
+		}
+	}
 	for j, at := range q.admitted {
+		_, seen := listed[j]
 		switch {
-		case running[j]:
-			delete(q.admitted, j) // listed: counted in running
+		case seen:
+			delete(q.admitted, j) // counted above when it runs
 		case now.Sub(at) > admittedGrace:
 			delete(q.admitted, j)
 		default:
@@ -109,16 +114,15 @@ func (r *IndexReconciler) syncSlot(ctx context.Context, st *indexState, revName,
 	if err := r.List(ctx, &list, client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelJobKind: workload.JobKindSync}); err != nil {
 		return false, "", err
 	}
-	running := map[string]bool{}
+	listed := map[string]bool{}
 	for i := range list.Items {
 		j := &list.Items[i]
-		if s, _ := workload.StateOf(j); s == workload.Running {
-			running[j.Namespace+"/"+j.Name] = true
-		}
+		s, _ := workload.StateOf(j)
+		listed[j.Namespace+"/"+j.Name] = s == workload.Running
 	}
 	key := st.idx.Namespace + "/" + st.idx.Name + "/" + revName
 	stale := 3*r.Options.ProgressInterval + 30*time.Second
-	ok, busy, ahead := r.syncs.admit(key, st.idx.Namespace+"/"+name, running, limit, stale, time.Now())
+	ok, busy, ahead := r.syncs.admit(key, st.idx.Namespace+"/"+name, listed, limit, stale, time.Now())
 	if ok {
 		return true, "", nil
 	}
