@@ -85,6 +85,9 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 		return false, reconcile.Stop, err
 	}
 	if len(stopping) > 0 {
+		// Deleted while it ran (by a person, or an older manager that stopped superseded
+		// syncs): it may have written part of its corpus revision, so a fresh sync runs next.
+		rev.CorpusRevision = ""
 		return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus,
 			fmt.Sprintf("waiting for the deleted sync Job(s) %s to stop before syncing corpus revision %s into revision %s", strings.Join(stopping, ","), corpusRev, rev.Name)), nil
 	}
