@@ -124,7 +124,13 @@ func TestRunningSyncFinishesBeforeTheNextStarts(t *testing.T) {
 	eventually(t, 30*time.Second, "W recorded", func() (bool, error) {
 		return revisionOf(t, ns, r1).CorpusRevision == w, nil
 	})
-	playGC(t, *syncZ) // the finished sync-Z was deleted once Z was recorded
+	// The finished sync-Z was deleted once Z was recorded: play the garbage collector, which
+	// removes its pods and then the Job (a fresh sync of Z may reuse its name).
+	if err := env.Client.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns),
+		client.MatchingLabels{"batch.kubernetes.io/job-name": syncZ.Name}); err != nil {
+		t.Fatal(err)
+	}
+	playGC(t, *syncZ)
 	var fresh *batchv1.Job
 	eventually(t, 30*time.Second, "a fresh sync of "+back, func() (bool, error) {
 		for _, j := range syncJobsOf(t, ns, r1) {
