@@ -96,7 +96,8 @@ func layoutOf(spec *ragopsv1alpha1.IndexSpec) *collectionLayout {
 // format, the embedder's precision when not fp32 and, when not the default, the collection
 // layout (replication factor, async replication, shard count, compression) and the document
 // sample when set. Consistency levels and corpus content are not part
-// of it: a content change is an incremental sync.
+// of it: a content change is an incremental sync. Revisions that differ only in the vector
+// index or the layout share a ContentKey.
 func Revision(strategy ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, format ragopsv1alpha1.DocumentFormat) string {
 	c := contentOf(strategy, idx, format)
 	in := revisionInputs{Strategy: c.Strategy, Model: c.Model, VectorIndex: idx.Spec.VectorIndex, Format: c.Format,
