@@ -593,9 +593,9 @@ type RevisionStatus struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Strategy *ChunkingStrategySpec `json:"strategy,omitempty"`
-	// SyncAttempt numbers fresh runs of a corpus sync into the revision (after a superseded
-	// sync was stopped, or an automatic retry of a failed one); sync Jobs after the first are
-	// named ...-a<attempt>.
+	// SyncAttempt numbers fresh runs of a corpus sync into the revision (automatic retries of
+	// a failed one; a running sync is not stopped when the Corpus moves on, the next follows
+	// it); sync Jobs after the first are named ...-a<attempt>.
 	// +optional
 	SyncAttempt int32 `json:"syncAttempt,omitempty"`
 	// SyncFailures counts the consecutive failed syncs of the current corpus revision; they
