@@ -13,6 +13,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/build"
+	"github.com/ragops/ragops/pipeline/vectorcopy"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -30,7 +31,9 @@ func newEmbedCommand() *cobra.Command {
 		Long: `embed reads the build plan written by the Index controller, takes the documents of its
 shard (JOB_COMPLETION_INDEX of the Indexed Job), chunks them with the strategy, embeds the chunks
 naively or with late chunking, and batch-writes them into the revision's Weaviate collection.
-The result (documents, chunks, tokens, skipped by reason) is written to the termination log.`,
+The result (documents, chunks, tokens, skipped by reason) is written to the termination log.
+A plan with "copy" set instead fills the collection from another revision's collection (same
+chunks and vectors, another vector index or layout): nothing is read or embedded.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return runWorker(&w, func(ctx context.Context, log *slog.Logger) (plan.BuildResult, error) {
@@ -53,6 +56,10 @@ The result (documents, chunks, tokens, skipped by reason) is written to the term
 				}
 				if p.OutageSeconds > 0 {
 					outage = time.Duration(p.OutageSeconds) * time.Second
+				}
+				if p.Copy != nil {
+					// A storage-only revision: filled from the kept revision's objects.
+					return vectorcopy.Run(ctx, log, p, vectorcopy.Options{OutageWait: outage})
 				}
 				return build.Run(ctx, log, p, build.Options{Shard: shard, LibraryPath: lib, ProgressEvery: w.progressEvery, OutageWait: outage})
 			}, func(r *plan.BuildResult, err error) { r.Error, r.Reason = err.Error(), plan.ReasonOf(err) })

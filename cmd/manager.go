@@ -36,7 +36,7 @@ func newManagerCommand() *cobra.Command {
 		leaderElect                         bool
 		progress, drift, finalizerTimeout   time.Duration
 		outageWait, jobStopTimeout          time.Duration
-		indexConcurrency                    int
+		indexConcurrency, maxSyncs          int
 		watchNamespaces                     []string
 		managerNamespace, modelServerURLs   string
 		zapOpts                             = zap.Options{}
@@ -79,7 +79,8 @@ func newManagerCommand() *cobra.Command {
 			if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 				WorkerImage: workerImage, ManagerNamespace: managerNamespace, ProgressInterval: progress, DriftInterval: drift, FinalizerTimeout: finalizerTimeout,
 				IndexConcurrency: indexConcurrency, WeaviateOutageWait: outageWait, JobStopTimeout: jobStopTimeout,
-				ModelServerURLs: modelServerURLs,
+				MaxConcurrentSyncs: maxSyncs,
+				ModelServerURLs:    modelServerURLs,
 			}); err != nil {
 				return err
 			}
@@ -101,6 +102,7 @@ func newManagerCommand() *cobra.Command {
 	f.DurationVar(&progress, "progress-interval", 10*time.Second, "how often a running build's progress is refreshed (at most 30s)")
 	f.DurationVar(&drift, "drift-interval", 5*time.Minute, "how often a serving Index checks that its collection and alias still exist in Weaviate")
 	f.IntVar(&indexConcurrency, "index-concurrency", 4, "how many Indexes reconcile at once")
+	f.IntVar(&maxSyncs, "max-concurrent-syncs", 0, "how many corpus sync Jobs run at once across all Indexes; a revision that needs a sync waits for a slot, longest-waiting first (0: no bound)")
 	f.DurationVar(&outageWait, "worker-weaviate-outage-wait", 0, "how long embedder workers wait out an unavailable Weaviate before their shard fails (0: the worker's default, 5m)")
 	f.StringSliceVar(&watchNamespaces, "watch-namespaces", nil, "namespaces whose Corpora, Indexes and Evaluations (and their Jobs, ConfigMaps, Secrets) the manager watches, comma-separated (default: all)")
 	f.StringVar(&managerNamespace, "manager-namespace", envOr("POD_NAMESPACE", inClusterNamespace()), "the manager's namespace, whose manager pods model server NetworkPolicies admit to read /meta (env POD_NAMESPACE; default: the service account's namespace)")

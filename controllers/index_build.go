@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,14 +65,30 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 		return reconcile.Stalled(ReasonInvalidSpec, err.Error()), nil
 	}
 	if rev == nil {
-		idx.Status.Revisions = append([]ragopsv1alpha1.RevisionStatus{{
+		key := ContentKey(st.strategy.Spec, idx, st.corpus.Spec.Format)
+		created := ragopsv1alpha1.RevisionStatus{
 			Name: st.revision, Collection: collection, Phase: ragopsv1alpha1.RevisionBuilding,
 			CorpusRevision: st.corpus.Status.Revision, CreationTime: ptr.To(metav1.Now()),
 			Model: ptr.To(idx.Spec.Model), Precision: precisionOf(idx.Spec.Embedder), Strategy: st.strategy.Spec.DeepCopy(),
-		}}, idx.Status.Revisions...)
+			ContentKey: key,
+		}
+		if src := copySource(idx, st.revision, key, st.corpus.Status.Revision); src != nil {
+			created.CopyFrom = src.Name
+			created.Message = fmt.Sprintf("filled from revision %s, which holds the same chunks and vectors (only how vectors are stored differs): nothing is embedded", src.Name)
+		}
+		idx.Status.Revisions = append([]ragopsv1alpha1.RevisionStatus{created}, idx.Status.Revisions...)
 		rev = &idx.Status.Revisions[0]
 	}
-	w, err := r.embedWorkload(ctx, st, rev, false)
+	var w *workload.Workload
+	if rev.CopyFrom != "" {
+		src := findRevision(idx, rev.CopyFrom)
+		if src == nil {
+			return r.copyFallback(ctx, st, rev, fmt.Sprintf("revision %s to copy from is no longer kept", rev.CopyFrom))
+		}
+		w, err = r.copyWorkload(ctx, st, rev, src)
+	} else {
+		w, err = r.embedWorkload(ctx, st, rev, false)
+	}
 	if err != nil {
 		return reconcile.Stop, err
 	}
@@ -94,6 +111,9 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 		msg, reason, err := jobFailure(ctx, r.Options.reader(r.Client), job, failure)
 		if err != nil {
 			return reconcile.Stop, err
+		}
+		if rev.CopyFrom != "" {
+			return r.copyFallback(ctx, st, rev, fmt.Sprintf("the copy from revision %s failed: %s", rev.CopyFrom, truncate(msg, 512)))
 		}
 		rev.Phase, rev.Message, rev.Reason = ragopsv1alpha1.RevisionFailed, truncate(msg, 1024), buildFailureReason(reason)
 		rev.CompletionTime = ptr.To(metav1.Now())
@@ -124,12 +144,21 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 		st.events.Eventf(idx, nil, corev1.EventTypeWarning, "ShardResultsLost", "Rebuild", "revision %s: %s", rev.Name, rev.Message)
 		return reconcile.StopFor(time.Second).With(reconcile.OutcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 	}
-	if len(lost) == 0 {
+	if len(lost) == 0 && rev.CopyFrom != "" {
+		if ok, res, err := r.verifyCopy(ctx, st, rev, results); !ok {
+			return res, err
+		}
+	} else if len(lost) == 0 {
 		if ok, res, err := r.verifyBuild(ctx, st, rev, results); !ok {
 			return res, err
 		}
 	}
 	embedded, seconds := applyBuildResults(rev, results, job)
+	if src := findRevision(idx, rev.CopyFrom); src != nil {
+		// The chunks are the source's: so are their token count, truncations and skips.
+		rev.Tokens, rev.TruncatedChunks, rev.TokensPerSecond = src.Tokens, src.TruncatedChunks, 0
+		rev.Skipped = maps.Clone(src.Skipped)
+	}
 	observeTruncation(st.events, idx, rev, results)
 	if len(lost) > 0 {
 		// The pods went before their results were read: count what Weaviate holds.
@@ -148,8 +177,54 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 	metrics.ObserveBuild(idx.Namespace, idx.Name, rev.Name, rev.Documents, rev.Chunks, embedded, seconds)
 	rev.Phase = ragopsv1alpha1.RevisionReady
 	idx.Status.Build, idx.Status.Progress = nil, ""
+	if rev.CopyFrom != "" {
+		st.events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionCopied", "Build", "revision %s: %d documents, %d chunks copied from revision %s, 0 tokens embedded", rev.Name, rev.Documents, rev.Chunks, rev.CopyFrom)
+		return reconcile.Proceed, nil
+	}
 	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
 	return reconcile.Proceed, nil
+}
+
+// copySource returns the kept revision whose objects can fill revision name: one whose
+// content key is key (same chunks and vectors), whose build completed (Ready, Gating,
+// Active or Rejected) and that holds corpus revision corpusRev; nil when none does (then
+// the revision is built from the documents). Revisions recorded before the content key
+// are never sources.
+func copySource(idx *ragopsv1alpha1.Index, name, key, corpusRev string) *ragopsv1alpha1.RevisionStatus {
+	for i := range idx.Status.Revisions {
+		rev := &idx.Status.Revisions[i]
+		if rev.Name == name || rev.ContentKey != key || key == "" || rev.CorpusRevision == "" || rev.CorpusRevision != corpusRev {
+			continue
+		}
+		switch rev.Phase {
+		case ragopsv1alpha1.RevisionReady, ragopsv1alpha1.RevisionGating, ragopsv1alpha1.RevisionActive, ragopsv1alpha1.RevisionRejected:
+			return rev
+		}
+	}
+	return nil
+}
+
+// copyWorkload describes the copy Job that fills rev from src's collection (workload.Copy).
+func (r *IndexReconciler) copyWorkload(ctx context.Context, st *indexState, rev, src *ragopsv1alpha1.RevisionStatus) (*workload.Workload, error) {
+	_, e := queryModel(st.idx, rev)
+	server, err := r.modelServerFor(ctx, st.idx, rev)
+	if err != nil {
+		return nil, err
+	}
+	return workload.Copy(workload.CopyInputs{Index: st.idx, Revision: rev, From: src, Embedder: e, Consistency: writeConsistency(st.idx),
+		ModelServer: server, OutageWait: r.Options.WeaviateOutageWait}, r.Options.workloadDefaults()), nil
+}
+
+// copyFallback gives up filling rev by a copy (why says what went wrong) and builds it from
+// the documents instead, in a next attempt that resumes from whatever the copy wrote
+// (documents found complete, same hash and every chunk, are not embedded again).
+func (r *IndexReconciler) copyFallback(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, why string) (reconcile.Result, error) {
+	if err := r.restartBuild(ctx, st, rev, why+"; building from the documents instead"); err != nil {
+		return reconcile.Stop, err
+	}
+	rev.CopyFrom = ""
+	st.events.Eventf(st.idx, nil, corev1.EventTypeNormal, "CopyAbandoned", "Build", "revision %s: %s", rev.Name, rev.Message)
+	return reconcile.StopFor(time.Second).With(reconcile.OutcomeProgressing, ReasonBuilding, fmt.Sprintf("revision %s: %s", rev.Name, rev.Message)), nil
 }
 
 // podsNotStarting stalls the reconcile (and looks again after ProgressInterval) when the

@@ -61,6 +61,8 @@ type IndexReconciler struct {
 	Events  events.EventRecorder
 	Options Options
 	written ownWrites
+	// syncs bounds the corpus syncs that run at once (Options.MaxConcurrentSyncs).
+	syncs syncQueue
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;patch

@@ -34,6 +34,9 @@ func (r *IndexReconciler) pruneRevisions(ctx context.Context, st *indexState) (r
 	if a := idx.Status.ActiveRevision; a != "" {
 		kept[a] = true
 	}
+	if d := findRevision(idx, st.revision); d != nil && d.CopyFrom != "" && d.Phase == ragopsv1alpha1.RevisionBuilding {
+		kept[d.CopyFrom] = true // the desired revision is being filled from it
+	}
 	for _, rev := range revs {
 		if len(kept) >= limit {
 			break

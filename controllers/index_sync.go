@@ -6,7 +6,7 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"sort"
 	"strings"
 	"time"
 
@@ -57,42 +57,83 @@ func (r *IndexReconciler) reconcileCorpusSync(ctx context.Context, st *indexStat
 
 // syncRevision brings a built revision's collection to the Corpus's current content
 // revision with an incremental Job. done reports that it holds it; otherwise res says what
-// runs or what stopped it. A running sync of another corpus revision (or an older attempt)
-// is stopped first, and the next starts only once it is gone; a stopped sync may have
-// written part of its corpus revision, so the revision syncs again even to the corpus
-// revision it recorded. A failed sync is retried automatically with back-off.
+// runs or what stopped it. One sync of a revision runs at a time, and a running sync is
+// never stopped because the Corpus moved on: it finishes, the revision records the corpus
+// revision it wrote, and the next sync starts from there to the newest corpus revision
+// (newer ones seen meanwhile are skipped: a sync brings the collection to the corpus's
+// state, whatever state it left). So a Corpus that changes more often than a sync takes
+// still gets synced, at most one sync behind, instead of restarting its sync forever. A
+// sync Job being deleted (by a person, or as an Index of an older manager stopped it) is
+// waited for. A new sync Job starts only when Options.MaxConcurrentSyncs allows it
+// (syncSlot). A failed sync is retried automatically with back-off.
 func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) (done bool, res reconcile.Result, err error) {
 	idx := st.idx
 	corpusRev := st.corpus.Status.Revision
+	queued := idx.Namespace + "/" + idx.Name + "/" + rev.Name
 	if corpusRev == "" {
+		r.syncs.leave(queued)
 		return true, reconcile.Proceed, nil
 	}
 	if rev.Strategy == nil && rev.Name != st.revision {
 		// Recorded before revisions kept their strategy: it cannot be cut again.
+		r.syncs.leave(queued)
 		return true, reconcile.Proceed, nil
 	}
-	stopping, err := r.stopSupersededSyncs(ctx, st, rev, workload.SyncJobName(idx, rev, corpusRev))
+	current := workload.SyncJobName(idx, rev, corpusRev)
+	inflight, stopping, others, haveCurrent, err := r.syncInFlight(ctx, st, rev, current)
 	if err != nil {
 		return false, reconcile.Stop, err
 	}
 	if len(stopping) > 0 {
+		// Deleted while it ran (by a person, or an older manager that stopped superseded
+		// syncs): it may have written part of its corpus revision, so a fresh sync runs next.
+		rev.CorpusRevision = ""
 		return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus,
-			fmt.Sprintf("stopping superseded sync Job(s) %s before syncing corpus revision %s into revision %s", strings.Join(stopping, ","), corpusRev, rev.Name)), nil
+			fmt.Sprintf("waiting for the deleted sync Job(s) %s to stop before syncing corpus revision %s into revision %s", strings.Join(stopping, ","), corpusRev, rev.Name)), nil
 	}
-	if rev.CorpusRevision == corpusRev {
+	if inflight == nil && rev.CorpusRevision == corpusRev {
+		r.syncs.leave(queued)
 		if err := r.deleteFinishedSyncJobs(ctx, st, rev); err != nil {
 			return false, reconcile.Stop, err
 		}
 		return true, reconcile.Proceed, nil
 	}
-	w, err := r.embedWorkload(ctx, st, rev, true)
-	if err != nil {
-		return false, reconcile.Stop, err
-	}
-	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), w)
-	if err != nil {
-		res, err := ensureFailed(err)
-		return false, res, err
+	var job *batchv1.Job
+	if inflight != nil {
+		// A running sync (of this or an earlier corpus revision), or a finished one whose
+		// result is not recorded yet: follow it to its end.
+		job = inflight
+		if a := job.Annotations[workload.AnnotationCorpusRevision]; a != "" {
+			corpusRev = a
+		}
+	} else {
+		// The results of the revision's finished syncs are recorded (this reconcile reads
+		// that status stored): they go before the next one, so a Job of a corpus revision
+		// the Corpus comes back to is never mistaken for a fresh sync of it.
+		for _, name := range others {
+			if err := deleteJob(ctx, r.Client, idx.Namespace, name); err != nil {
+				return false, reconcile.Stop, err
+			}
+		}
+		if !haveCurrent {
+			ok, msg, err := r.syncSlot(ctx, st, rev.Name, current)
+			if err != nil {
+				return false, reconcile.Stop, err
+			}
+			if !ok {
+				return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, msg), nil
+			}
+		}
+		w, err := r.embedWorkload(ctx, st, rev, true)
+		if err != nil {
+			return false, reconcile.Stop, err
+		}
+		job, err = ensureJob(ctx, r.Client, r.Options.reader(r.Client), w)
+		if err != nil {
+			res, err := ensureFailed(err)
+			return false, res, err
+		}
+		r.syncs.leave(queued)
 	}
 	if !job.DeletionTimestamp.IsZero() {
 		return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, jobGoingMessage(job, "corpus sync into revision "+rev.Name)), nil
@@ -106,7 +147,11 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 		if rev.Name == st.revision {
 			r.refreshProgress(ctx, st, rev, job)
 		}
-		return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("syncing corpus revision %s into revision %s", corpusRev, rev.Name)), nil
+		msg := fmt.Sprintf("syncing corpus revision %s into revision %s", corpusRev, rev.Name)
+		if now := st.corpus.Status.Revision; now != corpusRev {
+			msg += fmt.Sprintf("; corpus revision %s follows once it is done", now)
+		}
+		return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, msg), nil
 	case workload.Failed:
 		res, err := r.syncFailed(ctx, st, rev, job, failure)
 		return false, res, err
@@ -167,7 +212,7 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "CorpusSynced", "Sync", "revision %s: %d documents re-embedded, %d deleted, %d unreadable kept their chunks", rev.Name, changed, deleted, kept)
 	// The sync Job goes in a later reconcile, once this status (its result) is persisted: a
 	// failed status patch then reads the result again instead of re-embedding the diff.
-	return rev.CorpusRevision == corpusRev, reconcile.ProceedFor(time.Second), nil
+	return rev.CorpusRevision == st.corpus.Status.Revision, reconcile.ProceedFor(time.Second), nil
 }
 
 // syncFailed handles a failed sync Job: a new ragops.dev/retry value runs it again at once;
@@ -225,70 +270,58 @@ func syncBackoff(n int32) time.Duration {
 	return min(30*time.Second<<min(n, 7), time.Hour)
 }
 
-// stopSupersededSyncs stops the running sync Jobs of rev other than current (another corpus
-// revision, or an older attempt) and returns those not gone yet. A superseded Job may have
-// written part of its own corpus revision, so a fresh sync must run: first rev.SyncAttempt
-// moves past the Job's and rev.CorpusRevision is cleared, and only a later reconcile, which
-// reads that status stored, deletes the Job. A crash between the two therefore never leaves
-// the revision recording a corpus revision the stopped Job wrote into.
-func (r *IndexReconciler) stopSupersededSyncs(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, current string) ([]string, error) {
-	// Listed from the API server: a sync Job created moments ago may not be in the cache yet,
-	// and missing it would let the revision count as synced while it writes.
+// syncInFlight reads the sync Jobs of rev from the API server (a sync Job created moments
+// ago may not be in the cache yet, and missing it would start a second one beside it) and
+// returns the one to follow, if any: the oldest that runs, else a finished one (not failed)
+// whose corpus revision rev has not recorded, which is a result not read yet. stopping names
+// those being deleted, which may still write; others the remaining finished ones (results
+// recorded, or failed), which go before a new sync starts; current is never among them, and
+// haveCurrent says whether a Job of that name exists.
+func (r *IndexReconciler) syncInFlight(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, current string) (inflight *batchv1.Job, stopping, others []string, haveCurrent bool, err error) {
 	var list batchv1.JobList
 	if err := r.Options.reader(r.Client).List(ctx, &list, client.InNamespace(st.idx.Namespace),
 		client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelRevision: rev.Name, workload.LabelJobKind: workload.JobKindSync}); err != nil {
-		return nil, err
+		return nil, nil, nil, false, err
 	}
-	var jobs []batchv1.Job
+	jobs := list.Items[:0]
 	for _, j := range list.Items {
 		if metav1.IsControlledBy(&j, st.idx) {
 			jobs = append(jobs, j)
 		}
 	}
-	var stopping []string
-	var superseded []*batchv1.Job
-	next := rev.SyncAttempt
+	sort.SliceStable(jobs, func(a, b int) bool {
+		return jobs[a].CreationTimestamp.Before(&jobs[b].CreationTimestamp)
+	})
+	var unread *batchv1.Job
 	for i := range jobs {
 		j := &jobs[i]
-		if j.Labels[workload.LabelJobKind] != workload.JobKindSync || j.Name == current {
-			continue
+		state, _ := workload.StateOf(j)
+		if j.Name == current {
+			haveCurrent = true
 		}
-		if s, _ := workload.StateOf(j); s != workload.Running {
-			continue // finished: its pods have terminated and write nothing
-		}
-		stopping = append(stopping, j.Name)
-		if !j.DeletionTimestamp.IsZero() {
-			continue
-		}
-		superseded = append(superseded, j)
-		if a := jobSyncAttempt(j, rev.SyncAttempt); a >= next {
-			next = a + 1
-		}
-	}
-	if next > rev.SyncAttempt {
-		// Recorded first; the Jobs go once this status is stored (the next reconcile).
-		rev.SyncAttempt, rev.CorpusRevision = next, ""
-		for _, j := range superseded {
-			st.events.Eventf(st.idx, nil, corev1.EventTypeNormal, "SyncSuperseded", "Sync", "revision %s: sync Job %s is stopped: the Corpus moved to revision %s", rev.Name, j.Name, st.corpus.Status.Revision)
-		}
-		return stopping, nil
-	}
-	for _, j := range superseded {
-		if err := deleteJob(ctx, r.Client, j.Namespace, j.Name); err != nil {
-			return nil, err
+		switch {
+		case !j.DeletionTimestamp.IsZero():
+			if state == workload.Running {
+				stopping = append(stopping, j.Name)
+			}
+		case state == workload.Running:
+			if inflight == nil {
+				inflight = j
+			}
+		case state == workload.Succeeded && j.Annotations[workload.AnnotationCorpusRevision] != rev.CorpusRevision && j.Name != current:
+			if unread == nil {
+				unread = j
+			}
+		case j.Name != current:
+			others = append(others, j.Name)
 		}
 	}
-	return stopping, nil
-}
-
-// jobSyncAttempt is the SyncAttempt a sync Job was created under; def for a Job created
-// before the annotation.
-func jobSyncAttempt(j *batchv1.Job, def int32) int32 {
-	n, err := strconv.Atoi(j.Annotations[workload.AnnotationSyncAttempt])
-	if err != nil {
-		return def
+	if inflight == nil {
+		inflight = unread
+	} else if unread != nil {
+		others = append(others, unread.Name) // superseded by the running one, which writes later
 	}
-	return int32(n)
+	return inflight, stopping, others, haveCurrent, nil
 }
 
 // servingMessage is the Ready message of an Index whose revision serves, with the revision's

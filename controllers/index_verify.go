@@ -173,3 +173,31 @@ func (r *IndexReconciler) verifySync(ctx context.Context, st *indexState, rev *r
 	st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonIncompleteCollection, "Resync", "revision %s: %s: syncing again (re-run %d)", rev.Name, what, rev.IncompleteRuns)
 	return false, reconcile.StopFor(time.Second).With(reconcile.OutcomeProgressingKeepReady, ReasonSyncingCorpus, fmt.Sprintf("%s: syncing again (re-run %d)", what, rev.IncompleteRuns)), nil
 }
+
+// verifyCopy checks a finished copy (the completeness check of a revision filled from
+// another's objects): ok when the revision's collection holds exactly the chunks and
+// documents of the source revision's collection and what the copy reported. Otherwise (the
+// source was synced meanwhile, writes were lost) the revision is built from the documents
+// instead (copyFallback); the caller returns res and err.
+func (r *IndexReconciler) verifyCopy(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult) (ok bool, res reconcile.Result, err error) {
+	src := findRevision(st.idx, rev.CopyFrom)
+	if src == nil {
+		res, err := r.copyFallback(ctx, st, rev, fmt.Sprintf("revision %s copied from is no longer kept", rev.CopyFrom))
+		return false, res, err
+	}
+	want, _ := reported(results, false)
+	got, err := countCollection(ctx, st.store, rev.Collection, true)
+	if err != nil {
+		res, err := r.collectionError(ctx, st, rev, "count the chunks of "+rev.Collection, err)
+		return false, res, err
+	}
+	from, err := countCollection(ctx, st.store, src.Collection, true)
+	if err != nil {
+		return false, reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("count the chunks of %s: %v", src.Collection, err)), nil
+	}
+	if got == want && got == from {
+		return true, reconcile.Proceed, nil
+	}
+	res, err = r.copyFallback(ctx, st, rev, fmt.Sprintf("the copy from revision %s is incomplete: collection %s holds %s, the source %s holds %s, the copy reported %s", src.Name, rev.Collection, got, src.Collection, from, want))
+	return false, res, err
+}

@@ -8,7 +8,44 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 )
 
-// revisionInputs is everything that changes an Index's vectors or its collection.
+// The revision identity has two parts: the content (contentInputs: what changes the
+// chunks and their vectors) and the storage settings (the vector index and the collection
+// layout: how the same vectors are kept and searched). Revision hashes both, in the field
+// order it always had, so existing revisions keep their names; ContentKey hashes the content
+// alone, so a revision that differs from a kept one only in storage is filled by copying that
+// revision's objects instead of embedding the corpus again (see reconcileBuild).
+
+// contentInputs is what changes an Index's chunks and vectors.
+type contentInputs struct {
+	Strategy  ragopsv1alpha1.ChunkingStrategySpec `json:"strategy"`
+	Model     ragopsv1alpha1.ModelSpec            `json:"model"`
+	Format    ragopsv1alpha1.DocumentFormat       `json:"format"`
+	Precision ragopsv1alpha1.Precision            `json:"precision,omitempty"`
+	Sample    *ragopsv1alpha1.DocumentSample      `json:"sample,omitempty"`
+}
+
+// contentOf returns the content part of an Index's revision identity.
+func contentOf(strategy ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, format ragopsv1alpha1.DocumentFormat) contentInputs {
+	c := contentInputs{Strategy: strategy, Model: idx.Spec.Model, Format: format, Sample: idx.Spec.Sample}
+	if p := precisionOf(idx.Spec.Embedder); p != ragopsv1alpha1.PrecisionFP32 {
+		c.Precision = p
+	}
+	return c
+}
+
+// ContentKey returns the content key of an Index's revision: the hex SHA-256 (64 digits) of
+// the JSON of the strategy spec, the model (name and source, so a new tokenizer or weights
+// at a new location or checksum is another key), the corpus format, the precision when not
+// fp32 and the document sample when set. The vector index, compression, sharding and
+// replication are not part of it: revisions with equal keys on the same corpus revision hold
+// the same chunks and vectors. The model folder's content hash is known only once a build
+// ran; a copy takes the source revision's (RevisionStatus.ModelHash).
+func ContentKey(strategy ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, format ragopsv1alpha1.DocumentFormat) string {
+	return hashJSON(contentOf(strategy, idx, format))
+}
+
+// revisionInputs is everything that changes an Index's vectors or its collection: the
+// content (contentInputs) and the storage settings (VectorIndex, Layout).
 type revisionInputs struct {
 	Strategy    ragopsv1alpha1.ChunkingStrategySpec `json:"strategy"`
 	Model       ragopsv1alpha1.ModelSpec            `json:"model"`
@@ -59,13 +96,12 @@ func layoutOf(spec *ragopsv1alpha1.IndexSpec) *collectionLayout {
 // format, the embedder's precision when not fp32 and, when not the default, the collection
 // layout (replication factor, async replication, shard count, compression) and the document
 // sample when set. Consistency levels and corpus content are not part
-// of it: a content change is an incremental sync.
+// of it: a content change is an incremental sync. Revisions that differ only in the vector
+// index or the layout share a ContentKey.
 func Revision(strategy ragopsv1alpha1.ChunkingStrategySpec, idx *ragopsv1alpha1.Index, format ragopsv1alpha1.DocumentFormat) string {
-	in := revisionInputs{Strategy: strategy, Model: idx.Spec.Model, VectorIndex: idx.Spec.VectorIndex, Format: format,
-		Layout: layoutOf(&idx.Spec), Sample: idx.Spec.Sample}
-	if p := precisionOf(idx.Spec.Embedder); p != ragopsv1alpha1.PrecisionFP32 {
-		in.Precision = p
-	}
+	c := contentOf(strategy, idx, format)
+	in := revisionInputs{Strategy: c.Strategy, Model: c.Model, VectorIndex: idx.Spec.VectorIndex, Format: c.Format,
+		Precision: c.Precision, Layout: layoutOf(&idx.Spec), Sample: c.Sample}
 	raw, _ := json.Marshal(in)
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:])[:10]

@@ -73,6 +73,9 @@ type Options struct {
 	// as the local cluster's Weaviate on the host (hack/demo.sh). A ClusterIP lasts as long as
 	// its Service, which lasts as long as a kept revision needs it.
 	ModelServerURLs string
+	// MaxConcurrentSyncs bounds the corpus sync Jobs that run at once across all Indexes; a
+	// revision that needs a sync waits for a slot, longest-waiting first (0: no bound).
+	MaxConcurrentSyncs int
 	// APIReader reads from the API server, not the cache (the manager's GetAPIReader; set by
 	// SetupWithManager): it tells a Job ragops cannot see in its label-scoped cache from one
 	// that does not exist.

@@ -121,9 +121,31 @@ func restartManagerWith(t *testing.T, wrap func(client.Client) client.Client) {
 	})
 }
 
+// restartManagerWithOptions replaces the running manager with one whose controller options
+// mutate changes, and puts a plain one back when the test ends.
+func restartManagerWithOptions(t *testing.T, mutate func(*controllers.Options)) {
+	t.Helper()
+	stopManager()
+	if err := startManagerWithOptions(nil, mutate); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stopManager()
+		if err := startManager(); err != nil {
+			t.Errorf("restart the manager for the next tests: %v", err)
+		}
+	})
+}
+
 // startManagerWith is startManager with the manager's client wrapped by wrap (nil: as is), to
 // inject API faults into the controllers' writes.
 func startManagerWith(wrap func(client.Client) client.Client) error {
+	return startManagerWithOptions(wrap, nil)
+}
+
+// startManagerWithOptions is startManagerWith with the controller options changed by mutate
+// (nil: as startManager sets them).
+func startManagerWithOptions(wrap func(client.Client) client.Client, mutate func(*controllers.Options)) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	mopts := ctrl.Options{Scheme: cmd.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}}
 	if wrap != nil {
@@ -151,6 +173,9 @@ func startManagerWith(wrap func(client.Client) client.Client) error {
 		PodStartTimeout:  3 * time.Second,
 		JobStopTimeout:   8 * time.Second,
 		NewStore:         controllers.InstrumentStores(testStore), // as the manager wraps its stores
+	}
+	if mutate != nil {
+		mutate(&opts)
 	}
 	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
 		cancel()

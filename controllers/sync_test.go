@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -90,43 +88,64 @@ func revisionOf(t *testing.T, ns, name string) ragopsv1alpha1.RevisionStatus {
 
 var syncResult, _ = json.Marshal(plan.BuildResult{Documents: 1, Unchanged: 2, Chunks: 2})
 
-// Defect 2: a sync of an older corpus revision kept writing beside the next one, and X→Y→X
-// reported Ready on X while sync-Y still wrote.
-func TestSupersededSyncIsStoppedBeforeTheNextStarts(t *testing.T) {
+// Defect 2 and issue 51: one sync of a revision runs at a time, and a running sync is not
+// stopped when the Corpus moves on (under frequent changes that restarted it forever): Y→Z
+// while sync-Y runs leaves sync-Y running with nothing beside it; once it is done the
+// revision records Y, and then a sync of Z runs. Z→W→Z while sync-W runs: the revision
+// records W, not Z, and a fresh sync Job of Z runs (sync-W wrote over Z).
+func TestRunningSyncFinishesBeforeTheNextStarts(t *testing.T) {
 	ns := newNamespace(t)
-	r1, syncY, _ := syncFixture(t, ns)
+	r1, syncY, y := syncFixture(t, ns)
 	idx := getIndex(t, ns, "besluiten")
 
-	// Y -> Z while sync-Y runs: sync-Y is stopped, and sync-Z waits until it is gone.
 	z := editDoc(t, ns, "c.md", "# Stemverhouding\n20 voor, 9 tegen.")
-	eventually(t, 30*time.Second, "sync-Y stopped", func() (bool, error) {
-		j, ok := syncJobsOf(t, ns, r1)[syncY.Name]
-		return !ok || !j.DeletionTimestamp.IsZero(), nil
+	eventually(t, 30*time.Second, "the Index saying that Z follows sync-Y", func() (bool, error) {
+		c := condition(getIndex(t, ns, "besluiten"), ragopsv1alpha1.ConditionReconciling)
+		return c != nil && strings.Contains(c.Message, "corpus revision "+z+" follows"), nil
 	})
-	time.Sleep(2 * time.Second)
 	for name, j := range syncJobsOf(t, ns, r1) {
-		if name != syncY.Name && j.DeletionTimestamp.IsZero() {
-			t.Fatalf("sync Job %s started while the superseded %s was still going", name, syncY.Name)
+		if name == syncY.Name && !j.DeletionTimestamp.IsZero() {
+			t.Fatalf("sync-Y %s was stopped when the Corpus moved on", name)
+		}
+		if name != syncY.Name {
+			t.Fatalf("sync Job %s started beside the running %s", name, syncY.Name)
 		}
 	}
-	syncZ := syncAfterTheStoppedOne(t, ns, idx, r1, syncY, z)
+	syncZ := finishThenNext(t, ns, idx, r1, syncY, y, z)
+	finishJob(t, syncZ, 0, string(syncResult))
+	eventually(t, 30*time.Second, "corpus revision Z recorded", func() (bool, error) {
+		return revisionOf(t, ns, r1).CorpusRevision == z, nil
+	})
 
-	// Z -> W -> Z while sync-W runs: not Ready on Z until a fresh sync of Z has run (sync-W
-	// may have written part of W).
-	editDoc(t, ns, "a.md", "# Beslispunt\nDe raad wijst het voorstel af.")
+	w := editDoc(t, ns, "a.md", "# Beslispunt\nDe raad wijst het voorstel af.")
 	syncW := waitSyncJob(t, ns, idx, syncZ.Name)
 	back := editDoc(t, ns, "a.md", "# Beslispunt\nDe raad besluit het voorstel aan te nemen.")
-	eventually(t, 30*time.Second, "sync-W stopped", func() (bool, error) {
-		j, ok := syncJobsOf(t, ns, r1)[syncW.Name]
-		return !ok || !j.DeletionTimestamp.IsZero(), nil
+	finishJob(t, syncW, 0, string(syncResult))
+	eventually(t, 30*time.Second, "W recorded", func() (bool, error) {
+		return revisionOf(t, ns, r1).CorpusRevision == w, nil
 	})
-	if got := revisionOf(t, ns, r1).CorpusRevision; got == back {
-		t.Fatalf("revision %s records corpus revision %s while the stopped sync-W may have written", r1, got)
+	// The finished sync-Z was deleted once Z was recorded: play the garbage collector, which
+	// removes its pods and then the Job (a fresh sync of Z may reuse its name).
+	if err := env.Client.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns),
+		client.MatchingLabels{"batch.kubernetes.io/job-name": syncZ.Name}); err != nil {
+		t.Fatal(err)
 	}
-	playGC(t, *syncW)
-	fresh := waitSyncJob(t, ns, idx, syncW.Name)
-	if fresh.Name == syncZ.Name || fresh.Annotations["ragops.dev/corpus-revision"] != back {
-		t.Fatalf("fresh sync %s (annotations %v), want a new Job for corpus revision %s", fresh.Name, fresh.Annotations, back)
+	playGC(t, *syncZ)
+	var fresh *batchv1.Job
+	eventually(t, 30*time.Second, "a fresh sync of "+back, func() (bool, error) {
+		for _, j := range syncJobsOf(t, ns, r1) {
+			if running(&j) && j.UID != syncZ.UID && j.UID != syncW.UID {
+				fresh = &j
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if fresh.Annotations["ragops.dev/corpus-revision"] != back {
+		t.Fatalf("fresh sync %s annotations %v, want corpus revision %s", fresh.Name, fresh.Annotations, back)
+	}
+	if got := revisionOf(t, ns, r1).CorpusRevision; got == back && back != w {
+		t.Fatalf("revision %s records %s before its fresh sync ran", r1, got)
 	}
 	finishJob(t, fresh, 0, string(syncResult))
 	eventually(t, 30*time.Second, "corpus revision recorded after the fresh sync", func() (bool, error) {
@@ -228,82 +247,20 @@ func collectionOf(ns, rev string) (string, error) {
 	return vectorstore.CollectionName(ns, "besluiten", rev)
 }
 
-// syncAfterTheStoppedOne plays the garbage collector for the stopped sync Job, then waits
-// for the next sync of revision rev, checks it syncs corpus revision want, finishes it and
-// waits until rev records want.
-func syncAfterTheStoppedOne(t *testing.T, ns string, idx *ragopsv1alpha1.Index, rev string, stopped *batchv1.Job, want string) *batchv1.Job {
+// finishThenNext finishes the running sync Job of revision rev, waits until rev records
+// wrote (its corpus revision), then for the next sync Job, which must sync corpus revision
+// next; it returns that Job.
+func finishThenNext(t *testing.T, ns string, idx *ragopsv1alpha1.Index, rev string, running *batchv1.Job, wrote, next string) *batchv1.Job {
 	t.Helper()
-	playGC(t, *stopped)
-	next := waitSyncJob(t, ns, idx, stopped.Name)
-	if next.Annotations["ragops.dev/corpus-revision"] != want {
-		t.Fatalf("sync Job %s annotations %v, want corpus revision %s", next.Name, next.Annotations, want)
-	}
-	finishJob(t, next, 0, string(syncResult))
-	eventually(t, 30*time.Second, "corpus revision "+want+" recorded", func() (bool, error) {
-		return revisionOf(t, ns, rev).CorpusRevision == want, nil
+	finishJob(t, running, 0, string(syncResult))
+	eventually(t, 30*time.Second, "corpus revision "+wrote+" recorded", func() (bool, error) {
+		return revisionOf(t, ns, rev).CorpusRevision == wrote, nil
 	})
-	return next
-}
-
-// refusingJobDeletes fails, while armed, every Delete of a Job in namespace ns, as an API
-// server that times out would: the reconcile that stops a superseded sync never gets to
-// delete it.
-type refusingJobDeletes struct {
-	client.Client
-	ns      string
-	armed   *atomic.Bool
-	refused *atomic.Int32
-}
-
-func (c refusingJobDeletes) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	if _, ok := obj.(*batchv1.Job); ok && obj.GetNamespace() == c.ns && c.armed.Load() {
-		c.refused.Add(1)
-		return apierrors.NewTimeoutError("the Job delete was refused by the test", 1)
+	job := waitSyncJob(t, ns, idx, running.Name)
+	if job.Annotations["ragops.dev/corpus-revision"] != next {
+		t.Fatalf("sync Job %s annotations %v, want corpus revision %s", job.Name, job.Annotations, next)
 	}
-	return c.Client.Delete(ctx, obj, opts...)
-}
-
-// Defect 2, the crash window: the revision records that a superseded sync may have written
-// (its corpus revision cleared, a new sync attempt) before the Job is stopped, so a manager
-// that dies between the two, here one whose Job deletes all fail, never leaves the revision
-// recording a corpus revision the stopped Job wrote into. Once deletes work again the Job is
-// stopped and a fresh sync of the new corpus revision runs.
-func TestSupersededSyncIsRecordedBeforeItIsStopped(t *testing.T) {
-	ns := newNamespace(t)
-	r1, syncY, _ := syncFixture(t, ns)
-	var armed atomic.Bool
-	var refused atomic.Int32
-	armed.Store(true)
-	restartManagerWith(t, func(c client.Client) client.Client {
-		return refusingJobDeletes{Client: c, ns: ns, armed: &armed, refused: &refused}
-	})
-	z := editDoc(t, ns, "c.md", "# Stemverhouding\n20 voor, 9 tegen.")
-	eventually(t, 30*time.Second, "the superseded sync recorded", func() (bool, error) {
-		r := revisionOf(t, ns, r1)
-		return r.CorpusRevision == "" && r.SyncAttempt > 0, nil
-	})
-	eventually(t, 30*time.Second, "a refused delete of the superseded sync", func() (bool, error) {
-		return refused.Load() > 0, nil
-	})
-	if j, ok := syncJobsOf(t, ns, r1)[syncY.Name]; !ok || !j.DeletionTimestamp.IsZero() {
-		t.Fatalf("sync Job %s gone or deleting while every delete was refused", syncY.Name)
-	}
-	if r := revisionOf(t, ns, r1); r.CorpusRevision != "" {
-		t.Fatalf("revision %s records corpus revision %s while the superseded sync still runs", r1, r.CorpusRevision)
-	}
-	idx := getIndex(t, ns, "besluiten")
-	for name, j := range syncJobsOf(t, ns, r1) {
-		if name != syncY.Name {
-			t.Fatalf("sync Job %s started while the superseded %s was still running (%+v)", name, syncY.Name, j.Status)
-		}
-	}
-
-	armed.Store(false)
-	eventually(t, 30*time.Second, "sync-Y stopped", func() (bool, error) {
-		j, ok := syncJobsOf(t, ns, r1)[syncY.Name]
-		return !ok || !j.DeletionTimestamp.IsZero(), nil
-	})
-	syncAfterTheStoppedOne(t, ns, idx, r1, syncY, z)
+	return job
 }
 
 // syncFixture builds and activates revision r1 and changes the corpus; it returns the sync

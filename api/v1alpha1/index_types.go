@@ -594,9 +594,9 @@ type RevisionStatus struct {
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Strategy *ChunkingStrategySpec `json:"strategy,omitempty"`
-	// SyncAttempt numbers fresh runs of a corpus sync into the revision (after a superseded
-	// sync was stopped, or an automatic retry of a failed one); sync Jobs after the first are
-	// named ...-a<attempt>.
+	// SyncAttempt numbers fresh runs of a corpus sync into the revision (automatic retries of
+	// a failed one; a running sync is not stopped when the Corpus moves on, the next follows
+	// it); sync Jobs after the first are named ...-a<attempt>.
 	// +optional
 	SyncAttempt int32 `json:"syncAttempt,omitempty"`
 	// SyncFailures counts the consecutive failed syncs of the current corpus revision; they
@@ -631,6 +631,17 @@ type RevisionStatus struct {
 	// documents are embedded again. After 3 the build fails (the sync stalls) naming the counts.
 	// +optional
 	IncompleteRuns int32 `json:"incompleteRuns,omitempty"`
+	// ContentKey identifies what the revision's chunks and vectors are made of (strategy,
+	// model, precision, corpus format, sample; not the vector index, compression, sharding or
+	// replication): two revisions with the same key on the same corpus revision hold the same
+	// objects. Recorded when the revision is created; empty for revisions from before the field.
+	// +optional
+	ContentKey string `json:"contentKey,omitempty"`
+	// CopyFrom names the kept revision whose stored objects (text, properties and vectors)
+	// fill this one: only how vectors are stored differs, so nothing is embedded. Empty for a
+	// revision built from the documents (also after a copy that did not hold up fell back to one).
+	// +optional
+	CopyFrom string `json:"copyFrom,omitempty"`
 }
 
 // OCRStatus counts pages read by OCR (Corpus spec.ocr).

@@ -148,6 +148,17 @@ type Build struct {
 	// collection is created with Weaviate's text2vec-transformers vectorizer pointing its
 	// passage and query URLs there; an existing collection keeps its vectorizer. Empty: none.
 	ModelServer string `json:"modelServer,omitempty"`
+	// Copy, when set, fills Collection from another revision's collection instead of
+	// reading, chunking and embedding the corpus (a revision that differs from a kept one
+	// only in how vectors are stored); Source, Strategy and ModelDir are then unused.
+	Copy *Copy `json:"copy,omitempty"`
+}
+
+// Copy names the collection a copy build reads (pipeline/vectorcopy).
+type Copy struct {
+	// Collection is the source revision's collection; Revision its revision.
+	Collection string `json:"collection"`
+	Revision   string `json:"revision"`
 }
 
 // Sample is a seeded subset of the corpus (ragopsv1alpha1.DocumentSample): every document

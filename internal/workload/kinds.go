@@ -152,6 +152,49 @@ func Embed(in EmbedInputs, d Defaults) *Workload {
 	return w
 }
 
+// CopyInputs are what a copy Job is built from, resolved by the Index controller.
+type CopyInputs struct {
+	Index *ragopsv1alpha1.Index
+	// Revision is the new revision; From the kept revision whose objects fill it (same
+	// content key, other storage settings).
+	Revision, From *ragopsv1alpha1.RevisionStatus
+	// Embedder is the revision's: its Job template (resources, scheduling) is used, on one
+	// pod and no GPU, since nothing is embedded.
+	Embedder ragopsv1alpha1.EmbedderSpec
+	// Consistency is the write consistency level.
+	Consistency ragopsv1alpha1.ConsistencyLevel
+	// ModelServer is the model server the revision's queries use ("" for none).
+	ModelServer string
+	// OutageWait is how long the worker waits out a Weaviate outage.
+	OutageWait time.Duration
+}
+
+// Copy returns the build Job (BuildJobName, JobKindBuild) of a revision filled from a kept
+// revision's collection: `ragops embed` with a plan whose Copy names From's collection
+// (pipeline/vectorcopy). It mounts neither the corpus nor the model; the plan carries the
+// new revision's vector index and layout, and From's model hash.
+func Copy(in CopyInputs, d Defaults) *Workload {
+	idx, rev := in.Index, in.Revision
+	w := &Workload{Owner: idx, Name: BuildJobName(idx, rev), Component: ComponentEmbed, Deadline: d.Deadline, Kind: JobKindBuild,
+		Revision: rev.Name, Args: []string{"embed"}, Template: in.Embedder.Template, Image: d.Image, Shards: 1}
+	w.mountWeaviate(idx.Spec.Weaviate)
+	strategy := ragopsv1alpha1.ChunkingStrategySpec{}
+	if rev.Strategy != nil {
+		strategy = *rev.Strategy
+	}
+	w.Plan = plan.Build{
+		Version: plan.Version, Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
+		Shards: 1, Strategy: strategy, ModelHash: in.From.ModelHash, Embedder: in.Embedder, VectorIndex: idx.Spec.VectorIndex,
+		Replication: idx.Spec.Replication, Sharding: idx.Spec.Sharding, Compression: idx.Spec.Compression,
+		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
+			Consistency: in.Consistency},
+		OutageSeconds: int64(in.OutageWait.Seconds()),
+		ModelServer:   in.ModelServer,
+		Copy:          &plan.Copy{Collection: in.From.Collection, Revision: in.From.Name},
+	}
+	return w
+}
+
 // mountSample turns an Index's spec.sample into the plan's, mounting its judged dataset at
 // plan.DatasetDir as an Evaluation Job mounts its dataset; nil for an unsampled Index.
 func (w *Workload) mountSample(s *ragopsv1alpha1.DocumentSample) *plan.Sample {

@@ -158,7 +158,7 @@ var everyOption = []string{
 	"--set", "namespace.create=true", "--set", "serviceMonitor.enabled=true", "--set", "dashboard.enabled=true",
 	"--set", "watchNamespaces={team-a,team-b}", "--set", "leaderElection.enabled=false",
 	"--set", "image.digest=sha256:" + strings.Repeat("ab", 32), "--set", "metrics.port=9090",
-	"--set", "extraArgs={--index-concurrency=8}", "--set", "tolerations[0].key=dedicated",
+	"--set", "extraArgs={--index-concurrency=8}", "--set", "maxConcurrentSyncs=2", "--set", "tolerations[0].key=dedicated",
 	"--set", "tolerations[0].operator=Exists", "--set", "nodeSelector.pool=system",
 	"--set", "resources.limits.memory=1Gi", "--set", "networkPolicy.enabled=true",
 }
