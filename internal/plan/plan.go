@@ -123,7 +123,9 @@ type Build struct {
 	Revision   string `json:"revision"`
 	Collection string `json:"collection"`
 	// Incremental syncs an existing collection: unchanged documents are skipped, changed ones
-	// replaced and removed ones deleted.
+	// replaced and removed ones deleted. Unchanged is decided from each document's raw hash
+	// before any reader runs, so a sync extracts (and OCRs) only the added and changed
+	// documents; every shard still reads its documents' raw bytes to hash them.
 	Incremental bool                                `json:"incremental,omitempty"`
 	Shards      int                                 `json:"shards"`
 	Source      Source                              `json:"source"`
