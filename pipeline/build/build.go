@@ -138,7 +138,7 @@ type shardBuild struct {
 	// readers extract documents through the extraction cache and count what they did.
 	readers  *extractcache.Reader
 	planTime time.Duration
-	mine func(id string) bool
+	mine     func(id string) bool
 	// states is what the collection already holds of this shard's documents; existing their
 	// hashes in an incremental sync (nil in a build).
 	states   map[string]vectorstore.DocumentState
