@@ -21,7 +21,7 @@ import (
 const (
 	PropBlobKey     = "blobKey"     // the entry's key; filterable
 	PropBlobGroup   = "blobGroup"   // what the entry belongs to (a raw content hash); filterable
-	PropBlobPayload = "blobPayload" // the payload, Weaviate blob type (base64), not indexed
+	PropBlobPayload = "blobPayload" // the payload in base64, text not indexed
 	PropBlobSum     = "blobSum"     // a checksum the writer chose; not indexed
 )
 
@@ -97,7 +97,7 @@ func (s *Store) EnsureBlobCollection(ctx context.Context, name string) error {
 		VectorIndexConfig: map[string]any{"skipDefaultQuantization": true},
 		Properties: []*models.Property{
 			text(PropBlobKey, true), text(PropBlobGroup, true),
-			{Name: PropBlobPayload, DataType: []string{"blob"}},
+			text(PropBlobPayload, false), // base64: Weaviate's blob type is not written by every client path
 			text(PropBlobSum, false),
 		},
 	}
