@@ -563,27 +563,36 @@ func ReaderSettings(src plan.Source) string {
 	return string(raw)
 }
 
-// collectCache deletes, in shard 0 of a run that read the whole corpus, the extraction
-// cache's entries whose raw hash no document of the corpus has any more: the cache holds at
-// most what the current corpus listing holds (plus what was written since). It hashes the
-// whole listing once (the other shards hash only their own documents).
+// collectCache deletes, in shard 0 of a run that is not sampled, the extraction cache's
+// entries whose raw hash no document of the corpus listing has any more: the cache holds at
+// most what the current listing holds (plus what was written since). When the cache holds
+// entries, it hashes the whole listing once (the other shards hash only their own documents);
+// a listing that is not whole (an unreadable file or container) collects nothing. A failure
+// is logged, not the shard's: the cache only saves work.
 func (b *shardBuild) collectCache(ctx context.Context) error {
 	if b.p.ExtractionCache == "" || b.o.Shard != 0 || b.p.Sample != nil {
 		return nil
 	}
-	live := map[string]bool{}
-	complete := true
-	if err := b.src.Walk(ctx, true, nil, func(d corpus.Document) error { live[d.Hash] = true; return nil },
-		func(sk corpus.Skipped) { complete = complete && !sk.Container && sk.Reason != "Unreadable" }); err != nil {
-		return err
+	var live map[string]bool
+	whole := true
+	listed := false
+	keep := func(group string) bool {
+		if !listed {
+			listed, live = true, map[string]bool{}
+			err := b.src.Walk(ctx, true, nil, func(d corpus.Document) error { live[d.Hash] = true; return nil },
+				func(sk corpus.Skipped) { whole = whole && !sk.Container && sk.Reason != "Unreadable" })
+			if err != nil {
+				b.log.Warn("extraction cache not collected: the corpus could not be listed", "error", err)
+				whole = false
+			} else if !whole {
+				b.log.Warn("extraction cache not collected: the corpus was not listed whole")
+			}
+		}
+		return !whole || live[group]
 	}
-	if !complete {
-		b.log.Warn("extraction cache not collected: the corpus was not listed whole")
-		return nil
-	}
-	n, err := extractcache.Weaviate(b.store, b.p.ExtractionCache).Collect(ctx, func(group string) bool { return live[group] })
+	n, err := extractcache.Weaviate(b.store, b.p.ExtractionCache).Collect(ctx, keep)
 	if err != nil {
-		return err
+		b.log.Warn("extraction cache not collected", "error", err)
 	}
 	b.res.CacheCollected = int64(n)
 	return nil
