@@ -53,6 +53,10 @@ type Options struct {
 	// read any document: the shard fails. With a plan's ExtractionCache, Readers runs only
 	// for the documents the cache does not hold.
 	Readers corpus.DocumentReader
+
+	// beforeSync, set by tests, runs between planning the shard (its listing) and syncing
+	// its documents.
+	beforeSync func()
 }
 
 // ReadersError is a document reader that could not start (PDFium failed to load, say): no
@@ -303,6 +307,9 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var fatal error
+	if b.o.beforeSync != nil {
+		b.o.beforeSync()
+	}
 	// Reading is the walk's time outside its callbacks.
 	b.visited = time.Now()
 	err := b.src.WalkChanged(wctx, b.mine, func(d corpus.Document) bool { return !b.unchanged(d) }, func(d corpus.Document) error {
