@@ -654,8 +654,9 @@ type OCRStatus struct {
 // DocumentReads counts how a build or corpus sync came by its documents' text, summed over
 // its shards.
 type DocumentReads struct {
-	// Extracted counts documents whose format reader ran (PDFium, OCR, office, markup): the
-	// extraction cache's misses, or every read document without a cache.
+	// Extracted counts documents whose format reader ran (PDFium, OCR, office, markup),
+	// whether it read or skipped them: the extraction cache's misses, or every document read
+	// without a cache.
 	// +optional
 	Extracted int64 `json:"extracted,omitempty"`
 	// Unchanged counts documents of a sync whose raw bytes hashed as the revision holds them:

@@ -84,8 +84,8 @@ type DocumentReader interface {
 
 // Stats counts what a Reader did.
 type Stats struct {
-	// Extracted counts documents the next reader extracted (format readers, OCR): every
-	// cache miss, and every document when there is no store.
+	// Extracted counts documents handed to the next reader (format readers, OCR), read or
+	// skipped by it: every cache miss, and every document when there is no store.
 	Extracted int64
 	// Hits counts documents whose extraction came from the cache.
 	Hits int64
@@ -95,7 +95,8 @@ type Stats struct {
 	Corrupt int64
 	// Errors counts failed cache reads and writes (the document was extracted anyway).
 	Errors int64
-	// OCR sums the OCR statistics of the Extracted documents: the pages OCR ran on.
+	// OCR sums the OCR statistics of the Extracted documents the next reader read: the pages
+	// OCR ran on.
 	OCR reader.OCRStats
 }
 
@@ -155,7 +156,8 @@ func (r *Reader) count(f func(*Stats)) {
 }
 
 // Read returns data's document from the cache, or extracts it with the next reader and
-// stores it. Errors are the next reader's; a document it fails to read is not cached.
+// stores it. Errors are the next reader's; a document it fails to read (a skip such as
+// Encrypted or OCRFailed, which may be passing) is not cached and is extracted again next time.
 func (r *Reader) Read(ctx context.Context, data []byte) (reader.Document, error) {
 	sum := sha256.Sum256(data)
 	raw := hex.EncodeToString(sum[:])
@@ -168,15 +170,15 @@ func (r *Reader) Read(ctx context.Context, data []byte) (reader.Document, error)
 		r.count(func(s *Stats) { s.Misses++ })
 	}
 	doc, err := r.next.Read(ctx, data)
-	if err != nil {
-		return doc, err
-	}
 	r.count(func(s *Stats) {
 		s.Extracted++
-		if doc.OCR != nil {
+		if err == nil && doc.OCR != nil {
 			s.OCR.Add(*doc.OCR)
 		}
 	})
+	if err != nil {
+		return doc, err
+	}
 	if r.store != nil {
 		r.save(ctx, key, raw, doc)
 	}
