@@ -309,7 +309,7 @@ func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildR
 	if len(skipped) > 0 {
 		rev.Skipped = skipped
 	}
-	rev.OCR = plan.SumOCR(results)
+	rev.OCR, rev.Reads = plan.SumOCR(results), plan.SumReads(results)
 	for _, br := range results {
 		if rev.ModelHash == "" {
 			rev.ModelHash = br.ModelHash
@@ -379,7 +379,7 @@ func (r *IndexReconciler) restartBuild(ctx context.Context, st *indexState, rev 
 	rev.Phase, rev.Reason = ragopsv1alpha1.RevisionBuilding, ""
 	rev.Message = fmt.Sprintf("%s: rebuilding (attempt %d)", why, rev.Attempt)
 	rev.CorpusRevision = st.corpus.Status.Revision
-	rev.Documents, rev.Chunks, rev.Tokens, rev.StoredBytes, rev.TokensPerSecond, rev.Skipped, rev.IncompleteRuns, rev.OCR = 0, 0, 0, 0, 0, nil, 0, nil
+	rev.Documents, rev.Chunks, rev.Tokens, rev.StoredBytes, rev.TokensPerSecond, rev.Skipped, rev.IncompleteRuns, rev.OCR, rev.Reads = 0, 0, 0, 0, 0, nil, 0, nil, nil
 	rev.CreationTime, rev.CompletionTime = ptr.To(metav1.Now()), nil
 	if idx.Status.ActiveRevision == rev.Name {
 		// Nothing serves now; the rebuilt revision takes the alias without a gate.

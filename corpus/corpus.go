@@ -40,8 +40,11 @@ type Document struct {
 	Hash string
 	// Size is the raw size in bytes.
 	Size int64
-	// Doc is the extracted text with its outline and pages; unset for listings.
+	// Doc is the extracted text with its outline and pages, its Source set; unset for listings
+	// and for documents a walk's need left unread.
 	Doc reader.Document
+	// Read is true when Doc holds the extracted document.
+	Read bool
 }
 
 // Skipped is a document left out, with its reason (reader.SkipReason values, or TooLarge,
@@ -185,13 +188,26 @@ func Shard(id string, index, n int) bool {
 // removed. A read error inside a BEIR file (an I/O error, a line over beir.MaxLineBytes)
 // ends the walk with an error.
 func (s *Source) Walk(ctx context.Context, list bool, keep func(id string) bool, visit func(Document) error, skip func(Skipped)) error {
+	return s.walk(ctx, list, keep, nil, visit, skip)
+}
+
+// WalkChanged walks as Walk without list does, but decides from the raw bytes before any
+// reader runs: need is called with each kept document as listed (ID, Hash, Size; Doc unset)
+// and, when it returns false, the document is visited unread (Read false) and neither format
+// reader nor OCR runs for it. A sync passes the documents whose hash it already holds as not
+// needed. The raw bytes are still read to hash them (the hash is what decides).
+func (s *Source) WalkChanged(ctx context.Context, keep func(id string) bool, need func(Document) bool, visit func(Document) error, skip func(Skipped)) error {
+	return s.walk(ctx, false, keep, need, visit, skip)
+}
+
+func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool, need func(Document) bool, visit func(Document) error, skip func(Skipped)) error {
 	for _, rel := range s.files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		full := filepath.Join(s.root, filepath.FromSlash(rel))
 		if s.isBEIR(rel) {
-			if err := s.walkBEIR(ctx, full, rel, list, keep, visit, skip); err != nil {
+			if err := s.walkBEIR(ctx, full, rel, list, keep, need, visit, skip); err != nil {
 				return err
 			}
 			continue
@@ -209,7 +225,7 @@ func (s *Source) Walk(ctx context.Context, list bool, keep func(id string) bool,
 			continue
 		}
 		d := Document{ID: rel, Hash: hashOf(data), Size: int64(len(data))}
-		if !list {
+		if !list && (need == nil || need(d)) {
 			if s.read == nil {
 				return fmt.Errorf("document %s: no document reader configured", rel)
 			}
@@ -222,7 +238,8 @@ func (s *Source) Walk(ctx context.Context, list bool, keep func(id string) bool,
 				skip(Skipped{ID: rel, Reason: reason, Err: err})
 				continue
 			}
-			d.Doc = doc
+			doc.Source = &reader.Source{ID: d.ID, Hash: d.Hash, Size: d.Size}
+			d.Doc, d.Read = doc, true
 		}
 		if err := visit(d); err != nil {
 			return err
@@ -231,7 +248,7 @@ func (s *Source) Walk(ctx context.Context, list bool, keep func(id string) bool,
 	return nil
 }
 
-func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep func(string) bool, visit func(Document) error, skip func(Skipped)) error {
+func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep func(string) bool, need func(Document) bool, visit func(Document) error, skip func(Skipped)) error {
 	f, err := os.Open(full)
 	if err != nil {
 		skip(Skipped{ID: rel, Reason: "Unreadable", Err: err, Container: true})
@@ -244,7 +261,7 @@ func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep
 		return nil
 	}
 	cr := &countingReader{r: f}
-	line, err := scanRecords(ctx, cr, rel, s.spec.MaxDocumentBytes, list, keep, visit, skip)
+	line, err := scanRecords(ctx, cr, rel, s.spec.MaxDocumentBytes, list, keep, need, visit, skip)
 	if err != nil {
 		return err
 	}
@@ -262,8 +279,9 @@ func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep
 
 // scanRecords visits the BEIR records of r, one JSON document per line, as Walk does for the
 // file rel: a line that does not parse is skipped as rel:line, a record over maxBytes as
-// TooLarge. It returns the lines read; a read error (a line over beir.MaxLineBytes) ends it.
-func scanRecords(ctx context.Context, r io.Reader, rel string, maxBytes int64, list bool, keep func(string) bool, visit func(Document) error, skip func(Skipped)) (int, error) {
+// TooLarge; a record need (nil: all) rejects is visited unread. It returns the lines read; a
+// read error (a line over beir.MaxLineBytes) ends it.
+func scanRecords(ctx context.Context, r io.Reader, rel string, maxBytes int64, list bool, keep func(string) bool, need func(Document) bool, visit func(Document) error, skip func(Skipped)) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), beir.MaxLineBytes)
 	line := 0
@@ -290,8 +308,9 @@ func scanRecords(ctx context.Context, r io.Reader, rel string, maxBytes int64, l
 			continue
 		}
 		d := Document{ID: id, Hash: hashOf(raw), Size: int64(len(raw))}
-		if !list {
-			d.Doc = doc
+		if !list && (need == nil || need(d)) {
+			doc.Source = &reader.Source{ID: d.ID, Hash: d.Hash, Size: d.Size}
+			d.Doc, d.Read = doc, true
 		}
 		if err := visit(d); err != nil {
 			return line, err
@@ -333,7 +352,7 @@ func List(ctx context.Context, files map[string][]byte, src plan.Source) (docs [
 	for _, name := range names {
 		data := files[name]
 		if s.isBEIR(name) {
-			if _, err := scanRecords(ctx, bytes.NewReader(data), name, src.MaxDocumentBytes, true, nil, visit, skip); err != nil {
+			if _, err := scanRecords(ctx, bytes.NewReader(data), name, src.MaxDocumentBytes, true, nil, nil, visit, skip); err != nil {
 				return nil, nil, err
 			}
 			continue

@@ -323,3 +323,60 @@ not json
 		t.Errorf("revision from memory %s, from a folder %s", a, b)
 	}
 }
+
+// countReader counts its calls.
+type countReader struct {
+	calls int
+	next  DocumentReader
+}
+
+func (c *countReader) Read(ctx context.Context, data []byte) (reader.Document, error) {
+	c.calls++
+	return c.next.Read(ctx, data)
+}
+
+// Issue 51, hash before read: WalkChanged decides from the raw hash whether a document is
+// needed before the reader runs; the ones not needed are visited unread, with their hash.
+func TestWalkChangedReadsOnlyNeededDocuments(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 20 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("d%02d.md", i)), fmt.Appendf(nil, "# D %d\n\nTekst %d.", i, i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cr := &countReader{next: reader.NewMux(0, markup.Markdown{})}
+	s, err := Open(context.Background(), plan.Source{Dir: dir}, t.TempDir(), cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]string{}
+	if err := s.Walk(context.Background(), true, nil, func(d Document) error { stored[d.ID] = d.Hash; return nil }, func(Skipped) {}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"d03.md", "d11.md"} {
+		if err := os.WriteFile(filepath.Join(dir, id), []byte("# Gewijzigd\n\nNieuwe tekst."), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var read, unread []string
+	err = s.WalkChanged(context.Background(), nil, func(d Document) bool { return stored[d.ID] != d.Hash }, func(d Document) error {
+		if d.Read {
+			read = append(read, d.ID)
+			if d.Doc.Text == "" || d.Doc.Source == nil || d.Doc.Source.ID != d.ID || d.Doc.Source.Hash != d.Hash {
+				t.Errorf("%s: read without text or source: %+v", d.ID, d.Doc.Source)
+			}
+		} else {
+			unread = append(unread, d.ID)
+			if d.Doc.Text != "" || d.Hash != stored[d.ID] {
+				t.Errorf("%s: unread with text %q or hash %s (stored %s)", d.ID, d.Doc.Text, d.Hash, stored[d.ID])
+			}
+		}
+		return nil
+	}, func(sk Skipped) { t.Errorf("skipped %+v", sk) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.calls != 2 || strings.Join(read, ",") != "d03.md,d11.md" || len(unread) != 18 {
+		t.Errorf("reader calls %d, read %v, %d unread; want 2 calls for the 2 changed documents, 18 unread", cr.calls, read, len(unread))
+	}
+}

@@ -22,6 +22,22 @@ type Document struct {
 	// UTF-8 (EncodingUTF16, EncodingWindows1252; see DecodeTextEncoding); empty for UTF-8
 	// and for the other formats, which declare their own.
 	Encoding string `json:"encoding,omitempty"`
+	// Source says which corpus document this is (set by the corpus walk, not by the format
+	// readers, whose output depends on the bytes only); nil outside a corpus.
+	Source *Source `json:"source,omitempty"`
+	// Metadata is reserved for the document's fields (title, dates, type, access groups)
+	// that readers and sources will add; no reader sets it yet. Values are JSON values.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// Source identifies a document of a corpus by its raw bytes.
+type Source struct {
+	// ID is the document's ID in the corpus (a path, or a BEIR "_id").
+	ID string `json:"id"`
+	// Hash is the first 16 hex digits of SHA-256 over the raw bytes (corpus.Document.Hash).
+	Hash string `json:"hash"`
+	// Size is the raw size in bytes.
+	Size int64 `json:"size"`
 }
 
 // OCRStats counts a document's pages read by OCR (reader/ocr).

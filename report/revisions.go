@@ -32,6 +32,10 @@ type RevisionRow struct {
 	Recall map[ragopsv1alpha1.RetrievalMode]float64
 	// RecallCI holds the 95% interval of each Recall that has one (the same Evaluation's).
 	RecallCI map[ragopsv1alpha1.RetrievalMode]*ragopsv1alpha1.ConfidenceInterval
+	// Reads is how the revision's last build or sync came by its documents' text
+	// (status.revisions[].reads), OCRPages the pages it ran OCR on; nil and 0 when unknown.
+	Reads    *ragopsv1alpha1.DocumentReads
+	OCRPages int64
 }
 
 // Revisions returns idx's revisions oldest first (by status.revisions[].creationTime, then
@@ -53,7 +57,10 @@ func Revisions(idx ragopsv1alpha1.Index, evals []ragopsv1alpha1.Evaluation) []Re
 	at := map[string]int{}
 	for i, r := range revs {
 		out[i] = RevisionRow{Revision: r.Name, Phase: r.Phase, Active: r.Name == idx.Status.ActiveRevision, Gate: r.GateRecall,
-			Recall: map[ragopsv1alpha1.RetrievalMode]float64{}}
+			Recall: map[ragopsv1alpha1.RetrievalMode]float64{}, Reads: r.Reads}
+		if r.OCR != nil {
+			out[i].OCRPages = r.OCR.Pages
+		}
 		if r.CreationTime != nil {
 			out[i].Created = r.CreationTime.UTC().Format("2006-01-02T15:04:05Z")
 		}
@@ -120,7 +127,8 @@ func modesOf(rows []RevisionRow) []ragopsv1alpha1.RetrievalMode {
 // WriteRevisions renders the recall@10 of one Index over its revisions (rows as Revisions
 // returns them) to w: in "svg" or "png" a line per retrieval mode and the gate's recall, the
 // revisions oldest to newest on the x axis, the axis zoomed to the data; in "markdown" a table
-// with a row per revision.
+// with a row per revision and, when any revision reports them, what its last build or sync
+// read (see readsCell).
 //
 // Errors: no revision with a figure, an unknown format.
 func WriteRevisions(w io.Writer, rows []RevisionRow, title, format string) error {
@@ -259,6 +267,10 @@ func writeRevisionsMarkdown(w io.Writer, rows []RevisionRow, modes []ragopsv1alp
 	if gates {
 		head, rule = append(head, "gate recall@10"), append(rule, "---:")
 	}
+	withReads := slices.ContainsFunc(rows, func(r RevisionRow) bool { return r.Reads != nil })
+	if withReads {
+		head, rule = append(head, "last build or sync read"), append(rule, "---")
+	}
 	var sb strings.Builder
 	line := func(cells []string) { sb.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
 	line(head)
@@ -279,8 +291,21 @@ func writeRevisionsMarkdown(w io.Writer, rows []RevisionRow, modes []ragopsv1alp
 		if gates {
 			cells = append(cells, fmtPtr(r.Gate))
 		}
+		if withReads {
+			cells = append(cells, readsCell(r))
+		}
 		line(cells)
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// readsCell says what a revision's last build or sync read: "E extracted, U unchanged, cache
+// H hit / M miss, P OCR pages" ("-" when unknown).
+func readsCell(r RevisionRow) string {
+	if r.Reads == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d extracted, %d unchanged, cache %d hit / %d miss, %d OCR pages",
+		r.Reads.Extracted, r.Reads.Unchanged, r.Reads.CacheHits, r.Reads.CacheMisses, r.OCRPages)
 }

@@ -138,3 +138,30 @@ func TestWriteRevisionsMarkdownAndSVG(t *testing.T) {
 		t.Error("no figures: want an error")
 	}
 }
+
+// Issue 51, visible: with reads recorded, the Markdown table says per revision what its last
+// build or sync extracted, found unchanged, took from the extraction cache and ran OCR on.
+func TestWriteRevisionsMarkdownShowsReads(t *testing.T) {
+	idx, evals := rollout()
+	idx.Status.Revisions[0].Reads = &ragopsv1alpha1.DocumentReads{Extracted: 10, Unchanged: 1000, CacheMisses: 10}
+	idx.Status.Revisions[0].OCR = &ragopsv1alpha1.OCRStatus{Pages: 4}
+	idx.Status.Revisions[2].Reads = &ragopsv1alpha1.DocumentReads{CacheHits: 1010}
+	var buf bytes.Buffer
+	if err := WriteRevisions(&buf, Revisions(idx, evals), "", "markdown"); err != nil {
+		t.Fatal(err)
+	}
+	head, cells := parseMarkdown(t, buf.String())
+	if head[len(head)-1] != "last build or sync read" {
+		t.Fatalf("header %v: no reads column", head)
+	}
+	want := []string{
+		"cache 1010 hit",
+		"-",
+		"10 extracted, 1000 unchanged, cache 0 hit / 10 miss, 4 OCR pages",
+	}
+	for i, w := range want {
+		if got := cells[i][len(cells[i])-1]; !strings.Contains(got, w) {
+			t.Errorf("row %d (%s): reads %q, want %q", i, cells[i][0], got, w)
+		}
+	}
+}

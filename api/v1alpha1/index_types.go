@@ -547,9 +547,14 @@ type RevisionStatus struct {
 	// Skipped counts documents left out, by reason (Encrypted, Corrupt, Empty, NoTextLayer, TooLarge, OCRFailed, ...).
 	// +optional
 	Skipped map[string]int64 `json:"skipped,omitempty"`
-	// OCR counts the pages read by OCR in the revision's last build or corpus sync.
+	// OCR counts the pages read by OCR in the revision's last build or corpus sync (documents
+	// found unchanged or in the extraction cache run no OCR and count none).
 	// +optional
 	OCR *OCRStatus `json:"ocr,omitempty"`
+	// Reads counts how the revision's last build or corpus sync came by its documents' text:
+	// extracted, found unchanged, or taken from the Corpus's extraction cache.
+	// +optional
+	Reads *DocumentReads `json:"reads,omitempty"`
 	// GateRecall is the gating Evaluation's recall@10 of this revision, rounded to 4 decimals.
 	// +optional
 	GateRecall *float64 `json:"gateRecall,omitempty"`
@@ -656,6 +661,31 @@ type OCRStatus struct {
 	// LowConfidence counts pages still under minConfidence after the second pass.
 	// +optional
 	LowConfidence int64 `json:"lowConfidence,omitempty"`
+}
+
+// DocumentReads counts how a build or corpus sync came by its documents' text, summed over
+// its shards.
+type DocumentReads struct {
+	// Extracted counts documents whose format reader ran (PDFium, OCR, office, markup),
+	// whether it read or skipped them: the extraction cache's misses, or every document read
+	// without a cache.
+	// +optional
+	Extracted int64 `json:"extracted,omitempty"`
+	// Unchanged counts documents of a sync whose raw bytes hashed as the revision holds them:
+	// neither extracted nor embedded.
+	// +optional
+	Unchanged int64 `json:"unchanged,omitempty"`
+	// CacheHits counts documents whose extraction came from the Corpus's extraction cache.
+	// +optional
+	CacheHits int64 `json:"cacheHits,omitempty"`
+	// CacheMisses counts documents looked up in the extraction cache and not found there (or
+	// found corrupt): they were extracted and stored.
+	// +optional
+	CacheMisses int64 `json:"cacheMisses,omitempty"`
+	// PlanMilliseconds is the longest shard's time to plan: open the corpus, read what the
+	// collection holds of its documents and list them.
+	// +optional
+	PlanMilliseconds int64 `json:"planMilliseconds,omitempty"`
 }
 
 // BuildProgress is the progress of the running build.

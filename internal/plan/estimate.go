@@ -20,6 +20,11 @@ type Estimate struct {
 	MinDocuments int     `json:"minDocuments"`
 	// Trials to estimate; trials of one model share its folder.
 	Trials []EstimateTrial `json:"trials"`
+	// Weaviate is the trials' Weaviate (the Experiment's indexTemplate) and ExtractionCache
+	// the Corpus's extraction cache there (as in [Build]): the sample is taken from it and
+	// extracts stored in it. Either empty: the sample is extracted without a cache.
+	Weaviate        *Weaviate `json:"weaviate,omitempty"`
+	ExtractionCache string    `json:"extractionCache,omitempty"`
 }
 
 // EstimateTrial is one trial to estimate.
@@ -42,7 +47,9 @@ type EstimateResult struct {
 	SampleDocuments int `json:"sampleDocuments"`
 	// Trials in the plan's order.
 	Trials []TrialEstimate `json:"trials"`
-	Error  string          `json:"error,omitempty"`
+	// Reads says how the sample's text was come by (extracted, cache hits and misses).
+	Reads *ragopsv1alpha1.DocumentReads `json:"reads,omitempty"`
+	Error string                        `json:"error,omitempty"`
 }
 
 // TrialEstimate is one trial's estimate, or why there is none.

@@ -123,7 +123,9 @@ type Build struct {
 	Revision   string `json:"revision"`
 	Collection string `json:"collection"`
 	// Incremental syncs an existing collection: unchanged documents are skipped, changed ones
-	// replaced and removed ones deleted.
+	// replaced and removed ones deleted. Unchanged is decided from each document's raw hash
+	// before any reader runs, so a sync extracts (and OCRs) only the added and changed
+	// documents; every shard still reads its documents' raw bytes to hash them.
 	Incremental bool                                `json:"incremental,omitempty"`
 	Shards      int                                 `json:"shards"`
 	Source      Source                              `json:"source"`
@@ -144,6 +146,10 @@ type Build struct {
 	OutageSeconds int64 `json:"outageSeconds,omitempty"`
 	// Sample is the Index's spec.sample: the shard builds only the sampled documents.
 	Sample *Sample `json:"sample,omitempty"`
+	// ExtractionCache is the Weaviate blob collection of the Corpus's extraction cache
+	// (vectorstore.ExtractionCacheName; package pipeline/extractcache); empty: none, every
+	// document read is extracted.
+	ExtractionCache string `json:"extractionCache,omitempty"`
 	// ModelServer is the base URL of the revision's model server (ragops serve): a new
 	// collection is created with Weaviate's text2vec-transformers vectorizer pointing its
 	// passage and query URLs there; an existing collection keeps its vectorizer. Empty: none.
@@ -213,13 +219,20 @@ type BuildResult struct {
 	SampledOut int64 `json:"sampledOut,omitempty"`
 	// StoredBytes are the bytes of the chunks the shard wrote or found written (Chunks): their
 	// UTF-8 text plus their float32 vectors (4 bytes x dimensions); the collection's index
-	// structures and the other properties are not counted. A sync's unchanged documents are
-	// not read, so a sync reports only what it wrote.
+	// structures and the other properties are not counted. A sync reports only what it wrote:
+	// its unchanged documents are hashed from their raw bytes but not extracted nor chunked.
 	StoredBytes int64 `json:"storedBytes,omitempty"`
 	// TruncatedChunks counts chunks cut to the model's positions (embedder.Stats.TruncatedChunks).
 	TruncatedChunks int64 `json:"truncatedChunks,omitempty"`
-	// OCR counts the pages read by OCR (reader.OCRStats summed over the shard's documents).
+	// OCR counts the pages read by OCR in this run (reader.OCRStats summed over the documents
+	// the shard extracted; those found unchanged or in the extraction cache count none).
 	OCR *ragopsv1alpha1.OCRStatus `json:"ocr,omitempty"`
+	// Reads says how the shard came by its documents' text (extracted, unchanged, cache hits
+	// and misses) and how long it planned; nil from a worker that does not report it.
+	Reads *ragopsv1alpha1.DocumentReads `json:"reads,omitempty"`
+	// CacheCollected counts the extraction cache entries shard 0 deleted because no document
+	// of the corpus listing has their raw hash any more.
+	CacheCollected int64 `json:"cacheCollected,omitempty"`
 	// Stages says where the shard's Seconds went; nil from a worker that does not report it.
 	Stages *StageSeconds `json:"stages,omitempty"`
 }
@@ -409,6 +422,26 @@ func SumOCR(results []BuildResult) *ragopsv1alpha1.OCRStatus {
 		out.Pages += br.OCR.Pages
 		out.SecondPass += br.OCR.SecondPass
 		out.LowConfidence += br.OCR.LowConfidence
+	}
+	return out
+}
+
+// SumReads adds the shards' read counts (PlanMilliseconds: the longest shard's); nil when no
+// shard reported any.
+func SumReads(results []BuildResult) *ragopsv1alpha1.DocumentReads {
+	var out *ragopsv1alpha1.DocumentReads
+	for _, br := range results {
+		if br.Reads == nil {
+			continue
+		}
+		if out == nil {
+			out = &ragopsv1alpha1.DocumentReads{}
+		}
+		out.Extracted += br.Reads.Extracted
+		out.Unchanged += br.Reads.Unchanged
+		out.CacheHits += br.Reads.CacheHits
+		out.CacheMisses += br.Reads.CacheMisses
+		out.PlanMilliseconds = max(out.PlanMilliseconds, br.Reads.PlanMilliseconds)
 	}
 	return out
 }

@@ -59,3 +59,20 @@ func TestSumOCR(t *testing.T) {
 		t.Errorf("SumOCR = %+v, want %+v", got, want)
 	}
 }
+
+// SumReads adds the shards' read counts and keeps the longest planning time; no shard
+// reporting reads gives nil.
+func TestSumReads(t *testing.T) {
+	if got := SumReads([]BuildResult{{Shard: 0}}); got != nil {
+		t.Errorf("no reads: %+v, want nil", got)
+	}
+	got := SumReads([]BuildResult{
+		{Shard: 0, Reads: &ragopsv1alpha1.DocumentReads{Extracted: 3, Unchanged: 500, CacheMisses: 3, PlanMilliseconds: 900}},
+		{Shard: 1},
+		{Shard: 2, Reads: &ragopsv1alpha1.DocumentReads{Extracted: 7, Unchanged: 490, CacheHits: 2, CacheMisses: 7, PlanMilliseconds: 1200}},
+	})
+	want := ragopsv1alpha1.DocumentReads{Extracted: 10, Unchanged: 990, CacheHits: 2, CacheMisses: 10, PlanMilliseconds: 1200}
+	if got == nil || *got != want {
+		t.Errorf("SumReads = %+v, want %+v", got, want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/vectorstore"
 )
 
 // EstimateTrial is one trial an estimate Job estimates.
@@ -50,6 +51,12 @@ func Estimate(in EstimateInputs, d Defaults) *Workload {
 	w.MountCorpus(c, &src)
 	p := plan.Estimate{Version: plan.Version, Namespace: exp.Namespace, Experiment: exp.Name, Source: src,
 		Seed: exp.Spec.Algorithm.Seed, Fraction: in.Fraction, MinDocuments: in.MinDocuments}
+	// The sample comes from (and goes to) the Corpus's extraction cache in the trials' Weaviate.
+	if wv := exp.Spec.IndexTemplate.Weaviate; wv.URL != "" {
+		w.mountWeaviate(wv)
+		p.Weaviate = &plan.Weaviate{URL: wv.URL, GRPCAddress: wv.GRPCAddress}
+		p.ExtractionCache, _ = vectorstore.ExtractionCacheName(c.Namespace, c.Name)
+	}
 	dirs := map[string]string{}
 	for _, t := range in.Trials {
 		dir, ok := dirs[t.Model.Name]

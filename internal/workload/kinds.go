@@ -11,6 +11,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/vectorstore"
 )
 
 // Annotations on an Index's sync Jobs.
@@ -138,6 +139,9 @@ func Embed(in EmbedInputs, d Defaults) *Workload {
 	}
 	modelDir := w.MountModel("model", plan.ModelDir, in.Model, w.Image)
 	w.mountWeaviate(idx.Spec.Weaviate)
+	// Every Index of the Corpus on this Weaviate shares its extraction cache (names are valid
+	// Kubernetes names, so the name has no error).
+	cache, _ := vectorstore.ExtractionCacheName(in.Corpus.Namespace, in.Corpus.Name)
 	w.Plan = plan.Build{
 		Version: plan.Version, Namespace: idx.Namespace, Index: idx.Name, Revision: rev.Name, Collection: rev.Collection,
 		Incremental: in.Incremental || rev.ServedTime != nil, Shards: int(w.Shards), Source: src, Strategy: strategy,
@@ -145,9 +149,10 @@ func Embed(in EmbedInputs, d Defaults) *Workload {
 		Replication: idx.Spec.Replication, Sharding: idx.Spec.Sharding, Compression: idx.Spec.Compression,
 		Weaviate: plan.Weaviate{URL: idx.Spec.Weaviate.URL, GRPCAddress: idx.Spec.Weaviate.GRPCAddress,
 			Consistency: in.Consistency},
-		OutageSeconds: int64(in.OutageWait.Seconds()),
-		ModelServer:   in.ModelServer,
-		Sample:        w.mountSample(idx.Spec.Sample),
+		OutageSeconds:   int64(in.OutageWait.Seconds()),
+		ModelServer:     in.ModelServer,
+		Sample:          w.mountSample(idx.Spec.Sample),
+		ExtractionCache: cache,
 	}
 	return w
 }

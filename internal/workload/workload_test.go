@@ -403,3 +403,28 @@ func TestEmbedOfASampledIndex(t *testing.T) {
 		t.Errorf("the judged dataset is not mounted read-only at %s: %+v", plan.DatasetDir, job.Spec.Template.Spec.Containers[0].VolumeMounts)
 	}
 }
+
+// Issue 51, extraction cache: a build, a sync and an Experiment's estimate of one Corpus
+// name the same extraction cache (the Corpus's, in their Weaviate), with its credentials.
+func TestBuildsAndEstimatesShareTheCorpusExtractionCache(t *testing.T) {
+	idx, rev := index()
+	c := corpus()
+	minilm := ragopsv1alpha1.ModelSpec{Name: "minilm", PVC: &ragopsv1alpha1.PVCSource{ClaimName: "models", Path: "minilm"}}
+	want := "RagExtract_ns_docs_"
+	build := planOf[plan.Build](t, Embed(EmbedInputs{Index: idx, Revision: rev, Corpus: c, Model: minilm}, defaults))
+	sync := planOf[plan.Build](t, Embed(EmbedInputs{Index: idx, Revision: rev, Corpus: c, Model: minilm, Incremental: true}, defaults))
+	if !strings.HasPrefix(build.ExtractionCache, want) || sync.ExtractionCache != build.ExtractionCache {
+		t.Errorf("build cache %q, sync cache %q; want one %s... name", build.ExtractionCache, sync.ExtractionCache, want)
+	}
+	exp := experiment()
+	exp.Spec.IndexTemplate.Weaviate = idx.Spec.Weaviate
+	w := Estimate(EstimateInputs{Experiment: exp, Corpus: c, Fraction: 0.05, MinDocuments: 8, Trials: []EstimateTrial{
+		{Name: "fixed-128", Revision: "r1", Model: minilm, Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Size: 128}}}}, defaults)
+	est := planOf[plan.Estimate](t, w)
+	if est.ExtractionCache != build.ExtractionCache || est.Weaviate == nil || est.Weaviate.URL != idx.Spec.Weaviate.URL {
+		t.Errorf("estimate cache %q at %+v; want %q at %s", est.ExtractionCache, est.Weaviate, build.ExtractionCache, idx.Spec.Weaviate.URL)
+	}
+	if env := envNames(w.Job().Spec.Template.Spec.Containers[0]); !slices.Contains(env, plan.EnvWeaviateAPIKey) {
+		t.Errorf("estimate env %v: no Weaviate API key", env)
+	}
+}

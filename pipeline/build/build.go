@@ -7,6 +7,7 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/evaluator"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/pipeline/extractcache"
 	"github.com/ragops/ragops/pipeline/progress"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/formats"
@@ -48,8 +50,13 @@ type Options struct {
 	OutageWait time.Duration
 	// Readers turns raw bytes into documents; nil starts the format readers (PDFium, OCR)
 	// the first time a document needs them. A reader that returns a *ReadersError cannot
-	// read any document: the shard fails.
+	// read any document: the shard fails. With a plan's ExtractionCache, Readers runs only
+	// for the documents the cache does not hold.
 	Readers corpus.DocumentReader
+
+	// beforeSync, set by tests, runs between planning the shard (its listing) and syncing
+	// its documents.
+	beforeSync func()
 }
 
 // ReadersError is a document reader that could not start (PDFium failed to load, say): no
@@ -86,7 +93,13 @@ func (l *lazyReaders) Read(ctx context.Context, data []byte) (reader.Document, e
 // Run runs one shard of a build plan and returns its figures (the pod's termination message).
 // It runs the shard's steps in order: open (model, chunker, store, collection), plan the
 // shard (its documents and what the collection already holds of them), sync each document,
-// remove what the corpus no longer has, and count.
+// remove what the corpus no longer has, collect the extraction cache (shard 0), and count.
+//
+// What a document costs is decided from its raw bytes before any reader runs: in a sync a
+// document whose raw hash the collection holds (complete) is neither extracted, chunked nor
+// embedded; every other document is taken from the plan's extraction cache when it holds the
+// same bytes read with the same reader settings, and extracted (PDFium, OCR) and stored there
+// otherwise. Result.Reads and Result.OCR count what ran.
 //
 // Documents that fail to read, are too large or fail to chunk are counted in Skipped by
 // reason; in an incremental sync, those that had chunks keep them and are also counted in
@@ -100,7 +113,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	b := &shardBuild{log: log, p: p, o: o, start: time.Now(), res: plan.BuildResult{Shard: o.Shard, Skipped: map[string]int64{}},
 		seen: map[string]bool{}, emptied: map[string]bool{}, wrote: map[string]bool{}}
 	defer b.close()
-	for _, step := range []func(context.Context) error{b.open, b.planShard, b.syncDocuments, b.removeStale} {
+	for _, step := range []func(context.Context) error{b.open, b.planShard, b.syncDocuments, b.removeStale, b.collectCache} {
 		if err := step(ctx); err != nil {
 			return b.res, err
 		}
@@ -125,8 +138,11 @@ type shardBuild struct {
 	closers []func()
 
 	// Set by planShard.
-	src  *corpus.Source
-	mine func(id string) bool
+	src *corpus.Source
+	// readers extract documents through the extraction cache and count what they did.
+	readers  *extractcache.Reader
+	planTime time.Duration
+	mine     func(id string) bool
 	// states is what the collection already holds of this shard's documents; existing their
 	// hashes in an incremental sync (nil in a build).
 	states   map[string]vectorstore.DocumentState
@@ -229,13 +245,20 @@ func (b *shardBuild) open(ctx context.Context) error {
 // or rebuilt revision) resumes from it.
 func (b *shardBuild) planShard(ctx context.Context) error {
 	p, o := &b.p, b.o
+	planStart := time.Now()
+	defer func() { b.planTime = time.Since(planStart) }()
 	readers := o.Readers
 	if readers == nil {
 		lazy := NewReaders(p.Source)
 		b.closers = append(b.closers, func() { _ = lazy.Close() })
 		readers = lazy
 	}
-	src, err := corpus.Open(ctx, p.Source, os.TempDir(), readers)
+	var cache extractcache.Store
+	if p.ExtractionCache != "" {
+		cache = extractcache.Weaviate(b.store, p.ExtractionCache)
+	}
+	b.readers = extractcache.NewReader(readers, cache, ReaderSettings(p.Source), b.log)
+	src, err := corpus.Open(ctx, p.Source, os.TempDir(), b.readers)
 	if err != nil {
 		return err
 	}
@@ -284,9 +307,12 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var fatal error
+	if b.o.beforeSync != nil {
+		b.o.beforeSync()
+	}
 	// Reading is the walk's time outside its callbacks.
 	b.visited = time.Now()
-	err := b.src.Walk(wctx, false, b.mine, func(d corpus.Document) error {
+	err := b.src.WalkChanged(wctx, b.mine, func(d corpus.Document) bool { return !b.unchanged(d) }, func(d corpus.Document) error {
 		b.readTime += time.Since(b.visited)
 		defer func() { b.visited = time.Now() }()
 		return b.document(ctx, d)
@@ -313,16 +339,26 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	return b.flush(ctx)
 }
 
-// document syncs one read document (see syncDocuments).
+// unchanged reports whether a sync holds document d as it is now: its chunks agree on d's raw
+// hash and are contiguous. Such a document is not read (see corpus.Source.WalkChanged).
+func (b *shardBuild) unchanged(d corpus.Document) bool {
+	st, had := b.states[d.ID]
+	return b.p.Incremental && had && st.Consistent() && st.Hash == d.Hash
+}
+
+// document syncs one document of the walk (see syncDocuments): unchanged ones unread.
 func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
-	p, res := &b.p, &b.res
+	res := &b.res
 	b.seen[d.ID] = true
-	if st, had := b.states[d.ID]; p.Incremental && had && st.Consistent() && st.Hash == d.Hash {
+	if b.unchanged(d) {
 		res.Unchanged++
-		b.shardChunks += int64(st.Chunks)
+		b.shardChunks += int64(b.states[d.ID].Chunks)
 		return nil
 	}
-	addOCR(res, d.Doc.OCR)
+	if !d.Read {
+		return fmt.Errorf("document %s: not read although it changed", d.ID)
+	}
+	p := &b.p
 	chunkStart := time.Now()
 	chunks, err := docchunk.Chunk(ctx, b.chunker, d.Doc)
 	b.chunkTime += time.Since(chunkStart)
@@ -467,6 +503,15 @@ func (b *shardBuild) finish() plan.BuildResult {
 	if res.Resumed > 0 {
 		b.log.Info(fmt.Sprintf("resumed: skipped %d documents already complete", res.Resumed), "resumed", res.Resumed, "embedded", res.Documents-res.Resumed)
 	}
+	if b.readers != nil {
+		rs := b.readers.Stats()
+		if rs.OCR.Pages > 0 {
+			res.OCR = &ragopsv1alpha1.OCRStatus{Pages: int64(rs.OCR.Pages), SecondPass: int64(rs.OCR.SecondPass),
+				LowConfidence: int64(rs.OCR.LowConfidence)}
+		}
+		res.Reads = &ragopsv1alpha1.DocumentReads{Extracted: rs.Extracted, Unchanged: res.Unchanged, CacheHits: rs.Hits,
+			CacheMisses: rs.Misses, PlanMilliseconds: b.planTime.Milliseconds()}
+	}
 	st := b.model.Stats()
 	res.Tokens, res.TruncatedChunks = st.Tokens+res.ResumedTokens, st.TruncatedChunks
 	res.Seconds = time.Since(b.start).Seconds()
@@ -508,17 +553,56 @@ func ocrOptions(spec *ragopsv1alpha1.OCRSpec) ocr.Options {
 	return o
 }
 
-// addOCR adds a document's OCR page counts to the shard's result.
-func addOCR(res *plan.BuildResult, s *reader.OCRStats) {
-	if s == nil {
-		return
+// ReaderSettings is the canonical form of the reader and OCR settings of src that change
+// what the readers extract from the same bytes: the extraction cache's key covers it (with
+// reader.Version and the raw bytes' SHA-256).
+func ReaderSettings(src plan.Source) string {
+	o := ocrOptions(src.OCR).WithDefaults()
+	raw, _ := json.Marshal(struct {
+		MaxBytes      int64    `json:"maxBytes"`
+		Mode          ocr.Mode `json:"ocrMode"`
+		Languages     []string `json:"ocrLanguages"`
+		DPI           int      `json:"ocrDPI"`
+		MinConfidence float64  `json:"ocrMinConfidence"`
+		MaxPages      int      `json:"ocrMaxPages"`
+		MaxPixels     int      `json:"ocrMaxPixels"`
+	}{src.MaxDocumentBytes, o.Mode, o.Languages, o.DPI, o.MinConfidence, o.MaxPages, o.MaxPixels})
+	return string(raw)
+}
+
+// collectCache deletes, in shard 0 of a run that is not sampled, the extraction cache's
+// entries whose raw hash no document of the corpus listing has any more: the cache holds at
+// most what the current listing holds (plus what was written since). When the cache holds
+// entries, it hashes the whole listing once (the other shards hash only their own documents);
+// a listing that is not whole (an unreadable file or container) collects nothing. A failure
+// is logged, not the shard's: the cache only saves work.
+func (b *shardBuild) collectCache(ctx context.Context) error {
+	if b.p.ExtractionCache == "" || b.o.Shard != 0 || b.p.Sample != nil {
+		return nil
 	}
-	if res.OCR == nil {
-		res.OCR = &ragopsv1alpha1.OCRStatus{}
+	var live map[string]bool
+	whole := true
+	listed := false
+	keep := func(group string) bool {
+		if !listed {
+			listed, live = true, map[string]bool{}
+			err := b.src.Walk(ctx, true, nil, func(d corpus.Document) error { live[d.Hash] = true; return nil },
+				func(sk corpus.Skipped) { whole = whole && !sk.Container && sk.Reason != "Unreadable" })
+			if err != nil {
+				b.log.Warn("extraction cache not collected: the corpus could not be listed", "error", err)
+				whole = false
+			} else if !whole {
+				b.log.Warn("extraction cache not collected: the corpus was not listed whole")
+			}
+		}
+		return !whole || live[group]
 	}
-	res.OCR.Pages += int64(s.Pages)
-	res.OCR.SecondPass += int64(s.SecondPass)
-	res.OCR.LowConfidence += int64(s.LowConfidence)
+	n, err := extractcache.Weaviate(b.store, b.p.ExtractionCache).Collect(ctx, keep)
+	if err != nil {
+		b.log.Warn("extraction cache not collected", "error", err)
+	}
+	b.res.CacheCollected = int64(n)
+	return nil
 }
 
 // vectorIndex maps the Index's vector index settings to the store's; the HNSW parameters

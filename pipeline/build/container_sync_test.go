@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ragops/ragops/internal/plan"
@@ -23,20 +22,6 @@ func beirRecords(n int) string {
 		fmt.Fprintf(&b, `{"_id":"d%02d","title":"Besluit %d","text":"De raad besluit over voorstel %d en de begroting van jaar %d."}`+"\n", i, i, i, 2000+i)
 	}
 	return b.String()
-}
-
-// hookReader reads Markdown and plain text, and calls before once, ahead of the first
-// document it reads: the walk has listed the corpus by then, and reads the files sorted after
-// that document later.
-type hookReader struct {
-	next   *reader.Mux
-	once   sync.Once
-	before func()
-}
-
-func (h *hookReader) Read(ctx context.Context, data []byte) (reader.Document, error) {
-	h.once.Do(h.before)
-	return h.next.Read(ctx, data)
 }
 
 // containerFixture is newFixture's Weaviate and model with a corpus of one Markdown note,
@@ -66,14 +51,15 @@ func containerFixture(t *testing.T, n int) (f *fixture, jsonl string, clean map[
 	return f, jsonl, clean, count
 }
 
-// runWith runs the plan with readers that call fault between the listing and the read of
-// corpus.jsonl.
+// runWith runs the plan with Markdown and text readers, calling fault between the listing
+// and the read of corpus.jsonl (after planning the shard, before syncing its documents: a
+// sync's unchanged a.md is not read, so no reader call marks that moment).
 func (f *fixture) runWith(t *testing.T, incremental bool, fault func()) (plan.BuildResult, error) {
 	t.Helper()
 	p := f.plan
 	p.Incremental = incremental
-	readers := &hookReader{next: reader.NewMux(0, markup.Text{}, markup.Markdown{}), before: fault}
-	return Run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), p, Options{Readers: readers})
+	readers := reader.NewMux(0, markup.Text{}, markup.Markdown{})
+	return Run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), p, Options{Readers: readers, beforeSync: fault})
 }
 
 // assertUntouched fails unless the sync deleted nothing, kept all n records and left the

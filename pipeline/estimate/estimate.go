@@ -10,13 +10,17 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/experiment/budget"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/build"
+	"github.com/ragops/ragops/pipeline/extractcache"
 	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/vectorstore"
 )
 
 // Options configure Run.
@@ -36,12 +40,21 @@ type Options struct {
 //
 // Errors: the source cannot be opened or listed, it lists no document.
 func Run(ctx context.Context, log *slog.Logger, p plan.Estimate, o Options) (plan.EstimateResult, error) {
-	readers := o.Readers
-	if readers == nil {
+	next := o.Readers
+	if next == nil {
 		r := build.NewReaders(p.Source)
 		defer func() { _ = r.Close() }()
-		readers = r
+		next = r
 	}
+	var cache extractcache.Store
+	if p.Weaviate != nil && p.ExtractionCache != "" {
+		store, err := openStore(*p.Weaviate)
+		if err != nil {
+			return plan.EstimateResult{}, err
+		}
+		cache = extractcache.Weaviate(store, p.ExtractionCache)
+	}
+	readers := extractcache.NewReader(next, cache, build.ReaderSettings(p.Source), log)
 	src, err := corpus.Open(ctx, p.Source, o.WorkDir, readers)
 	if err != nil {
 		return plan.EstimateResult{}, err
@@ -74,6 +87,8 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Estimate, o Options) (pla
 	if err != nil {
 		return res, err
 	}
+	st := readers.Stats()
+	res.Reads = &ragopsv1alpha1.DocumentReads{Extracted: st.Extracted, CacheHits: st.Hits, CacheMisses: st.Misses}
 	docs := make([]budget.Document, len(sample))
 	for i, u := range sample {
 		docs[i] = budget.Document{Unit: u, Doc: read[u.Key]}
@@ -147,4 +162,17 @@ func (c *modelCache) close() {
 	for _, e := range c.loaded {
 		_ = e.Close()
 	}
+}
+
+// openStore opens the Weaviate of w as a build does (API key from $WEAVIATE_API_KEY, CA bundle
+// from vectorstore.EnvCAFile).
+func openStore(w plan.Weaviate) (*vectorstore.Store, error) {
+	cfg, err := vectorstore.EndpointConfig(w.URL, w.GRPCAddress, os.Getenv(plan.EnvWeaviateAPIKey))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.CABundle, err = vectorstore.ReadCAFile(os.Getenv(vectorstore.EnvCAFile)); err != nil {
+		return nil, err
+	}
+	return vectorstore.New(cfg)
 }

@@ -3,6 +3,7 @@ package estimate_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -14,6 +15,8 @@ import (
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/testenv"
 	"github.com/ragops/ragops/pipeline/estimate"
+	"github.com/ragops/ragops/vectorstore"
+	"github.com/ragops/ragops/vectorstore/weaviatetest"
 )
 
 // sciFactFolder writes the first n records of SciFact's corpus.jsonl into a BEIR folder.
@@ -90,5 +93,40 @@ func TestEstimateSampleAgainstTheWholeCorpus(t *testing.T) {
 			t.Errorf("%s: sample estimate %d tokens, exact %d (%.2f%% off, RSE %.2f%%)", e.Name, s.Tokens, e.Tokens, 100*rel, 100*s.RelativeStandardError)
 		}
 		t.Logf("%s: exact %d tokens (%d chunks); 10%% sample %d (%.2f%% off, RSE %.2f%%)", e.Name, e.Tokens, e.Chunks, s.Tokens, 100*rel, 100*s.RelativeStandardError)
+	}
+}
+
+// Issue 51, extraction cache: an estimate takes its sample from the Corpus's extraction cache
+// that builds fill (and fills it): a second estimate of an unchanged corpus extracts nothing.
+func TestEstimateReadsTheSampleFromTheExtractionCache(t *testing.T) {
+	model := testenv.Need(t, "RAGOPS_MODEL_DIR", "run hack/export-model/export.sh and set RAGOPS_MODEL_DIR to the folder it prints")
+	wv := weaviatetest.Start(t)
+	dir := t.TempDir()
+	for i := range 12 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("d%02d.md", i)), fmt.Appendf(nil, "# Besluit %d\n\nDe raad besluit over voorstel %d.", i, i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache, err := vectorstore.ExtractionCacheName("t", "besluiten")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan.Estimate{Version: plan.Version, Source: plan.Source{Dir: dir}, Seed: 1, Fraction: 1, MinDocuments: 1,
+		Weaviate: &plan.Weaviate{URL: "http://" + wv.HTTPAddr, GRPCAddress: wv.GRPCAddr}, ExtractionCache: cache,
+		Trials: []plan.EstimateTrial{{Name: "fixed-64", Revision: "r1", ModelDir: model,
+			Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitTokens, Size: 64}}}}
+	var tokens int64
+	for i, want := range []ragopsv1alpha1.DocumentReads{{Extracted: 12, CacheMisses: 12}, {CacheHits: 12}} {
+		res, err := estimate.Run(context.Background(), quiet, p, estimate.Options{WorkDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Reads == nil || *res.Reads != want || res.Trials[0].Error != "" {
+			t.Errorf("estimate %d: reads %+v, trial %+v; want %+v", i+1, res.Reads, res.Trials[0], want)
+		}
+		if i == 1 && res.Trials[0].Tokens != tokens {
+			t.Errorf("the cached sample gives %d tokens, the extracted one %d", res.Trials[0].Tokens, tokens)
+		}
+		tokens = res.Trials[0].Tokens
 	}
 }
