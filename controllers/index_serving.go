@@ -17,14 +17,9 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -33,7 +28,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -42,7 +36,6 @@ import (
 	"github.com/ragops/ragops/internal/reconcile"
 	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/serving/specs"
-	"github.com/ragops/ragops/vectorstore"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
@@ -100,38 +93,6 @@ func servingKeyFor(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus
 	return k
 }
 
-// servingEndpoint is the base URL of a model server's Service.
-func servingEndpoint(namespace string, k servingKey) string {
-	s := specs.Server{Name: k.name(), Namespace: namespace}
-	return s.Endpoint()
-}
-
-// Values of Options.ModelServerURLs.
-const (
-	ModelServerServiceDNS = "ServiceDNS"
-	ModelServerClusterIP  = "ClusterIP"
-)
-
-// serverURL is the base URL a model server is addressed by (Options.ModelServerURLs): its
-// Service's DNS name, or its ClusterIP ("" while the Service or its ClusterIP does not exist).
-func (r *IndexReconciler) serverURL(ctx context.Context, namespace string, k servingKey) (string, error) {
-	if r.Options.ModelServerURLs != ModelServerClusterIP {
-		return servingEndpoint(namespace, k), nil
-	}
-	var svc corev1.Service
-	err := r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: namespace, Name: k.name()}, &svc)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
-		return "http://" + net.JoinHostPort(ip, strconv.Itoa(specs.Port)), nil
-	}
-	return "", nil
-}
-
 // servingNeeds returns the model servers idx needs, by name: those of its kept revisions
 // (Failed and Superseded ones have no collection to serve) and of its desired revision.
 // A deleting Index or one with serving disabled needs none.
@@ -155,35 +116,6 @@ func servingNeeds(idx *ragopsv1alpha1.Index, desired string) map[string]servingK
 		needs[k.name()] = k
 	}
 	return needs
-}
-
-// transformersModules remembers, per Weaviate URL, whether the server has the
-// text2vec-transformers module (as the serving step last read it), for the build step's plan.
-// It is read again after a minute.
-var transformersModules sync.Map // URL -> moduleAnswer
-
-// moduleAnswer is one reading of a Weaviate's modules.
-type moduleAnswer struct {
-	has bool
-	at  time.Time
-}
-
-// moduleStore is a Store that lists Weaviate's modules and reads a collection's settings
-// (vectorstore.Store does).
-type moduleStore interface {
-	Modules(ctx context.Context) ([]string, error)
-	Collection(ctx context.Context, name string) (vectorstore.CollectionInfo, error)
-}
-
-// unwrapStore returns the Store behind the manager's instrumenting wrapper.
-func unwrapStore(s Store) Store {
-	for {
-		u, ok := s.(interface{ Unwrap() Store })
-		if !ok {
-			return s
-		}
-		s = u.Unwrap()
-	}
 }
 
 // reconcileServing runs the model servers the namespace's Indexes need, deletes those none
@@ -373,208 +305,4 @@ func (r *IndexReconciler) deleteServer(ctx context.Context, ns, name string) err
 		}
 	}
 	return nil
-}
-
-// serverState is what the controller knows of one model server.
-type serverState struct {
-	name, endpoint string
-	ready, want    int32
-	// modelHash is what the server's /meta reports ("" until read).
-	modelHash string
-	// problem explains a ready server that is not usable (another model's hash).
-	problem string
-}
-
-// readServer reads the Deployment of the server with key k and, once it has ready replicas,
-// the model hash from its /meta; one other than wantHash (when set: the content hash of the
-// folder a revision was built with) is a problem.
-func (r *IndexReconciler) readServer(ctx context.Context, ns string, k servingKey, wantHash string) (serverState, error) {
-	url, err := r.serverURL(ctx, ns, k)
-	if err != nil {
-		return serverState{name: k.name()}, err
-	}
-	s := serverState{name: k.name(), endpoint: url}
-	var dep appsv1.Deployment
-	err = r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: ns, Name: s.name}, &dep)
-	if apierrors.IsNotFound(err) {
-		return s, nil
-	}
-	if err != nil {
-		return s, err
-	}
-	s.ready, s.want = dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1)
-	if s.endpoint == "" {
-		s.ready = 0 // its Service (ClusterIP) is not there yet: not addressable
-	}
-	if s.ready > 0 {
-		if h, err := serverModelHash(ctx, s.endpoint); err == nil {
-			s.modelHash = h
-		} else {
-			log.FromContext(ctx).V(1).Info("model server /meta not read", "endpoint", s.endpoint, "error", err.Error())
-		}
-	}
-	if wantHash != "" && s.modelHash != "" && s.modelHash != wantHash {
-		s.problem = fmt.Sprintf("model server %s loaded a model folder with hash %s, the revision was built with %s: not wired", s.name, s.modelHash, wantHash)
-	}
-	return s, nil
-}
-
-// serverModelHash reads a model server's /meta (its modelHash); a variable so tests can point
-// it at a server on the local host.
-var serverModelHash = func(ctx context.Context, endpoint string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/meta", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s/meta: %s", endpoint, resp.Status)
-	}
-	var m struct {
-		ModelHash string `json:"modelHash"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&m); err != nil {
-		return "", fmt.Errorf("GET %s/meta: %w", endpoint, err)
-	}
-	return m.ModelHash, nil
-}
-
-// servingStatus fills status.serving and ServingReady from the server of the revision behind
-// the alias (the desired revision while none serves), and records whether Weaviate has the
-// text2vec-transformers module.
-func (r *IndexReconciler) servingStatus(ctx context.Context, st *indexState) reconcile.Result {
-	idx := st.idx
-	if !idx.Spec.Serving.ServingEnabled() {
-		idx.Status.Serving = nil
-		return reconcile.Proceed.Remove(ragopsv1alpha1.ConditionServingReady)
-	}
-	revName := idx.Status.ActiveRevision
-	rev := findRevision(idx, revName)
-	if rev == nil {
-		revName, rev = st.revision, findRevision(idx, st.revision)
-	}
-	k := servingKeyFor(idx, rev)
-	s, err := r.readServer(ctx, idx.Namespace, k, revModelHash(rev))
-	if err != nil {
-		log.FromContext(ctx).Info("model server not read", "deployment", k.name(), "error", err.Error())
-		return reconcile.ProceedFor(r.Options.ProgressInterval)
-	}
-	idx.Status.Serving = &ragopsv1alpha1.ServingStatus{Endpoint: s.endpoint, Deployment: s.name, Revision: revName,
-		ReadyReplicas: s.ready, ModelHash: s.modelHash}
-	hasModule, moduleErr := r.weaviateHasTransformers(ctx, st)
-	status, reason := metav1.ConditionTrue, ReasonModelServerReady
-	msg := fmt.Sprintf("model server %s of revision %s: %d/%d replicas ready at %s", s.name, revName, s.ready, s.want, s.endpoint)
-	res := reconcile.Proceed
-	switch {
-	case s.problem != "":
-		status, reason, msg = metav1.ConditionFalse, ReasonModelHashMismatch, s.problem
-	case s.ready == 0:
-		status, reason = metav1.ConditionFalse, ReasonModelServerNotReady
-		res = reconcile.ProceedFor(r.Options.ProgressInterval)
-	}
-	if moduleErr == nil && !hasModule && s.problem == "" {
-		// A ready server that Weaviate never calls does not serve the alias's queries.
-		status, reason, msg = metav1.ConditionFalse, ReasonTransformersModuleMissing, moduleMissing(idx.Spec.Weaviate.URL, s.endpoint)+" ("+msg+")"
-	}
-	return res.Set(ragopsv1alpha1.ConditionServingReady, status, reason, msg)
-}
-
-// moduleMissing says what to set on a Weaviate without text2vec-transformers.
-func moduleMissing(url, endpoint string) string {
-	m := vectorstore.ModuleTransformers
-	return fmt.Sprintf("Weaviate at %s lacks the %s module, so revisions are built without a vectorizer and nearText through the alias fails: "+
-		"set ENABLE_MODULES=%s (beside any modules it lists), TRANSFORMERS_INFERENCE_API=%s (any URL; collections name their own) and "+
-		"TRANSFORMERS_WAIT_FOR_STARTUP=false on Weaviate, and let it reach the model-server Services; revisions built meanwhile keep no vectorizer (the next revision gets one)", url, m, m, endpoint)
-}
-
-// weaviateHasTransformers asks Weaviate whether it has the text2vec-transformers module and
-// remembers the answer for the build step. A Store that cannot tell answers an error.
-func (r *IndexReconciler) weaviateHasTransformers(ctx context.Context, st *indexState) (bool, error) {
-	url := st.idx.Spec.Weaviate.URL
-	if v, ok := transformersModules.Load(url); ok && time.Since(v.(moduleAnswer).at) < time.Minute {
-		return v.(moduleAnswer).has, nil
-	}
-	ms, ok := unwrapStore(st.store).(moduleStore)
-	if !ok {
-		return false, fmt.Errorf("the store does not list modules")
-	}
-	mods, err := ms.Modules(ctx)
-	if err != nil {
-		return false, err
-	}
-	has := slices.Contains(mods, vectorstore.ModuleTransformers)
-	transformersModules.Store(url, moduleAnswer{has: has, at: time.Now()})
-	return has, nil
-}
-
-// modelServerFor is the model server URL a revision's new collection is wired to (plan
-// modelServer), or "" when serving is disabled or Weaviate lacks the module (as last read).
-// Errors: with ModelServerClusterIP, the server's Service has no ClusterIP yet (retried).
-func (r *IndexReconciler) modelServerFor(ctx context.Context, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) (string, error) {
-	if !idx.Spec.Serving.ServingEnabled() {
-		return "", nil
-	}
-	if v, ok := transformersModules.Load(idx.Spec.Weaviate.URL); !ok || !v.(moduleAnswer).has {
-		return "", nil
-	}
-	k := servingKeyFor(idx, rev)
-	url, err := r.serverURL(ctx, idx.Namespace, k)
-	if err == nil && url == "" {
-		err = fmt.Errorf("model server Service %s/%s has no ClusterIP yet", idx.Namespace, k.name())
-	}
-	return url, err
-}
-
-// awaitServing holds a revision back from the alias while the model server its collection
-// is wired to has no ready replica, or serves another model folder. A collection without a
-// vectorizer (Weaviate without the module, serving disabled, built before) does not wait.
-func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) (reconcile.Result, bool) {
-	ms, ok := unwrapStore(st.store).(moduleStore)
-	if !ok {
-		return reconcile.Proceed, false
-	}
-	info, err := ms.Collection(ctx, rev.Collection)
-	if err != nil {
-		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read collection %s: %v", rev.Collection, err)), true
-	}
-	if info.Vectorizer.QueryURL == "" {
-		return reconcile.Proceed, false
-	}
-	k := servingKeyFor(st.idx, rev)
-	s, err := r.readServer(ctx, st.idx.Namespace, k, revModelHash(rev))
-	switch {
-	case err != nil:
-		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonModelServerNotReady, fmt.Sprintf("revision %s: model server %s not read: %v", rev.Name, k.name(), err)), true
-	case s.endpoint != info.Vectorizer.QueryURL:
-		msg := fmt.Sprintf("revision %s: collection %s queries through %s, not its model server %s; it does not take the alias", rev.Name, rev.Collection, info.Vectorizer.QueryURL, s.endpoint)
-		return reconcile.Stalled(ReasonModelHashMismatch, msg).Requeue(jitter(r.Options.DriftInterval)), true
-	case s.problem != "":
-		// The build step may have recorded the revision's hash after the serving step ran:
-		// status.serving and ServingReady say what this read found, together.
-		if sv := st.idx.Status.Serving; sv != nil && sv.Deployment == s.name {
-			sv.ReadyReplicas, sv.ModelHash = s.ready, s.modelHash
-		}
-		// Looked at again: the folder may be fixed and the server restarted.
-		return reconcile.Stalled(ReasonModelHashMismatch, fmt.Sprintf("revision %s does not take the alias: %s", rev.Name, s.problem)).Requeue(jitter(r.Options.DriftInterval)).
-			Set(ragopsv1alpha1.ConditionServingReady, metav1.ConditionFalse, ReasonModelHashMismatch, s.problem), true
-	case s.ready == 0:
-		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonModelServerNotReady,
-			fmt.Sprintf("revision %s waits for its model server %s (0/%d replicas ready) before it takes the alias", rev.Name, s.name, s.want)), true
-	}
-	return reconcile.Proceed, false
-}
-
-// revModelHash is the content hash of the model folder a revision was built with ("" when
-// not recorded).
-func revModelHash(rev *ragopsv1alpha1.RevisionStatus) string {
-	if rev == nil {
-		return ""
-	}
-	return rev.ModelHash
 }
