@@ -68,10 +68,14 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 			Name: st.revision, Collection: collection, Phase: ragopsv1alpha1.RevisionBuilding,
 			CorpusRevision: st.corpus.Status.Revision, CreationTime: ptr.To(metav1.Now()),
 			Model: ptr.To(idx.Spec.Model), Precision: precisionOf(idx.Spec.Embedder), Strategy: st.strategy.Spec.DeepCopy(),
+			ServerImage: serverImage(idx.Spec.Model, r.Options.WorkerImage),
 		}}, idx.Status.Revisions...)
 		rev = &idx.Status.Revisions[0]
 	}
 	w, err := r.embedWorkload(ctx, st, rev, false)
+	if unknown := (*ModulesUnknownError)(nil); errors.As(err, &unknown) {
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonWeaviateModulesUnknown, fmt.Sprintf("revision %s: %v", rev.Name, err)), nil
+	}
 	if err != nil {
 		return reconcile.Stop, err
 	}
@@ -283,7 +287,7 @@ func progressString(done, total int64) string {
 // see workload.Embed).
 func (r *IndexReconciler) embedWorkload(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) (*workload.Workload, error) {
 	model, e := queryModel(st.idx, rev)
-	server, err := r.modelServerFor(ctx, st.idx, rev)
+	server, err := r.modelServerFor(ctx, st, rev, incremental)
 	if err != nil {
 		return nil, err
 	}

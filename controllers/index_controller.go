@@ -61,6 +61,8 @@ type IndexReconciler struct {
 	Events  events.EventRecorder
 	Options Options
 	written ownWrites
+	// modules holds the readings of each Weaviate's modules (model servers).
+	modules moduleCache
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;patch

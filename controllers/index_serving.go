@@ -1,12 +1,21 @@
 package controllers
 
 // Model servers: one Deployment and Service (with a NetworkPolicy and, above one replica, a
-// PodDisruptionBudget) per (model folder, precision) in an Index's namespace, shared by every
-// kept revision of every Index there that needs it. The name depends only on what a
-// revision's vectors depend on (its recorded model and precision), so the URL a collection is
-// wired to stays valid for the revision's lifetime; the device, a spec.serving.precision
-// override, replicas, resources and scheduling are settings of the Deployment (those of the
-// oldest Index that uses it) and change it in place.
+// PodDisruptionBudget) per (model folder, precision, and for an imagePath model the image it
+// was built from) in an Index's namespace, shared by every kept revision of every Index there
+// that needs it. The name depends only on what a revision's vectors depend on (its recorded
+// model, precision and server image), so the URL a collection is wired to stays valid for the
+// revision's lifetime, and an operator upgrade does not change the model a kept revision's
+// queries are embedded with. The device, replicas, resources and scheduling are settings of
+// the Deployment (those of the oldest Index that uses it; the ServingSettingsApplied condition
+// of every other Index says where its own differ) and change it in place; a
+// spec.serving.precision override applies only when every Index sharing the server asks the
+// same one. A Deployment a HorizontalPodAutoscaler scales keeps the autoscaler's replicas.
+//
+// The rest of the model server code: index_serving_address.go (the URLs collections are wired
+// to), index_serving_client.go (the manager's /meta reads), index_serving_modules.go (whether
+// Weaviate has the text2vec-transformers module) and index_serving_gate.go (which revision may
+// take the alias, status.serving and ServingReady).
 //
 // Lifetime without a finalizer: every object of a server carries an owner reference (not a
 // controller reference) to each Index that needs it, rewritten on every reconcile of any
@@ -18,14 +27,17 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,6 +54,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=list
 
 // Reasons of the ServingReady condition.
 const (
@@ -55,6 +68,21 @@ const (
 	// ReasonModelHashMismatch: the model server loaded another model folder than the
 	// revision's; the revision is not wired to it and does not take the alias.
 	ReasonModelHashMismatch = "ModelHashMismatch"
+	// ReasonModelServerURLMismatch: the revision's collection queries through another URL
+	// than its model server's; the revision does not take the alias.
+	ReasonModelServerURLMismatch = "ModelServerURLMismatch"
+	// ReasonModelServerNotWired: the revision's collection has no vectorizer while the active
+	// revision's has one and serving is on; the revision does not take the alias.
+	ReasonModelServerNotWired = "ModelServerNotWired"
+	// ReasonOwnSettings: the Index's model servers run its spec.serving settings
+	// (ServingSettingsApplied True).
+	ReasonOwnSettings = "OwnSettings"
+	// ReasonSharedServerSettings: a model server the Index shares runs another Index's
+	// settings, or not its precision override (ServingSettingsApplied False).
+	ReasonSharedServerSettings = "SharedServerSettings"
+	// ReasonWeaviateModulesUnknown: whether Weaviate has the text2vec-transformers module is
+	// not known yet (its modules could not be read); the build waits.
+	ReasonWeaviateModulesUnknown = "WeaviateModulesUnknown"
 )
 
 // componentModelServer is the app.kubernetes.io/component label of model server objects.
@@ -64,39 +92,49 @@ const componentModelServer = "model-server"
 // an object whose hash differs from the desired one is updated.
 const annotationSpecHash = "ragops.dev/spec-hash"
 
-// servingGrace is how long a model server is kept after its creation even when no Index
-// seems to need it: another Index's reconcile may have created it for a revision not yet in
-// that Index's written status.
-var servingGrace = time.Minute
-
 // servingKey is what a model server serves: a model folder in the precision a revision was
-// embedded in.
+// embedded in; for an imagePath model, from the image the revision recorded (Image; empty
+// for other models and for revisions recorded before RevisionStatus.ServerImage, whose
+// servers run the operator's current image and keep their names).
 type servingKey struct {
 	Model     ragopsv1alpha1.ModelSpec `json:"model"`
 	Precision ragopsv1alpha1.Precision `json:"precision"`
+	Image     string                   `json:"image,omitempty"`
 }
 
 // name is the server's object name: ragops-serve- and 10 hex digits of the key's hash.
 func (k servingKey) name() string { return "ragops-serve-" + hashJSON(k)[:10] }
 
 // servingKeyFor is the model server of revision rev of idx (nil: the desired revision before
-// its status exists): the revision's model and precision.
-func servingKeyFor(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) servingKey {
+// its status exists, whose server image is image, the operator's): the revision's model,
+// precision and server image.
+func servingKeyFor(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus, image string) servingKey {
 	model, e := idx.Spec.Model, idx.Spec.Embedder
+	image = serverImage(model, image)
 	if rev != nil {
 		model, e = queryModel(idx, rev)
+		image = serverImage(model, rev.ServerImage)
 	}
-	k := servingKey{Model: model, Precision: e.Precision}
+	k := servingKey{Model: model, Precision: e.Precision, Image: image}
 	if k.Precision == "" {
 		k.Precision = ragopsv1alpha1.PrecisionFP32
 	}
 	return k
 }
 
+// serverImage is the image a model server of model runs pinned to: image for an imagePath
+// model (the folder is inside it), "" for others.
+func serverImage(model ragopsv1alpha1.ModelSpec, image string) string {
+	if model.ImagePath == "" {
+		return ""
+	}
+	return image
+}
+
 // servingNeeds returns the model servers idx needs, by name: those of its kept revisions
-// (Failed and Superseded ones have no collection to serve) and of its desired revision.
-// A deleting Index or one with serving disabled needs none.
-func servingNeeds(idx *ragopsv1alpha1.Index, desired string) map[string]servingKey {
+// (Failed and Superseded ones have no collection to serve) and of its desired revision
+// (whose server image is image). A deleting Index or one with serving disabled needs none.
+func servingNeeds(idx *ragopsv1alpha1.Index, desired, image string) map[string]servingKey {
 	needs := map[string]servingKey{}
 	if !idx.DeletionTimestamp.IsZero() || !idx.Spec.Serving.ServingEnabled() {
 		return needs
@@ -108,11 +146,11 @@ func servingNeeds(idx *ragopsv1alpha1.Index, desired string) map[string]servingK
 			continue
 		}
 		haveDesired = haveDesired || rev.Name == desired
-		k := servingKeyFor(idx, rev)
+		k := servingKeyFor(idx, rev, image)
 		needs[k.name()] = k
 	}
 	if !haveDesired && desired != "" {
-		k := servingKeyFor(idx, nil)
+		k := servingKeyFor(idx, nil, image)
 		needs[k.name()] = k
 	}
 	return needs
@@ -137,7 +175,7 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 		if other.UID == idx.UID {
 			other = idx
 		}
-		for name, k := range servingNeeds(other, other.Status.Revision) {
+		for name, k := range servingNeeds(other, other.Status.Revision, r.Options.WorkerImage) {
 			users[name] = append(users[name], other)
 			keys[name] = k
 		}
@@ -149,14 +187,15 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 		return reconcile.Stop, err
 	}
 	names := map[string]bool{}
-	for name := range servingNeeds(idx, st.revision) {
+	own := servingNeeds(idx, st.revision, r.Options.WorkerImage)
+	for name := range own {
 		names[name] = true
 	}
 	existing := map[string]*appsv1.Deployment{}
 	for i, d := range deps.Items {
 		existing[d.Name] = &deps.Items[i]
 		names[d.Name] = true
-		if len(users[d.Name]) == 0 && time.Since(d.CreationTimestamp.Time) > servingGrace {
+		if len(users[d.Name]) == 0 && time.Since(d.CreationTimestamp.Time) > r.Options.ModelServerGrace {
 			if err := r.deleteServer(ctx, idx.Namespace, d.Name); err != nil {
 				return reconcile.Stop, err
 			}
@@ -182,6 +221,25 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 		}
 	}
 	res := r.servingStatus(ctx, st)
+	if idx.Spec.Serving.ServingEnabled() {
+		var notes []string
+		for _, name := range slices.Sorted(maps.Keys(own)) {
+			if len(users[name]) == 0 {
+				continue
+			}
+			from, precision := settingsFor(users[name])
+			if note := settingsConflict(idx, from, precision); note != "" {
+				notes = append(notes, fmt.Sprintf("model server %s: %s", name, note))
+			}
+		}
+		if len(notes) == 0 {
+			res = res.Set(ragopsv1alpha1.ConditionServingSettingsApplied, metav1.ConditionTrue, ReasonOwnSettings, "the model servers run this Index's spec.serving settings")
+		} else {
+			res = res.Set(ragopsv1alpha1.ConditionServingSettingsApplied, metav1.ConditionFalse, ReasonSharedServerSettings, strings.Join(notes, "; "))
+		}
+	} else {
+		res = res.Remove(ragopsv1alpha1.ConditionServingSettingsApplied)
+	}
 	if raced && (res.RequeueAfter == 0 || res.RequeueAfter > reconcile.ConflictRequeue) {
 		res.RequeueAfter = reconcile.ConflictRequeue
 	}
@@ -192,17 +250,69 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 // a Deployment that carries the desired one needs no further reads or writes.
 const annotationSetHash = "ragops.dev/set-hash"
 
-// ensureServer creates or updates a model server's objects, owned by every Index in users;
-// replicas, resources and scheduling come from the oldest of them. listed is the server's
-// Deployment as listed (nil when none).
-func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users []*ragopsv1alpha1.Index, listed *appsv1.Deployment) error {
+// settingsFor decides what a model server shared by users runs with: the replicas, device,
+// resources and scheduling of from, the oldest of them (by creation, then name), and a
+// spec.serving.precision override only when every user asks the same one (precision; ""
+// serves the precision the revisions were built in), so that one Index's override never
+// changes how another's queries are embedded. users is sorted oldest first.
+func settingsFor(users []*ragopsv1alpha1.Index) (from *ragopsv1alpha1.Index, precision ragopsv1alpha1.Precision) {
 	slices.SortFunc(users, func(a, b *ragopsv1alpha1.Index) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	first := users[0]
+	precision = users[0].Spec.Serving.Precision
+	for _, u := range users[1:] {
+		if u.Spec.Serving.Precision != precision {
+			precision = ""
+		}
+	}
+	return users[0], precision
+}
+
+// settingsConflict says where idx's spec.serving differs from what a server runs with
+// (settingsFor's from and precision); "" where it does not.
+func settingsConflict(idx, from *ragopsv1alpha1.Index, precision ragopsv1alpha1.Precision) string {
+	var diffs []string
+	want, have := idx.Spec.Serving, from.Spec.Serving
+	if idx.UID != from.UID {
+		if max(want.Replicas, 1) != max(have.Replicas, 1) {
+			diffs = append(diffs, fmt.Sprintf("replicas %d (asks %d)", max(have.Replicas, 1), max(want.Replicas, 1)))
+		}
+		if deviceOf(want) != deviceOf(have) {
+			diffs = append(diffs, fmt.Sprintf("device %s (asks %s)", deviceOf(have), deviceOf(want)))
+		}
+		if !equality.Semantic.DeepEqual(want.Resources, have.Resources) {
+			diffs = append(diffs, "resources")
+		}
+		if !equality.Semantic.DeepEqual(want.NodeSelector, have.NodeSelector) || !equality.Semantic.DeepEqual(want.Tolerations, have.Tolerations) {
+			diffs = append(diffs, "node placement")
+		}
+	}
+	var out []string
+	if len(diffs) > 0 {
+		out = append(out, fmt.Sprintf("runs with the settings of Index %s, the oldest sharing it: %s", from.Name, strings.Join(diffs, ", ")))
+	}
+	if want.Precision != "" && want.Precision != precision {
+		out = append(out, fmt.Sprintf("precision %s is not applied: not every Index sharing the server asks it, so it serves the precision the revisions were built in", want.Precision))
+	}
+	return strings.Join(out, "; ")
+}
+
+// deviceOf is a spec.serving's device, cpu when unset.
+func deviceOf(s ragopsv1alpha1.ServingSpec) ragopsv1alpha1.Device {
+	if s.Device == "" {
+		return ragopsv1alpha1.DeviceCPU
+	}
+	return s.Device
+}
+
+// ensureServer creates or updates a model server's objects, owned by every Index in users,
+// with the settings settingsFor decides. listed is the server's Deployment as listed (nil
+// when none).
+func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users []*ragopsv1alpha1.Index, listed *appsv1.Deployment) error {
+	first, override := settingsFor(users)
 	var owners []metav1.OwnerReference
 	weaviateNS := map[string]bool{}
 	for _, u := range users {
@@ -212,20 +322,21 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 		}
 	}
 	slices.SortFunc(owners, func(a, b metav1.OwnerReference) int { return strings.Compare(string(a.UID), string(b.UID)) })
-	w := &workload.Workload{Owner: first, Image: r.Options.WorkerImage}
+	image := r.Options.WorkerImage
+	if k.Image != "" {
+		image = k.Image // an imagePath model's folder is in the image its revisions were built from
+	}
+	w := &workload.Workload{Owner: first, Image: image}
 	modelDir := w.MountModel("model", plan.ModelDir, k.Model, w.Image)
 	sv := first.Spec.Serving
-	device, precision := sv.Device, k.Precision
-	if device == "" {
-		device = ragopsv1alpha1.DeviceCPU
-	}
-	if sv.Precision != "" {
-		precision = sv.Precision
+	device, precision := deviceOf(sv), k.Precision
+	if override != "" {
+		precision = override
 	}
 	srv := specs.Server{
 		Name: k.name(), Namespace: first.Namespace,
 		Labels: map[string]string{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer},
-		Owners: owners, Image: r.Options.WorkerImage, ModelDir: modelDir,
+		Owners: owners, Image: image, ModelDir: modelDir,
 		Volumes: w.Volumes, Mounts: w.Mounts, Init: w.Init,
 		Device: string(device), Precision: string(precision), Replicas: max(sv.Replicas, 1),
 		Resources: sv.Resources, NodeSelector: sv.NodeSelector, Tolerations: sv.Tolerations,
@@ -257,17 +368,38 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 	// The Deployment last: its set hash says the others are written.
 	dep.Annotations = map[string]string{annotationSetHash: setHash}
 	objs = append(objs, dep)
+	autoscaled, err := r.autoscaled(ctx, srv.Namespace, srv.Name)
+	if err != nil {
+		return err
+	}
 	for _, o := range objs {
-		if err := r.ensureObject(ctx, o); err != nil {
+		if err := r.ensureObject(ctx, o, autoscaled); err != nil {
 			return fmt.Errorf("model server %s: %w", srv.Name, err)
 		}
 	}
 	return nil
 }
 
+// autoscaled reports whether a HorizontalPodAutoscaler (or KEDA's, which is one) scales the
+// Deployment name in ns: its replicas are then the autoscaler's.
+func (r *IndexReconciler) autoscaled(ctx context.Context, ns, name string) (bool, error) {
+	var hpas autoscalingv2.HorizontalPodAutoscalerList
+	if err := r.Options.reader(r.Client).List(ctx, &hpas, client.InNamespace(ns)); err != nil {
+		return false, fmt.Errorf("list HorizontalPodAutoscalers: %w", err)
+	}
+	for _, h := range hpas.Items {
+		ref := h.Spec.ScaleTargetRef
+		if ref.Kind == "Deployment" && ref.Name == name && strings.HasPrefix(ref.APIVersion, appsv1.GroupName+"/") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // ensureObject creates desired, or updates the existing object when what the controller last
-// wrote (annotationSpecHash) differs. A Service keeps its allocated cluster IPs.
-func (r *IndexReconciler) ensureObject(ctx context.Context, desired client.Object) error {
+// wrote (annotationSpecHash) differs. A Service keeps its allocated cluster IPs; a Deployment
+// keeps its replicas when autoscaled.
+func (r *IndexReconciler) ensureObject(ctx context.Context, desired client.Object, autoscaled bool) error {
 	hash := hashJSON(desired)[:16]
 	ann := desired.GetAnnotations()
 	if ann == nil {
@@ -291,6 +423,9 @@ func (r *IndexReconciler) ensureObject(ctx context.Context, desired client.Objec
 		old := existing.(*corev1.Service)
 		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = old.Spec.ClusterIP, old.Spec.ClusterIPs
 		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = old.Spec.IPFamilies, old.Spec.IPFamilyPolicy
+	}
+	if dep, ok := desired.(*appsv1.Deployment); ok && autoscaled {
+		dep.Spec.Replicas = existing.(*appsv1.Deployment).Spec.Replicas
 	}
 	return r.Update(ctx, desired)
 }

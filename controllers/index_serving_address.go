@@ -49,16 +49,24 @@ func (r *IndexReconciler) serverURL(ctx context.Context, namespace string, k ser
 }
 
 // modelServerFor is the model server URL a revision's new collection is wired to (plan
-// modelServer), or "" when serving is disabled or Weaviate lacks the module (as last read).
-// Errors: with ModelServerClusterIP, the server's Service has no ClusterIP yet (retried).
-func (r *IndexReconciler) modelServerFor(ctx context.Context, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) (string, error) {
+// modelServer), or "" when serving is disabled or Weaviate lacks the module. A full build
+// needs a reading of Weaviate's modules (an unwired collection stays unwired for good); an
+// incremental sync writes into a collection that keeps its wiring, so it takes "" instead.
+// Errors: *ModulesUnknownError (full build, no reading yet); with ModelServerClusterIP, the
+// server's Service has no ClusterIP yet (retried).
+func (r *IndexReconciler) modelServerFor(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) (string, error) {
+	idx := st.idx
 	if !idx.Spec.Serving.ServingEnabled() {
 		return "", nil
 	}
-	if v, ok := transformersModules.Load(idx.Spec.Weaviate.URL); !ok || !v.(moduleAnswer).has {
+	has, err := r.transformersForBuild(ctx, st)
+	if err != nil && incremental {
 		return "", nil
 	}
-	k := servingKeyFor(idx, rev)
+	if err != nil || !has {
+		return "", err
+	}
+	k := servingKeyFor(idx, rev, r.Options.WorkerImage)
 	url, err := r.serverURL(ctx, idx.Namespace, k)
 	if err == nil && url == "" {
 		err = fmt.Errorf("model server Service %s/%s has no ClusterIP yet", idx.Namespace, k.name())

@@ -10,16 +10,33 @@ import (
 	"time"
 )
 
-// serverModelHash reads a model server's /meta (its modelHash); a variable so tests can point
-// it at a server on the local host.
-var serverModelHash = func(ctx context.Context, endpoint string) (string, error) {
+// ModelServerClient reads what a model server reports about itself.
+type ModelServerClient interface {
+	// ModelHash returns the content hash of the model folder the server at endpoint (a base
+	// URL) loaded, as its /meta reports it. Errors: the server cannot be reached or answers
+	// other than 200 with JSON.
+	ModelHash(ctx context.Context, endpoint string) (string, error)
+}
+
+// HTTPModelServerClient is the ModelServerClient of a manager: GET endpoint/meta with a
+// 3-second deadline and a 1 MiB body limit. Client nil means http.DefaultClient.
+type HTTPModelServerClient struct {
+	Client *http.Client
+}
+
+// ModelHash implements ModelServerClient.
+func (c HTTPModelServerClient) ModelHash(ctx context.Context, endpoint string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/meta", nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc := c.Client
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return "", err
 	}

@@ -15,6 +15,8 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/serving/specs"
+	"github.com/ragops/ragops/vectorstore"
 )
 
 // serverState is what the controller knows of one model server.
@@ -49,7 +51,7 @@ func (r *IndexReconciler) readServer(ctx context.Context, ns string, k servingKe
 		s.ready = 0 // its Service (ClusterIP) is not there yet: not addressable
 	}
 	if s.ready > 0 {
-		if h, err := serverModelHash(ctx, s.endpoint); err == nil {
+		if h, err := r.Options.modelServers().ModelHash(ctx, s.endpoint); err == nil {
 			s.modelHash = h
 		} else {
 			log.FromContext(ctx).V(1).Info("model server /meta not read", "endpoint", s.endpoint, "error", err.Error())
@@ -75,7 +77,7 @@ func (r *IndexReconciler) servingStatus(ctx context.Context, st *indexState) rec
 	if rev == nil {
 		revName, rev = st.revision, findRevision(idx, st.revision)
 	}
-	k := servingKeyFor(idx, rev)
+	k := servingKeyFor(idx, rev, r.Options.WorkerImage)
 	s, err := r.readServer(ctx, idx.Namespace, k, revModelHash(rev))
 	if err != nil {
 		log.FromContext(ctx).Info("model server not read", "deployment", k.name(), "error", err.Error())
@@ -114,16 +116,16 @@ func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev 
 		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read collection %s: %v", rev.Collection, err)), true
 	}
 	if info.Vectorizer.QueryURL == "" {
-		return reconcile.Proceed, false
+		return r.awaitUnwired(ctx, st, ms, rev)
 	}
-	k := servingKeyFor(st.idx, rev)
+	k := servingKeyFor(st.idx, rev, r.Options.WorkerImage)
 	s, err := r.readServer(ctx, st.idx.Namespace, k, revModelHash(rev))
 	switch {
 	case err != nil:
 		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonModelServerNotReady, fmt.Sprintf("revision %s: model server %s not read: %v", rev.Name, k.name(), err)), true
-	case s.endpoint != info.Vectorizer.QueryURL:
+	case s.endpoint == "" || !wiredTo(info.Vectorizer, s.endpoint):
 		msg := fmt.Sprintf("revision %s: collection %s queries through %s, not its model server %s; it does not take the alias", rev.Name, rev.Collection, info.Vectorizer.QueryURL, s.endpoint)
-		return reconcile.Stalled(ReasonModelHashMismatch, msg).Requeue(jitter(r.Options.DriftInterval)), true
+		return reconcile.Stalled(ReasonModelServerURLMismatch, msg).Requeue(jitter(r.Options.DriftInterval)), true
 	case s.problem != "":
 		// The build step may have recorded the revision's hash after the serving step ran:
 		// status.serving and ServingReady say what this read found, together.
@@ -138,6 +140,36 @@ func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev 
 			fmt.Sprintf("revision %s waits for its model server %s (0/%d replicas ready) before it takes the alias", rev.Name, s.name, s.want)), true
 	}
 	return reconcile.Proceed, false
+}
+
+// wiredTo reports whether a collection's vectorizer queries the model server at endpoint: its
+// query path (specs.QueryURL), or the server's base URL (collections built before the query
+// path existed).
+func wiredTo(v vectorstore.Transformers, endpoint string) bool {
+	return v.QueryURL == specs.QueryURL(endpoint) || v.QueryURL == endpoint
+}
+
+// awaitUnwired holds back a revision whose collection has no vectorizer while serving is on
+// and the active revision's collection has one: moving the alias would break every nearText
+// client. It does not move by itself: the revision is not rebuilt (its collection keeps what
+// it was created with).
+func (r *IndexReconciler) awaitUnwired(ctx context.Context, st *indexState, ms moduleStore, rev *ragopsv1alpha1.RevisionStatus) (reconcile.Result, bool) {
+	idx := st.idx
+	active := findRevision(idx, idx.Status.ActiveRevision)
+	if !idx.Spec.Serving.ServingEnabled() || active == nil || active.Name == rev.Name {
+		return reconcile.Proceed, false
+	}
+	info, err := ms.Collection(ctx, active.Collection)
+	if err != nil {
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read collection %s: %v", active.Collection, err)), true
+	}
+	if info.Vectorizer.QueryURL == "" {
+		return reconcile.Proceed, false
+	}
+	msg := fmt.Sprintf("revision %s does not take the alias: its collection %s has no vectorizer, while the active revision %s's collection queries through the model server at %s, "+
+		"so nearText through the alias would fail; set spec.serving.enabled=false to roll out without model servers, or change the spec so that a new revision is built with its model server",
+		rev.Name, rev.Collection, active.Name, info.Vectorizer.QueryURL)
+	return reconcile.Stalled(ReasonModelServerNotWired, msg).Requeue(jitter(r.Options.DriftInterval)), true
 }
 
 // revModelHash is the content hash of the model folder a revision was built with ("" when

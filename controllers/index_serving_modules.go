@@ -12,16 +12,51 @@ import (
 	"github.com/ragops/ragops/vectorstore"
 )
 
-// transformersModules remembers, per Weaviate URL, whether the server has the
+// moduleCache remembers, per Weaviate URL, whether the server has the
 // text2vec-transformers module (as the serving step last read it), for the build step's plan.
-// It is read again after a minute.
-var transformersModules sync.Map // URL -> moduleAnswer
+// An answer is read again after moduleTTL; the zero value is ready to use.
+type moduleCache struct {
+	m sync.Map // URL -> moduleAnswer
+}
+
+// moduleTTL is how long a reading of a Weaviate's modules is taken as current.
+const moduleTTL = time.Minute
 
 // moduleAnswer is one reading of a Weaviate's modules.
 type moduleAnswer struct {
 	has bool
 	at  time.Time
 }
+
+// load returns the last reading for url (ok false when none was made since the manager
+// started).
+func (c *moduleCache) load(url string) (moduleAnswer, bool) {
+	v, ok := c.m.Load(url)
+	if !ok {
+		return moduleAnswer{}, false
+	}
+	return v.(moduleAnswer), true
+}
+
+// store records a reading for url made now.
+func (c *moduleCache) store(url string, has bool) {
+	c.m.Store(url, moduleAnswer{has: has, at: time.Now()})
+}
+
+// ModulesUnknownError says that whether a Weaviate has the text2vec-transformers module is
+// not known (no reading since the manager started, and the last read failed): a revision's
+// collection cannot be built yet, since it would be built without a vectorizer for good.
+type ModulesUnknownError struct {
+	URL string
+	Err error
+}
+
+func (e *ModulesUnknownError) Error() string {
+	return fmt.Sprintf("cannot tell whether Weaviate at %s has the %s module (%v): the build waits, so that the revision's collection is not built without a vectorizer",
+		e.URL, vectorstore.ModuleTransformers, e.Err)
+}
+
+func (e *ModulesUnknownError) Unwrap() error { return e.Err }
 
 // moduleStore is a Store that lists Weaviate's modules and reads a collection's settings
 // (vectorstore.Store does).
@@ -50,21 +85,37 @@ func moduleMissing(url, endpoint string) string {
 }
 
 // weaviateHasTransformers asks Weaviate whether it has the text2vec-transformers module and
-// remembers the answer for the build step. A Store that cannot tell answers an error.
+// remembers the answer for the build step; a reading younger than moduleTTL is reused. A
+// Store that cannot list modules (not a Weaviate) has none. Errors: the read failed.
 func (r *IndexReconciler) weaviateHasTransformers(ctx context.Context, st *indexState) (bool, error) {
 	url := st.idx.Spec.Weaviate.URL
-	if v, ok := transformersModules.Load(url); ok && time.Since(v.(moduleAnswer).at) < time.Minute {
-		return v.(moduleAnswer).has, nil
+	if v, ok := r.modules.load(url); ok && time.Since(v.at) < moduleTTL {
+		return v.has, nil
 	}
 	ms, ok := unwrapStore(st.store).(moduleStore)
 	if !ok {
-		return false, fmt.Errorf("the store does not list modules")
+		r.modules.store(url, false)
+		return false, nil
 	}
 	mods, err := ms.Modules(ctx)
 	if err != nil {
 		return false, err
 	}
 	has := slices.Contains(mods, vectorstore.ModuleTransformers)
-	transformersModules.Store(url, moduleAnswer{has: has, at: time.Now()})
+	r.modules.store(url, has)
 	return has, nil
+}
+
+// transformersForBuild is whether a new collection on st's Weaviate gets a vectorizer: a
+// fresh reading, or the last one when Weaviate cannot be read now. Errors:
+// *ModulesUnknownError when there is no reading at all.
+func (r *IndexReconciler) transformersForBuild(ctx context.Context, st *indexState) (bool, error) {
+	has, err := r.weaviateHasTransformers(ctx, st)
+	if err == nil {
+		return has, nil
+	}
+	if v, ok := r.modules.load(st.idx.Spec.Weaviate.URL); ok {
+		return v.has, nil
+	}
+	return false, &ModulesUnknownError{URL: st.idx.Spec.Weaviate.URL, Err: err}
 }
