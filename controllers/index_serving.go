@@ -191,16 +191,32 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 	for name := range own {
 		names[name] = true
 	}
+	addressed := r.addressNeeds(idx, list.Items)
 	existing := map[string]*appsv1.Deployment{}
 	for i, d := range deps.Items {
 		existing[d.Name] = &deps.Items[i]
 		names[d.Name] = true
 		if len(users[d.Name]) == 0 && time.Since(d.CreationTimestamp.Time) > r.Options.ModelServerGrace {
-			if err := r.deleteServer(ctx, idx.Namespace, d.Name); err != nil {
+			if err := r.deleteServer(ctx, idx.Namespace, d.Name, addressed[d.Name]); err != nil {
 				return reconcile.Stop, err
 			}
-			log.FromContext(ctx).Info("model server deleted: no kept revision needs it", "deployment", d.Name)
+			log.FromContext(ctx).Info("model server deleted: no kept revision needs it", "deployment", d.Name, "serviceKept", addressed[d.Name])
 			delete(names, d.Name)
+		}
+	}
+	if r.Options.ModelServerURLs == ModelServerClusterIP {
+		// Services kept for their address that no kept revision needs any more.
+		var svcs corev1.ServiceList
+		if err := reader.List(ctx, &svcs, client.InNamespace(idx.Namespace),
+			client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer}); err != nil {
+			return reconcile.Stop, err
+		}
+		for _, svc := range svcs.Items {
+			if existing[svc.Name] == nil && len(users[svc.Name]) == 0 && !addressed[svc.Name] && time.Since(svc.CreationTimestamp.Time) > r.Options.ModelServerGrace {
+				if err := r.deleteServer(ctx, idx.Namespace, svc.Name, false); err != nil {
+					return reconcile.Stop, err
+				}
+			}
 		}
 	}
 	raced := false
@@ -430,11 +446,43 @@ func (r *IndexReconciler) ensureObject(ctx context.Context, desired client.Objec
 	return r.Update(ctx, desired)
 }
 
-// deleteServer deletes a model server's objects (those already gone are skipped).
-func (r *IndexReconciler) deleteServer(ctx context.Context, ns, name string) error {
+// addressNeeds returns, by name, the model servers whose Service (not Deployment) stays
+// although no Index needs the server: with ModelServerClusterIP, a collection's URL holds its
+// Service's ClusterIP, which a recreated Service would not get back, so the Services of the
+// kept revisions of Indexes with serving disabled stay (without pods) until those revisions
+// are pruned, and turning serving on again finds the address their collections are wired to.
+// idx is the Index in hand (its status as this reconcile has it); others as listed.
+func (r *IndexReconciler) addressNeeds(idx *ragopsv1alpha1.Index, indexes []ragopsv1alpha1.Index) map[string]bool {
+	out := map[string]bool{}
+	if r.Options.ModelServerURLs != ModelServerClusterIP {
+		return out
+	}
+	for i := range indexes {
+		other := &indexes[i]
+		if other.UID == idx.UID {
+			other = idx
+		}
+		if other.Spec.Serving.ServingEnabled() {
+			continue
+		}
+		on := other.DeepCopy()
+		on.Spec.Serving.Enabled = nil
+		for name := range servingNeeds(on, "", r.Options.WorkerImage) {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// deleteServer deletes a model server's objects (those already gone are skipped); keepService
+// leaves its Service (addressNeeds).
+func (r *IndexReconciler) deleteServer(ctx context.Context, ns, name string, keepService bool) error {
 	om := metav1.ObjectMeta{Namespace: ns, Name: name}
-	for _, o := range []client.Object{&appsv1.Deployment{ObjectMeta: om}, &corev1.Service{ObjectMeta: om},
-		&networkingv1.NetworkPolicy{ObjectMeta: om}, &policyv1.PodDisruptionBudget{ObjectMeta: om}} {
+	objs := []client.Object{&appsv1.Deployment{ObjectMeta: om}, &networkingv1.NetworkPolicy{ObjectMeta: om}, &policyv1.PodDisruptionBudget{ObjectMeta: om}}
+	if !keepService {
+		objs = append(objs, &corev1.Service{ObjectMeta: om})
+	}
+	for _, o := range objs {
 		if err := r.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return err
 		}

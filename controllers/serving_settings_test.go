@@ -9,6 +9,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -148,5 +150,47 @@ func TestImagePathServerPinsItsImage(t *testing.T) {
 		if c.Image != "ragops:test" {
 			t.Errorf("container %s runs %s after the upgrade, want the revision's ragops:test", c.Name, c.Image)
 		}
+	}
+}
+
+// TestClusterIPServiceOutlivesDisabledServing (issue 55 item 16): with ClusterIP URLs, turning
+// serving off deletes the model server's Deployment but keeps its Service while a kept
+// revision needs it, so turning serving on again serves at the ClusterIP the revision's
+// collection was wired to.
+func TestClusterIPServiceOutlivesDisabledServing(t *testing.T) {
+	modelServerURLs = controllers.ModelServerClusterIP
+	restartManagerWith(t, nil)
+	t.Cleanup(func() { modelServerURLs = "" }) // runs before the restart's cleanup
+	ns := newNamespace(t)
+	ctx := context.Background()
+	fixture(t, ns, nil)
+	rev, _ := buildRevision(t, ns, "besluiten")
+	waitActive(t, ns, "besluiten", rev)
+	dep := modelServer(t, ns)
+	var svc corev1.Service
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &svc); err != nil {
+		t.Fatal(err)
+	}
+	ip := svc.Spec.ClusterIP
+	setServing := func(on bool) {
+		ix := getIndex(t, ns, "besluiten")
+		patch := client.MergeFrom(ix.DeepCopy())
+		ix.Spec.Serving.Enabled = ptr.To(on)
+		if err := env.Client.Patch(ctx, ix, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setServing(false)
+	eventually(t, 60*time.Second, "the Deployment deleted", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &svc); err != nil || svc.Spec.ClusterIP != ip {
+		t.Fatalf("Service %s after serving was turned off: %v, ClusterIP %q (want %s kept)", dep.Name, err, svc.Spec.ClusterIP, ip)
+	}
+	setServing(true)
+	modelServer(t, ns)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &svc); err != nil || svc.Spec.ClusterIP != ip {
+		t.Errorf("Service after serving was turned on again: %v, ClusterIP %q, want %s", err, svc.Spec.ClusterIP, ip)
 	}
 }

@@ -115,6 +115,9 @@ func run(m *testing.M) int {
 // an operator upgrade changes it and restarts the manager).
 var workerImage = "ragops:test"
 
+// modelServerURLs is the ModelServerURLs of the managers startManagerWith starts.
+var modelServerURLs = ""
+
 // stopManager is set by startManager: it cancels the running manager and waits until its
 // Start has returned.
 var stopManager func()
@@ -170,6 +173,7 @@ func startManagerWith(wrap func(client.Client) client.Client) error {
 		JobStopTimeout:   8 * time.Second,
 		NewStore:         controllers.InstrumentStores(testStore), // as the manager wraps its stores
 		ModelServers:     testModelServers{},
+		ModelServerURLs:  modelServerURLs,
 		ModelServerGrace: time.Second,
 	}
 	if err := controllers.SetupWithManager(ctx, mgr, opts); err != nil {
