@@ -211,6 +211,18 @@ func TestModelServerShared(t *testing.T) {
 // collection wired to it, writes a chunk and finishes the Job reporting modelHash.
 func buildWired(t *testing.T, srv *weaviatetest.Server, ns, modelHash string) (dep *appsv1.Deployment, rev ragopsv1alpha1.RevisionStatus, s *vectorstore.Store) {
 	t.Helper()
+	return buildWiredTo(t, srv, ns, modelHash, nil)
+}
+
+// buildWiredTo is buildWired with the collection wired by wire (nil: as the build does, to
+// the plan's model server's query and passage paths).
+func buildWiredTo(t *testing.T, srv *weaviatetest.Server, ns, modelHash string, wire func(modelServer string) vectorstore.Transformers) (dep *appsv1.Deployment, rev ragopsv1alpha1.RevisionStatus, s *vectorstore.Store) {
+	t.Helper()
+	if wire == nil {
+		wire = func(m string) vectorstore.Transformers {
+			return vectorstore.Transformers{PassageURL: specs.PassageURL(m), QueryURL: specs.QueryURL(m)}
+		}
+	}
 	ctx := context.Background()
 	fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
 		ix.Spec.Weaviate = ragopsv1alpha1.WeaviateSpec{URL: "http://" + srv.HTTPAddr, GRPCAddress: srv.GRPCAddr}
@@ -237,7 +249,7 @@ func buildWired(t *testing.T, srv *weaviatetest.Server, ns, modelHash string) (d
 		t.Fatal(err)
 	}
 	spec := vectorstore.CollectionSpec{Name: rev.Collection, Revision: rev.Name, Dimensions: dims,
-		Vectorizer: vectorstore.Transformers{PassageURL: specs.PassageURL(p.ModelServer), QueryURL: specs.QueryURL(p.ModelServer)}}
+		Vectorizer: wire(p.ModelServer)}
 	if err := s.EnsureCollection(ctx, spec); err != nil {
 		t.Fatal(err)
 	}

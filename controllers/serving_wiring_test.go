@@ -130,3 +130,30 @@ func TestAliasStaysOnWiredRevision(t *testing.T) {
 		t.Errorf("Ready message %q: want the revision and what to do", c.Message)
 	}
 }
+
+// TestURLMismatchHasItsOwnReason (issue 55 item 16): a revision whose collection queries
+// through another URL than its model server's does not take the alias, and Ready says so
+// with ModelServerURLMismatch, not ModelHashMismatch (no hash differs).
+func TestURLMismatchHasItsOwnReason(t *testing.T) {
+	srv := weaviatetest.StartWith(t, weaviatetest.Options{Modules: []string{weaviatetest.ModuleTransformers}})
+	ns := newNamespace(t)
+	ctx := context.Background()
+	const elsewhere = "http://elsewhere.invalid:8080"
+	dep, rev, s := buildWiredTo(t, srv, ns, "", func(string) vectorstore.Transformers {
+		return vectorstore.Transformers{PassageURL: elsewhere, QueryURL: elsewhere}
+	})
+	setReadyReplicas(t, dep, 1)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 60*time.Second, "Ready naming the URL mismatch", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionReady)
+		return c != nil && c.Reason == controllers.ReasonModelServerURLMismatch, nil
+	})
+	if c := condition(idx, ragopsv1alpha1.ConditionReady); !strings.Contains(c.Message, elsewhere) || !strings.Contains(c.Message, dep.Name) {
+		t.Errorf("Ready message %q: want both URLs", c.Message)
+	}
+	alias, _ := vectorstore.AliasName(ns, "besluiten")
+	if _, found, err := s.GetAlias(ctx, alias); err != nil || found || idx.Status.ActiveRevision != "" {
+		t.Errorf("alias found=%v (%v), active %q for revision %s wired elsewhere", found, err, idx.Status.ActiveRevision, rev.Name)
+	}
+}
