@@ -56,9 +56,12 @@ readiness turns 503, in-flight requests complete, then the process exits.`,
 	f.IntVar(&cfg.Options.MaxBatchTokens, "max-batch-tokens", 0, "tokens per batch (0: 8192)")
 	f.IntVar(&cfg.Options.QueueSize, "queue-size", 0, "texts that may wait for a batch before requests get 429 (0: 256)")
 	f.Int64Var(&cfg.Options.MaxRequestBytes, "max-request-bytes", 0, "request body limit, 413 beyond (0: 1 MiB)")
-	f.IntVar(&cfg.Options.MaxInputs, "max-inputs", 0, "texts per /v1/embeddings request, 413 beyond (0: the queue size)")
+	f.IntVar(&cfg.Options.WeaviateReserve, "weaviate-reserve", 0, "places of the queue only Weaviate's /query and /passage paths may take (0: a quarter of the queue)")
+	f.IntVar(&cfg.Options.MaxInputs, "max-inputs", 0, "texts per /v1/embeddings request, 413 beyond (0: the queue size less Weaviate's reserve)")
 	f.IntVar(&cfg.Options.Workers, "workers", 0, "batches run at once (0: 1)")
 	f.DurationVar(&cfg.DrainDelay, "drain-delay", 0, "after SIGTERM, how long to keep serving with readiness 503 before closing the listener")
+	f.DurationVar(&cfg.ReadTimeout, "read-timeout", 0, "how long reading one request, headers and body, may take (0: 30s)")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "how long an idle keep-alive connection is kept (0: 2m)")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 0, "after the listener closes, how long in-flight requests may take (0: 30s)")
 	_ = c.MarkFlagRequired("model-dir")
 	return c

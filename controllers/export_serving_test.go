@@ -2,16 +2,12 @@ package controllers
 
 import (
 	"context"
-	"time"
 )
 
-// SetServingGrace sets how long a model server no Index needs is kept after its creation.
-func SetServingGrace(d time.Duration) { servingGrace = d }
+// ModelServerClientFunc is a ModelServerClient made of a function.
+type ModelServerClientFunc func(ctx context.Context, endpoint string) (string, error)
 
-// SetServerModelHash replaces how the model hash is read from a model server's /meta; it
-// returns a function that restores the default.
-func SetServerModelHash(fn func(ctx context.Context, endpoint string) (string, error)) (restore func()) {
-	old := serverModelHash
-	serverModelHash = fn
-	return func() { serverModelHash = old }
+// ModelHash implements ModelServerClient.
+func (f ModelServerClientFunc) ModelHash(ctx context.Context, endpoint string) (string, error) {
+	return f(ctx, endpoint)
 }

@@ -70,7 +70,8 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 			Name: st.revision, Collection: collection, Phase: ragopsv1alpha1.RevisionBuilding,
 			CorpusRevision: st.corpus.Status.Revision, CreationTime: ptr.To(metav1.Now()),
 			Model: ptr.To(idx.Spec.Model), Precision: precisionOf(idx.Spec.Embedder), Strategy: st.strategy.Spec.DeepCopy(),
-			ContentKey: key,
+			ContentKey:  key,
+			ServerImage: serverImage(idx.Spec.Model, r.Options.WorkerImage),
 		}
 		if src := copySource(idx, st.revision, key, st.corpus.Status.Revision); src != nil {
 			created.CopyFrom = src.Name
@@ -88,6 +89,9 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 		w, err = r.copyWorkload(ctx, st, rev, src)
 	} else {
 		w, err = r.embedWorkload(ctx, st, rev, false)
+	}
+	if unknown := (*ModulesUnknownError)(nil); errors.As(err, &unknown) {
+		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonWeaviateModulesUnknown, fmt.Sprintf("revision %s: %v", rev.Name, err)), nil
 	}
 	if err != nil {
 		return reconcile.Stop, err
@@ -207,7 +211,7 @@ func copySource(idx *ragopsv1alpha1.Index, name, key, corpusRev string) *ragopsv
 // copyWorkload describes the copy Job that fills rev from src's collection (workload.Copy).
 func (r *IndexReconciler) copyWorkload(ctx context.Context, st *indexState, rev, src *ragopsv1alpha1.RevisionStatus) (*workload.Workload, error) {
 	_, e := queryModel(st.idx, rev)
-	server, err := r.modelServerFor(ctx, st.idx, rev)
+	server, err := r.modelServerFor(ctx, st, rev, false)
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +362,7 @@ func progressString(done, total int64) string {
 // see workload.Embed).
 func (r *IndexReconciler) embedWorkload(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, incremental bool) (*workload.Workload, error) {
 	model, e := queryModel(st.idx, rev)
-	server, err := r.modelServerFor(ctx, st.idx, rev)
+	server, err := r.modelServerFor(ctx, st, rev, incremental)
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,8 @@ type IndexReconciler struct {
 	written ownWrites
 	// syncs bounds the corpus syncs that run at once (Options.MaxConcurrentSyncs).
 	syncs syncQueue
+	// modules holds the readings of each Weaviate's modules (model servers).
+	modules moduleCache
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;patch

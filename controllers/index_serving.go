@@ -1,12 +1,21 @@
 package controllers
 
 // Model servers: one Deployment and Service (with a NetworkPolicy and, above one replica, a
-// PodDisruptionBudget) per (model folder, precision) in an Index's namespace, shared by every
-// kept revision of every Index there that needs it. The name depends only on what a
-// revision's vectors depend on (its recorded model and precision), so the URL a collection is
-// wired to stays valid for the revision's lifetime; the device, a spec.serving.precision
-// override, replicas, resources and scheduling are settings of the Deployment (those of the
-// oldest Index that uses it) and change it in place.
+// PodDisruptionBudget) per (model folder, precision, and for an imagePath model the image it
+// was built from) in an Index's namespace, shared by every kept revision of every Index there
+// that needs it. The name depends only on what a revision's vectors depend on (its recorded
+// model, precision and server image), so the URL a collection is wired to stays valid for the
+// revision's lifetime, and an operator upgrade does not change the model a kept revision's
+// queries are embedded with. The device, replicas, resources and scheduling are settings of
+// the Deployment (those of the oldest Index that uses it; the ServingSettingsApplied condition
+// of every other Index says where its own differ) and change it in place; a
+// spec.serving.precision override applies only when every Index sharing the server asks the
+// same one. A Deployment a HorizontalPodAutoscaler scales keeps the autoscaler's replicas.
+//
+// The rest of the model server code: index_serving_address.go (the URLs collections are wired
+// to), index_serving_client.go (the manager's /meta reads), index_serving_modules.go (whether
+// Weaviate has the text2vec-transformers module) and index_serving_gate.go (which revision may
+// take the alias, status.serving and ServingReady).
 //
 // Lifetime without a finalizer: every object of a server carries an owner reference (not a
 // controller reference) to each Index that needs it, rewritten on every reconcile of any
@@ -17,23 +26,20 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
+	"maps"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -42,13 +48,13 @@ import (
 	"github.com/ragops/ragops/internal/reconcile"
 	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/serving/specs"
-	"github.com/ragops/ragops/vectorstore"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=list
 
 // Reasons of the ServingReady condition.
 const (
@@ -62,6 +68,21 @@ const (
 	// ReasonModelHashMismatch: the model server loaded another model folder than the
 	// revision's; the revision is not wired to it and does not take the alias.
 	ReasonModelHashMismatch = "ModelHashMismatch"
+	// ReasonModelServerURLMismatch: the revision's collection queries through another URL
+	// than its model server's; the revision does not take the alias.
+	ReasonModelServerURLMismatch = "ModelServerURLMismatch"
+	// ReasonModelServerNotWired: the revision's collection has no vectorizer while the active
+	// revision's has one and serving is on; the revision does not take the alias.
+	ReasonModelServerNotWired = "ModelServerNotWired"
+	// ReasonOwnSettings: the Index's model servers run its spec.serving settings
+	// (ServingSettingsApplied True).
+	ReasonOwnSettings = "OwnSettings"
+	// ReasonSharedServerSettings: a model server the Index shares runs another Index's
+	// settings, or not its precision override (ServingSettingsApplied False).
+	ReasonSharedServerSettings = "SharedServerSettings"
+	// ReasonWeaviateModulesUnknown: whether Weaviate has the text2vec-transformers module is
+	// not known yet (its modules could not be read); the build waits.
+	ReasonWeaviateModulesUnknown = "WeaviateModulesUnknown"
 )
 
 // componentModelServer is the app.kubernetes.io/component label of model server objects.
@@ -71,71 +92,49 @@ const componentModelServer = "model-server"
 // an object whose hash differs from the desired one is updated.
 const annotationSpecHash = "ragops.dev/spec-hash"
 
-// servingGrace is how long a model server is kept after its creation even when no Index
-// seems to need it: another Index's reconcile may have created it for a revision not yet in
-// that Index's written status.
-var servingGrace = time.Minute
-
 // servingKey is what a model server serves: a model folder in the precision a revision was
-// embedded in.
+// embedded in; for an imagePath model, from the image the revision recorded (Image; empty
+// for other models and for revisions recorded before RevisionStatus.ServerImage, whose
+// servers run the operator's current image and keep their names).
 type servingKey struct {
 	Model     ragopsv1alpha1.ModelSpec `json:"model"`
 	Precision ragopsv1alpha1.Precision `json:"precision"`
+	Image     string                   `json:"image,omitempty"`
 }
 
 // name is the server's object name: ragops-serve- and 10 hex digits of the key's hash.
 func (k servingKey) name() string { return "ragops-serve-" + hashJSON(k)[:10] }
 
 // servingKeyFor is the model server of revision rev of idx (nil: the desired revision before
-// its status exists): the revision's model and precision.
-func servingKeyFor(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) servingKey {
+// its status exists, whose server image is image, the operator's): the revision's model,
+// precision and server image.
+func servingKeyFor(idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus, image string) servingKey {
 	model, e := idx.Spec.Model, idx.Spec.Embedder
+	image = serverImage(model, image)
 	if rev != nil {
 		model, e = queryModel(idx, rev)
+		image = serverImage(model, rev.ServerImage)
 	}
-	k := servingKey{Model: model, Precision: e.Precision}
+	k := servingKey{Model: model, Precision: e.Precision, Image: image}
 	if k.Precision == "" {
 		k.Precision = ragopsv1alpha1.PrecisionFP32
 	}
 	return k
 }
 
-// servingEndpoint is the base URL of a model server's Service.
-func servingEndpoint(namespace string, k servingKey) string {
-	s := specs.Server{Name: k.name(), Namespace: namespace}
-	return s.Endpoint()
-}
-
-// Values of Options.ModelServerURLs.
-const (
-	ModelServerServiceDNS = "ServiceDNS"
-	ModelServerClusterIP  = "ClusterIP"
-)
-
-// serverURL is the base URL a model server is addressed by (Options.ModelServerURLs): its
-// Service's DNS name, or its ClusterIP ("" while the Service or its ClusterIP does not exist).
-func (r *IndexReconciler) serverURL(ctx context.Context, namespace string, k servingKey) (string, error) {
-	if r.Options.ModelServerURLs != ModelServerClusterIP {
-		return servingEndpoint(namespace, k), nil
+// serverImage is the image a model server of model runs pinned to: image for an imagePath
+// model (the folder is inside it), "" for others.
+func serverImage(model ragopsv1alpha1.ModelSpec, image string) string {
+	if model.ImagePath == "" {
+		return ""
 	}
-	var svc corev1.Service
-	err := r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: namespace, Name: k.name()}, &svc)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
-		return "http://" + net.JoinHostPort(ip, strconv.Itoa(specs.Port)), nil
-	}
-	return "", nil
+	return image
 }
 
 // servingNeeds returns the model servers idx needs, by name: those of its kept revisions
-// (Failed and Superseded ones have no collection to serve) and of its desired revision.
-// A deleting Index or one with serving disabled needs none.
-func servingNeeds(idx *ragopsv1alpha1.Index, desired string) map[string]servingKey {
+// (Failed and Superseded ones have no collection to serve) and of its desired revision
+// (whose server image is image). A deleting Index or one with serving disabled needs none.
+func servingNeeds(idx *ragopsv1alpha1.Index, desired, image string) map[string]servingKey {
 	needs := map[string]servingKey{}
 	if !idx.DeletionTimestamp.IsZero() || !idx.Spec.Serving.ServingEnabled() {
 		return needs
@@ -147,43 +146,14 @@ func servingNeeds(idx *ragopsv1alpha1.Index, desired string) map[string]servingK
 			continue
 		}
 		haveDesired = haveDesired || rev.Name == desired
-		k := servingKeyFor(idx, rev)
+		k := servingKeyFor(idx, rev, image)
 		needs[k.name()] = k
 	}
 	if !haveDesired && desired != "" {
-		k := servingKeyFor(idx, nil)
+		k := servingKeyFor(idx, nil, image)
 		needs[k.name()] = k
 	}
 	return needs
-}
-
-// transformersModules remembers, per Weaviate URL, whether the server has the
-// text2vec-transformers module (as the serving step last read it), for the build step's plan.
-// It is read again after a minute.
-var transformersModules sync.Map // URL -> moduleAnswer
-
-// moduleAnswer is one reading of a Weaviate's modules.
-type moduleAnswer struct {
-	has bool
-	at  time.Time
-}
-
-// moduleStore is a Store that lists Weaviate's modules and reads a collection's settings
-// (vectorstore.Store does).
-type moduleStore interface {
-	Modules(ctx context.Context) ([]string, error)
-	Collection(ctx context.Context, name string) (vectorstore.CollectionInfo, error)
-}
-
-// unwrapStore returns the Store behind the manager's instrumenting wrapper.
-func unwrapStore(s Store) Store {
-	for {
-		u, ok := s.(interface{ Unwrap() Store })
-		if !ok {
-			return s
-		}
-		s = u.Unwrap()
-	}
 }
 
 // reconcileServing runs the model servers the namespace's Indexes need, deletes those none
@@ -205,7 +175,7 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 		if other.UID == idx.UID {
 			other = idx
 		}
-		for name, k := range servingNeeds(other, other.Status.Revision) {
+		for name, k := range servingNeeds(other, other.Status.Revision, r.Options.WorkerImage) {
 			users[name] = append(users[name], other)
 			keys[name] = k
 		}
@@ -217,19 +187,36 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 		return reconcile.Stop, err
 	}
 	names := map[string]bool{}
-	for name := range servingNeeds(idx, st.revision) {
+	own := servingNeeds(idx, st.revision, r.Options.WorkerImage)
+	for name := range own {
 		names[name] = true
 	}
+	addressed := r.addressNeeds(idx, list.Items)
 	existing := map[string]*appsv1.Deployment{}
 	for i, d := range deps.Items {
 		existing[d.Name] = &deps.Items[i]
 		names[d.Name] = true
-		if len(users[d.Name]) == 0 && time.Since(d.CreationTimestamp.Time) > servingGrace {
-			if err := r.deleteServer(ctx, idx.Namespace, d.Name); err != nil {
+		if len(users[d.Name]) == 0 && time.Since(d.CreationTimestamp.Time) > r.Options.ModelServerGrace {
+			if err := r.deleteServer(ctx, idx.Namespace, d.Name, addressed[d.Name]); err != nil {
 				return reconcile.Stop, err
 			}
-			log.FromContext(ctx).Info("model server deleted: no kept revision needs it", "deployment", d.Name)
+			log.FromContext(ctx).Info("model server deleted: no kept revision needs it", "deployment", d.Name, "serviceKept", addressed[d.Name])
 			delete(names, d.Name)
+		}
+	}
+	if r.Options.ModelServerURLs == ModelServerClusterIP {
+		// Services kept for their address that no kept revision needs any more.
+		var svcs corev1.ServiceList
+		if err := reader.List(ctx, &svcs, client.InNamespace(idx.Namespace),
+			client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer}); err != nil {
+			return reconcile.Stop, err
+		}
+		for _, svc := range svcs.Items {
+			if existing[svc.Name] == nil && len(users[svc.Name]) == 0 && !addressed[svc.Name] && time.Since(svc.CreationTimestamp.Time) > r.Options.ModelServerGrace {
+				if err := r.deleteServer(ctx, idx.Namespace, svc.Name, false); err != nil {
+					return reconcile.Stop, err
+				}
+			}
 		}
 	}
 	raced := false
@@ -250,6 +237,25 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 		}
 	}
 	res := r.servingStatus(ctx, st)
+	if idx.Spec.Serving.ServingEnabled() {
+		var notes []string
+		for _, name := range slices.Sorted(maps.Keys(own)) {
+			if len(users[name]) == 0 {
+				continue
+			}
+			from, precision := settingsFor(users[name])
+			if note := settingsConflict(idx, from, precision); note != "" {
+				notes = append(notes, fmt.Sprintf("model server %s: %s", name, note))
+			}
+		}
+		if len(notes) == 0 {
+			res = res.Set(ragopsv1alpha1.ConditionServingSettingsApplied, metav1.ConditionTrue, ReasonOwnSettings, "the model servers run this Index's spec.serving settings")
+		} else {
+			res = res.Set(ragopsv1alpha1.ConditionServingSettingsApplied, metav1.ConditionFalse, ReasonSharedServerSettings, strings.Join(notes, "; "))
+		}
+	} else {
+		res = res.Remove(ragopsv1alpha1.ConditionServingSettingsApplied)
+	}
 	if raced && (res.RequeueAfter == 0 || res.RequeueAfter > reconcile.ConflictRequeue) {
 		res.RequeueAfter = reconcile.ConflictRequeue
 	}
@@ -260,17 +266,69 @@ func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) 
 // a Deployment that carries the desired one needs no further reads or writes.
 const annotationSetHash = "ragops.dev/set-hash"
 
-// ensureServer creates or updates a model server's objects, owned by every Index in users;
-// replicas, resources and scheduling come from the oldest of them. listed is the server's
-// Deployment as listed (nil when none).
-func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users []*ragopsv1alpha1.Index, listed *appsv1.Deployment) error {
+// settingsFor decides what a model server shared by users runs with: the replicas, device,
+// resources and scheduling of from, the oldest of them (by creation, then name), and a
+// spec.serving.precision override only when every user asks the same one (precision; ""
+// serves the precision the revisions were built in), so that one Index's override never
+// changes how another's queries are embedded. users is sorted oldest first.
+func settingsFor(users []*ragopsv1alpha1.Index) (from *ragopsv1alpha1.Index, precision ragopsv1alpha1.Precision) {
 	slices.SortFunc(users, func(a, b *ragopsv1alpha1.Index) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	first := users[0]
+	precision = users[0].Spec.Serving.Precision
+	for _, u := range users[1:] {
+		if u.Spec.Serving.Precision != precision {
+			precision = ""
+		}
+	}
+	return users[0], precision
+}
+
+// settingsConflict says where idx's spec.serving differs from what a server runs with
+// (settingsFor's from and precision); "" where it does not.
+func settingsConflict(idx, from *ragopsv1alpha1.Index, precision ragopsv1alpha1.Precision) string {
+	var diffs []string
+	want, have := idx.Spec.Serving, from.Spec.Serving
+	if idx.UID != from.UID {
+		if max(want.Replicas, 1) != max(have.Replicas, 1) {
+			diffs = append(diffs, fmt.Sprintf("replicas %d (asks %d)", max(have.Replicas, 1), max(want.Replicas, 1)))
+		}
+		if deviceOf(want) != deviceOf(have) {
+			diffs = append(diffs, fmt.Sprintf("device %s (asks %s)", deviceOf(have), deviceOf(want)))
+		}
+		if !equality.Semantic.DeepEqual(want.Resources, have.Resources) {
+			diffs = append(diffs, "resources")
+		}
+		if !equality.Semantic.DeepEqual(want.NodeSelector, have.NodeSelector) || !equality.Semantic.DeepEqual(want.Tolerations, have.Tolerations) {
+			diffs = append(diffs, "node placement")
+		}
+	}
+	var out []string
+	if len(diffs) > 0 {
+		out = append(out, fmt.Sprintf("runs with the settings of Index %s, the oldest sharing it: %s", from.Name, strings.Join(diffs, ", ")))
+	}
+	if want.Precision != "" && want.Precision != precision {
+		out = append(out, fmt.Sprintf("precision %s is not applied: not every Index sharing the server asks it, so it serves the precision the revisions were built in", want.Precision))
+	}
+	return strings.Join(out, "; ")
+}
+
+// deviceOf is a spec.serving's device, cpu when unset.
+func deviceOf(s ragopsv1alpha1.ServingSpec) ragopsv1alpha1.Device {
+	if s.Device == "" {
+		return ragopsv1alpha1.DeviceCPU
+	}
+	return s.Device
+}
+
+// ensureServer creates or updates a model server's objects, owned by every Index in users,
+// with the settings settingsFor decides. listed is the server's Deployment as listed (nil
+// when none).
+func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users []*ragopsv1alpha1.Index, listed *appsv1.Deployment) error {
+	first, override := settingsFor(users)
 	var owners []metav1.OwnerReference
 	weaviateNS := map[string]bool{}
 	for _, u := range users {
@@ -280,20 +338,21 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 		}
 	}
 	slices.SortFunc(owners, func(a, b metav1.OwnerReference) int { return strings.Compare(string(a.UID), string(b.UID)) })
-	w := &workload.Workload{Owner: first, Image: r.Options.WorkerImage}
+	image := r.Options.WorkerImage
+	if k.Image != "" {
+		image = k.Image // an imagePath model's folder is in the image its revisions were built from
+	}
+	w := &workload.Workload{Owner: first, Image: image}
 	modelDir := w.MountModel("model", plan.ModelDir, k.Model, w.Image)
 	sv := first.Spec.Serving
-	device, precision := sv.Device, k.Precision
-	if device == "" {
-		device = ragopsv1alpha1.DeviceCPU
-	}
-	if sv.Precision != "" {
-		precision = sv.Precision
+	device, precision := deviceOf(sv), k.Precision
+	if override != "" {
+		precision = override
 	}
 	srv := specs.Server{
 		Name: k.name(), Namespace: first.Namespace,
 		Labels: map[string]string{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer},
-		Owners: owners, Image: r.Options.WorkerImage, ModelDir: modelDir,
+		Owners: owners, Image: image, ModelDir: modelDir,
 		Volumes: w.Volumes, Mounts: w.Mounts, Init: w.Init,
 		Device: string(device), Precision: string(precision), Replicas: max(sv.Replicas, 1),
 		Resources: sv.Resources, NodeSelector: sv.NodeSelector, Tolerations: sv.Tolerations,
@@ -325,17 +384,38 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 	// The Deployment last: its set hash says the others are written.
 	dep.Annotations = map[string]string{annotationSetHash: setHash}
 	objs = append(objs, dep)
+	autoscaled, err := r.autoscaled(ctx, srv.Namespace, srv.Name)
+	if err != nil {
+		return err
+	}
 	for _, o := range objs {
-		if err := r.ensureObject(ctx, o); err != nil {
+		if err := r.ensureObject(ctx, o, autoscaled); err != nil {
 			return fmt.Errorf("model server %s: %w", srv.Name, err)
 		}
 	}
 	return nil
 }
 
+// autoscaled reports whether a HorizontalPodAutoscaler (or KEDA's, which is one) scales the
+// Deployment name in ns: its replicas are then the autoscaler's.
+func (r *IndexReconciler) autoscaled(ctx context.Context, ns, name string) (bool, error) {
+	var hpas autoscalingv2.HorizontalPodAutoscalerList
+	if err := r.Options.reader(r.Client).List(ctx, &hpas, client.InNamespace(ns)); err != nil {
+		return false, fmt.Errorf("list HorizontalPodAutoscalers: %w", err)
+	}
+	for _, h := range hpas.Items {
+		ref := h.Spec.ScaleTargetRef
+		if ref.Kind == "Deployment" && ref.Name == name && strings.HasPrefix(ref.APIVersion, appsv1.GroupName+"/") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // ensureObject creates desired, or updates the existing object when what the controller last
-// wrote (annotationSpecHash) differs. A Service keeps its allocated cluster IPs.
-func (r *IndexReconciler) ensureObject(ctx context.Context, desired client.Object) error {
+// wrote (annotationSpecHash) differs. A Service keeps its allocated cluster IPs; a Deployment
+// keeps its replicas when autoscaled.
+func (r *IndexReconciler) ensureObject(ctx context.Context, desired client.Object, autoscaled bool) error {
 	hash := hashJSON(desired)[:16]
 	ann := desired.GetAnnotations()
 	if ann == nil {
@@ -360,221 +440,52 @@ func (r *IndexReconciler) ensureObject(ctx context.Context, desired client.Objec
 		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = old.Spec.ClusterIP, old.Spec.ClusterIPs
 		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = old.Spec.IPFamilies, old.Spec.IPFamilyPolicy
 	}
+	if dep, ok := desired.(*appsv1.Deployment); ok && autoscaled {
+		dep.Spec.Replicas = existing.(*appsv1.Deployment).Spec.Replicas
+	}
 	return r.Update(ctx, desired)
 }
 
-// deleteServer deletes a model server's objects (those already gone are skipped).
-func (r *IndexReconciler) deleteServer(ctx context.Context, ns, name string) error {
+// addressNeeds returns, by name, the model servers whose Service (not Deployment) stays
+// although no Index needs the server: with ModelServerClusterIP, a collection's URL holds its
+// Service's ClusterIP, which a recreated Service would not get back, so the Services of the
+// kept revisions of Indexes with serving disabled stay (without pods) until those revisions
+// are pruned, and turning serving on again finds the address their collections are wired to.
+// idx is the Index in hand (its status as this reconcile has it); others as listed.
+func (r *IndexReconciler) addressNeeds(idx *ragopsv1alpha1.Index, indexes []ragopsv1alpha1.Index) map[string]bool {
+	out := map[string]bool{}
+	if r.Options.ModelServerURLs != ModelServerClusterIP {
+		return out
+	}
+	for i := range indexes {
+		other := &indexes[i]
+		if other.UID == idx.UID {
+			other = idx
+		}
+		if other.Spec.Serving.ServingEnabled() {
+			continue
+		}
+		on := other.DeepCopy()
+		on.Spec.Serving.Enabled = nil
+		for name := range servingNeeds(on, "", r.Options.WorkerImage) {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// deleteServer deletes a model server's objects (those already gone are skipped); keepService
+// leaves its Service (addressNeeds).
+func (r *IndexReconciler) deleteServer(ctx context.Context, ns, name string, keepService bool) error {
 	om := metav1.ObjectMeta{Namespace: ns, Name: name}
-	for _, o := range []client.Object{&appsv1.Deployment{ObjectMeta: om}, &corev1.Service{ObjectMeta: om},
-		&networkingv1.NetworkPolicy{ObjectMeta: om}, &policyv1.PodDisruptionBudget{ObjectMeta: om}} {
+	objs := []client.Object{&appsv1.Deployment{ObjectMeta: om}, &networkingv1.NetworkPolicy{ObjectMeta: om}, &policyv1.PodDisruptionBudget{ObjectMeta: om}}
+	if !keepService {
+		objs = append(objs, &corev1.Service{ObjectMeta: om})
+	}
+	for _, o := range objs {
 		if err := r.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// serverState is what the controller knows of one model server.
-type serverState struct {
-	name, endpoint string
-	ready, want    int32
-	// modelHash is what the server's /meta reports ("" until read).
-	modelHash string
-	// problem explains a ready server that is not usable (another model's hash).
-	problem string
-}
-
-// readServer reads the Deployment of the server with key k and, once it has ready replicas,
-// the model hash from its /meta; one other than wantHash (when set: the content hash of the
-// folder a revision was built with) is a problem.
-func (r *IndexReconciler) readServer(ctx context.Context, ns string, k servingKey, wantHash string) (serverState, error) {
-	url, err := r.serverURL(ctx, ns, k)
-	if err != nil {
-		return serverState{name: k.name()}, err
-	}
-	s := serverState{name: k.name(), endpoint: url}
-	var dep appsv1.Deployment
-	err = r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: ns, Name: s.name}, &dep)
-	if apierrors.IsNotFound(err) {
-		return s, nil
-	}
-	if err != nil {
-		return s, err
-	}
-	s.ready, s.want = dep.Status.ReadyReplicas, ptr.Deref(dep.Spec.Replicas, 1)
-	if s.endpoint == "" {
-		s.ready = 0 // its Service (ClusterIP) is not there yet: not addressable
-	}
-	if s.ready > 0 {
-		if h, err := serverModelHash(ctx, s.endpoint); err == nil {
-			s.modelHash = h
-		} else {
-			log.FromContext(ctx).V(1).Info("model server /meta not read", "endpoint", s.endpoint, "error", err.Error())
-		}
-	}
-	if wantHash != "" && s.modelHash != "" && s.modelHash != wantHash {
-		s.problem = fmt.Sprintf("model server %s loaded a model folder with hash %s, the revision was built with %s: not wired", s.name, s.modelHash, wantHash)
-	}
-	return s, nil
-}
-
-// serverModelHash reads a model server's /meta (its modelHash); a variable so tests can point
-// it at a server on the local host.
-var serverModelHash = func(ctx context.Context, endpoint string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/meta", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s/meta: %s", endpoint, resp.Status)
-	}
-	var m struct {
-		ModelHash string `json:"modelHash"`
-	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<20)).Decode(&m); err != nil {
-		return "", fmt.Errorf("GET %s/meta: %w", endpoint, err)
-	}
-	return m.ModelHash, nil
-}
-
-// servingStatus fills status.serving and ServingReady from the server of the revision behind
-// the alias (the desired revision while none serves), and records whether Weaviate has the
-// text2vec-transformers module.
-func (r *IndexReconciler) servingStatus(ctx context.Context, st *indexState) reconcile.Result {
-	idx := st.idx
-	if !idx.Spec.Serving.ServingEnabled() {
-		idx.Status.Serving = nil
-		return reconcile.Proceed.Remove(ragopsv1alpha1.ConditionServingReady)
-	}
-	revName := idx.Status.ActiveRevision
-	rev := findRevision(idx, revName)
-	if rev == nil {
-		revName, rev = st.revision, findRevision(idx, st.revision)
-	}
-	k := servingKeyFor(idx, rev)
-	s, err := r.readServer(ctx, idx.Namespace, k, revModelHash(rev))
-	if err != nil {
-		log.FromContext(ctx).Info("model server not read", "deployment", k.name(), "error", err.Error())
-		return reconcile.ProceedFor(r.Options.ProgressInterval)
-	}
-	idx.Status.Serving = &ragopsv1alpha1.ServingStatus{Endpoint: s.endpoint, Deployment: s.name, Revision: revName,
-		ReadyReplicas: s.ready, ModelHash: s.modelHash}
-	hasModule, moduleErr := r.weaviateHasTransformers(ctx, st)
-	status, reason := metav1.ConditionTrue, ReasonModelServerReady
-	msg := fmt.Sprintf("model server %s of revision %s: %d/%d replicas ready at %s", s.name, revName, s.ready, s.want, s.endpoint)
-	res := reconcile.Proceed
-	switch {
-	case s.problem != "":
-		status, reason, msg = metav1.ConditionFalse, ReasonModelHashMismatch, s.problem
-	case s.ready == 0:
-		status, reason = metav1.ConditionFalse, ReasonModelServerNotReady
-		res = reconcile.ProceedFor(r.Options.ProgressInterval)
-	}
-	if moduleErr == nil && !hasModule && s.problem == "" {
-		// A ready server that Weaviate never calls does not serve the alias's queries.
-		status, reason, msg = metav1.ConditionFalse, ReasonTransformersModuleMissing, moduleMissing(idx.Spec.Weaviate.URL, s.endpoint)+" ("+msg+")"
-	}
-	return res.Set(ragopsv1alpha1.ConditionServingReady, status, reason, msg)
-}
-
-// moduleMissing says what to set on a Weaviate without text2vec-transformers.
-func moduleMissing(url, endpoint string) string {
-	m := vectorstore.ModuleTransformers
-	return fmt.Sprintf("Weaviate at %s lacks the %s module, so revisions are built without a vectorizer and nearText through the alias fails: "+
-		"set ENABLE_MODULES=%s (beside any modules it lists), TRANSFORMERS_INFERENCE_API=%s (any URL; collections name their own) and "+
-		"TRANSFORMERS_WAIT_FOR_STARTUP=false on Weaviate, and let it reach the model-server Services; revisions built meanwhile keep no vectorizer (the next revision gets one)", url, m, m, endpoint)
-}
-
-// weaviateHasTransformers asks Weaviate whether it has the text2vec-transformers module and
-// remembers the answer for the build step. A Store that cannot tell answers an error.
-func (r *IndexReconciler) weaviateHasTransformers(ctx context.Context, st *indexState) (bool, error) {
-	url := st.idx.Spec.Weaviate.URL
-	if v, ok := transformersModules.Load(url); ok && time.Since(v.(moduleAnswer).at) < time.Minute {
-		return v.(moduleAnswer).has, nil
-	}
-	ms, ok := unwrapStore(st.store).(moduleStore)
-	if !ok {
-		return false, fmt.Errorf("the store does not list modules")
-	}
-	mods, err := ms.Modules(ctx)
-	if err != nil {
-		return false, err
-	}
-	has := slices.Contains(mods, vectorstore.ModuleTransformers)
-	transformersModules.Store(url, moduleAnswer{has: has, at: time.Now()})
-	return has, nil
-}
-
-// modelServerFor is the model server URL a revision's new collection is wired to (plan
-// modelServer), or "" when serving is disabled or Weaviate lacks the module (as last read).
-// Errors: with ModelServerClusterIP, the server's Service has no ClusterIP yet (retried).
-func (r *IndexReconciler) modelServerFor(ctx context.Context, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus) (string, error) {
-	if !idx.Spec.Serving.ServingEnabled() {
-		return "", nil
-	}
-	if v, ok := transformersModules.Load(idx.Spec.Weaviate.URL); !ok || !v.(moduleAnswer).has {
-		return "", nil
-	}
-	k := servingKeyFor(idx, rev)
-	url, err := r.serverURL(ctx, idx.Namespace, k)
-	if err == nil && url == "" {
-		err = fmt.Errorf("model server Service %s/%s has no ClusterIP yet", idx.Namespace, k.name())
-	}
-	return url, err
-}
-
-// awaitServing holds a revision back from the alias while the model server its collection
-// is wired to has no ready replica, or serves another model folder. A collection without a
-// vectorizer (Weaviate without the module, serving disabled, built before) does not wait.
-func (r *IndexReconciler) awaitServing(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus) (reconcile.Result, bool) {
-	ms, ok := unwrapStore(st.store).(moduleStore)
-	if !ok {
-		return reconcile.Proceed, false
-	}
-	info, err := ms.Collection(ctx, rev.Collection)
-	if err != nil {
-		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read collection %s: %v", rev.Collection, err)), true
-	}
-	if info.Vectorizer.QueryURL == "" {
-		return reconcile.Proceed, false
-	}
-	k := servingKeyFor(st.idx, rev)
-	s, err := r.readServer(ctx, st.idx.Namespace, k, revModelHash(rev))
-	switch {
-	case err != nil:
-		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonModelServerNotReady, fmt.Sprintf("revision %s: model server %s not read: %v", rev.Name, k.name(), err)), true
-	case s.endpoint != info.Vectorizer.QueryURL:
-		msg := fmt.Sprintf("revision %s: collection %s queries through %s, not its model server %s; it does not take the alias", rev.Name, rev.Collection, info.Vectorizer.QueryURL, s.endpoint)
-		return reconcile.Stalled(ReasonModelHashMismatch, msg).Requeue(jitter(r.Options.DriftInterval)), true
-	case s.problem != "":
-		// The build step may have recorded the revision's hash after the serving step ran:
-		// status.serving and ServingReady say what this read found, together.
-		if sv := st.idx.Status.Serving; sv != nil && sv.Deployment == s.name {
-			sv.ReadyReplicas, sv.ModelHash = s.ready, s.modelHash
-		}
-		// Looked at again: the folder may be fixed and the server restarted.
-		return reconcile.Stalled(ReasonModelHashMismatch, fmt.Sprintf("revision %s does not take the alias: %s", rev.Name, s.problem)).Requeue(jitter(r.Options.DriftInterval)).
-			Set(ragopsv1alpha1.ConditionServingReady, metav1.ConditionFalse, ReasonModelHashMismatch, s.problem), true
-	case s.ready == 0:
-		return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonModelServerNotReady,
-			fmt.Sprintf("revision %s waits for its model server %s (0/%d replicas ready) before it takes the alias", rev.Name, s.name, s.want)), true
-	}
-	return reconcile.Proceed, false
-}
-
-// revModelHash is the content hash of the model folder a revision was built with ("" when
-// not recorded).
-func revModelHash(rev *ragopsv1alpha1.RevisionStatus) string {
-	if rev == nil {
-		return ""
-	}
-	return rev.ModelHash
 }

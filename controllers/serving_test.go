@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,34 @@ import (
 	"github.com/ragops/ragops/vectorstore"
 	"github.com/ragops/ragops/vectorstore/weaviatetest"
 )
+
+// modelHashes holds, per namespace, how the suite's manager reads /meta of that namespace's
+// model servers (fakeModelHash); other endpoints are read over HTTP.
+var modelHashes sync.Map // namespace -> func(endpoint string) (string, error)
+
+// testModelServers is the suite manager's ModelServerClient.
+type testModelServers struct{}
+
+func (testModelServers) ModelHash(ctx context.Context, endpoint string) (string, error) {
+	var fn func(string) (string, error)
+	modelHashes.Range(func(ns, f any) bool {
+		if strings.Contains(endpoint, "."+ns.(string)+".svc") {
+			fn = f.(func(string) (string, error))
+			return false
+		}
+		return true
+	})
+	if fn != nil {
+		return fn(endpoint)
+	}
+	return controllers.HTTPModelServerClient{}.ModelHash(ctx, endpoint)
+}
+
+// fakeModelHash makes the model servers of ns report hash on /meta for the rest of the test.
+func fakeModelHash(t *testing.T, ns, hash string) {
+	modelHashes.Store(ns, func(string) (string, error) { return hash, nil })
+	t.Cleanup(func() { modelHashes.Delete(ns) })
+}
 
 // modelServer waits for the one model server Deployment in ns and returns it.
 func modelServer(t *testing.T, ns string) *appsv1.Deployment {
@@ -68,8 +97,6 @@ func waitServingReady(t *testing.T, ns, name string, want metav1.ConditionStatus
 // the text2vec-transformers module; two replicas add a PDB; the
 // server is deleted once neither Index needs it.
 func TestModelServerShared(t *testing.T) {
-	controllers.SetServingGrace(0)
-	t.Cleanup(func() { controllers.SetServingGrace(time.Minute) })
 	ns := newNamespace(t)
 	ctx := context.Background()
 	fixture(t, ns, nil)
@@ -184,6 +211,18 @@ func TestModelServerShared(t *testing.T) {
 // collection wired to it, writes a chunk and finishes the Job reporting modelHash.
 func buildWired(t *testing.T, srv *weaviatetest.Server, ns, modelHash string) (dep *appsv1.Deployment, rev ragopsv1alpha1.RevisionStatus, s *vectorstore.Store) {
 	t.Helper()
+	return buildWiredTo(t, srv, ns, modelHash, nil)
+}
+
+// buildWiredTo is buildWired with the collection wired by wire (nil: as the build does, to
+// the plan's model server's query and passage paths).
+func buildWiredTo(t *testing.T, srv *weaviatetest.Server, ns, modelHash string, wire func(modelServer string) vectorstore.Transformers) (dep *appsv1.Deployment, rev ragopsv1alpha1.RevisionStatus, s *vectorstore.Store) {
+	t.Helper()
+	if wire == nil {
+		wire = func(m string) vectorstore.Transformers {
+			return vectorstore.Transformers{PassageURL: specs.PassageURL(m), QueryURL: specs.QueryURL(m)}
+		}
+	}
 	ctx := context.Background()
 	fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
 		ix.Spec.Weaviate = ragopsv1alpha1.WeaviateSpec{URL: "http://" + srv.HTTPAddr, GRPCAddress: srv.GRPCAddr}
@@ -210,7 +249,7 @@ func buildWired(t *testing.T, srv *weaviatetest.Server, ns, modelHash string) (d
 		t.Fatal(err)
 	}
 	spec := vectorstore.CollectionSpec{Name: rev.Collection, Revision: rev.Name, Dimensions: dims,
-		Vectorizer: vectorstore.Transformers{PassageURL: p.ModelServer, QueryURL: p.ModelServer}}
+		Vectorizer: wire(p.ModelServer)}
 	if err := s.EnsureCollection(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -268,13 +307,7 @@ func TestModelHashMismatchKeepsTheAlias(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
 	const built, served = "sha256:0123built", "sha256:4567served"
-	restore := controllers.SetServerModelHash(func(_ context.Context, endpoint string) (string, error) {
-		if strings.Contains(endpoint, "."+ns+".svc") {
-			return served, nil
-		}
-		return "", fmt.Errorf("no server at %s", endpoint)
-	})
-	t.Cleanup(restore)
+	fakeModelHash(t, ns, served)
 	dep, rev, s := buildWired(t, srv, ns, built)
 	setReadyReplicas(t, dep, 1)
 	var idx *ragopsv1alpha1.Index

@@ -76,6 +76,13 @@ type Options struct {
 	// MaxConcurrentSyncs bounds the corpus sync Jobs that run at once across all Indexes; a
 	// revision that needs a sync waits for a slot, longest-waiting first (0: no bound).
 	MaxConcurrentSyncs int
+	// ModelServers reads the model hash a model server reports; nil means
+	// HTTPModelServerClient.
+	ModelServers ModelServerClient
+	// ModelServerGrace is how long a model server is kept after its creation even when no
+	// Index seems to need it: another Index's reconcile may have created it for a revision not
+	// yet in that Index's written status (default 1 minute).
+	ModelServerGrace time.Duration
 	// APIReader reads from the API server, not the cache (the manager's GetAPIReader; set by
 	// SetupWithManager): it tells a Job ragops cannot see in its label-scoped cache from one
 	// that does not exist.
@@ -127,6 +134,21 @@ func (o *Options) defaults() {
 	if o.ResultGrace <= 0 {
 		o.ResultGrace = 30 * time.Second
 	}
+	if o.ModelServers == nil {
+		o.ModelServers = HTTPModelServerClient{}
+	}
+	if o.ModelServerGrace <= 0 {
+		o.ModelServerGrace = time.Minute
+	}
+}
+
+// modelServers returns ModelServers, or HTTPModelServerClient when none is set (reconcilers
+// built by hand in tests).
+func (o *Options) modelServers() ModelServerClient {
+	if o.ModelServers != nil {
+		return o.ModelServers
+	}
+	return HTTPModelServerClient{}
 }
 
 // workloadDefaults are the settings every worker Job takes from the operator's options.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,8 +44,21 @@ var (
 )
 
 // flakyStore is a real store whose CollectionExists answers "missing" while falseMissing
-// counts down.
-type flakyStore struct{ *vectorstore.Store }
+// counts down, and whose Modules fails while its Weaviate URL is in modulesDown.
+type flakyStore struct {
+	*vectorstore.Store
+	url string
+}
+
+// modulesDown holds the Weaviate URLs whose module list cannot be read (a /v1/meta error).
+var modulesDown sync.Map // URL -> struct{}
+
+func (s flakyStore) Modules(ctx context.Context) ([]string, error) {
+	if _, down := modulesDown.Load(s.url); down {
+		return nil, fmt.Errorf("GET %s/v1/meta: 503 Service Unavailable (test)", s.url)
+	}
+	return s.Store.Modules(ctx)
+}
 
 func (s flakyStore) CollectionExists(ctx context.Context, collection string) (bool, error) {
 	for {
@@ -96,6 +110,13 @@ func run(m *testing.M) int {
 	defer func() { stopManager() }()
 	return m.Run()
 }
+
+// workerImage is the WorkerImage of the managers startManagerWith starts (a test that plays
+// an operator upgrade changes it and restarts the manager).
+var workerImage = "ragops:test"
+
+// modelServerURLs is the ModelServerURLs of the managers startManagerWith starts.
+var modelServerURLs = ""
 
 // stopManager is set by startManager: it cancels the running manager and waits until its
 // Start has returned.
@@ -166,13 +187,16 @@ func startManagerWithOptions(wrap func(client.Client) client.Client, mutate func
 		return err
 	}
 	opts := controllers.Options{
-		WorkerImage:      "ragops:test",
+		WorkerImage:      workerImage,
 		ProgressInterval: time.Second,
 		DriftInterval:    2 * time.Second,
 		FinalizerTimeout: 10 * time.Minute,
 		PodStartTimeout:  3 * time.Second,
 		JobStopTimeout:   8 * time.Second,
 		NewStore:         controllers.InstrumentStores(testStore), // as the manager wraps its stores
+		ModelServers:     testModelServers{},
+		ModelServerURLs:  modelServerURLs,
+		ModelServerGrace: time.Second,
 	}
 	if mutate != nil {
 		mutate(&opts)
@@ -220,7 +244,7 @@ func testStore(spec ragopsv1alpha1.WeaviateSpec, apiKey string, caBundle []byte)
 	if err != nil {
 		return nil, err
 	}
-	return flakyStore{s}, nil
+	return flakyStore{Store: s, url: spec.URL}, nil
 }
 
 func directStore(t *testing.T) *vectorstore.Store {

@@ -95,12 +95,17 @@ func (b *batcher) tokens(task Task, text string) int {
 }
 
 // submit admits texts as one job, or returns ErrQueueFull when fewer than len(texts) places
-// are free, or ErrClosed after close. tokens is the job's token count (batcher.tokens summed).
-func (b *batcher) submit(ctx context.Context, task Task, texts []string, tokens int) (*job, error) {
+// are free (of QueueSize for a reserved job, of QueueSize-WeaviateReserve for others), or
+// ErrClosed after close. tokens is the job's token count (batcher.tokens summed).
+func (b *batcher) submit(ctx context.Context, task Task, texts []string, tokens int, reserved bool) (*job, error) {
 	n := int64(len(texts))
+	limit := int64(b.opts.QueueSize)
+	if !reserved {
+		limit -= int64(b.opts.WeaviateReserve)
+	}
 	for {
 		cur := b.queued.Load()
-		if cur+n > int64(b.opts.QueueSize) {
+		if cur+n > limit {
 			return nil, ErrQueueFull
 		}
 		if b.queued.CompareAndSwap(cur, cur+n) {

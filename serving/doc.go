@@ -17,6 +17,10 @@
 //	GET  /.well-known/live  -> 204 while the process runs
 //	GET  /.well-known/ready -> 204 once the model is loaded and warmed up, 503 before
 //
+// POST /query/vectors and POST /passage/vectors (specs.QueryPath, specs.PassagePath; a
+// collection's queryInferenceUrl and passageInferenceUrl as ragops wires them) embed every
+// text as a query or a passage whatever the request's task_type (a conflicting one is 400), so
+// a request that lacks task_type cannot be taken for the other task. On /vectors,
 // task_type "query" embeds with the folder's query prefix (embedder.Model.EmbedQueries),
 // "passage" (Weaviate's name; "document" and an empty value mean the same) with the document
 // prefix (embedder.Model.EmbedTexts). pooling_strategy and dimensions are checked against the
@@ -44,7 +48,8 @@
 // the batch holds Options.MaxBatchTexts texts or Options.MaxBatchTokens tokens; a lone client
 // waits for no window. The queue holds at most
 // Options.QueueSize texts; a request that does not fit is answered 429 with Retry-After at
-// once. Bodies over Options.MaxRequestBytes are answered 413 naming the limit; malformed JSON,
+// once. Options.WeaviateReserve of those places (a quarter by default) are open to Weaviate's
+// paths only, so apps calling /vectors or /v1/embeddings cannot starve nearText queries. Bodies over Options.MaxRequestBytes are answered 413 naming the limit; malformed JSON,
 // an empty text and unknown task types 400.
 //
 // Prometheus metrics (GET /metrics, client_golang, a registry per Server):
@@ -58,6 +63,9 @@
 //	ragops_serve_ready                                          gauge, 1 when ready
 //
 // plus the Go and process collectors (resident memory: process_resident_memory_bytes).
+//
+// Run's listener bounds reading a request (Config.ReadTimeout, 30 s; headers 10 s) and idle
+// keep-alive connections (Config.IdleTimeout, 2 minutes).
 //
 // Run loads a folder, serves and drains on context cancellation (SIGTERM in `ragops serve`):
 // readiness turns 503, the listener closes, queued and running requests complete, then the

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ragops/ragops/embedder"
+	"github.com/ragops/ragops/serving/specs"
 )
 
 // VectorsRequest is the body Weaviate's text2vec-transformers module posts to /vectors
@@ -82,9 +83,15 @@ func (s *Server) Handler() http.Handler {
 		obs := s.metrics.duration.MustCurryWith(prometheus.Labels{"handler": name})
 		return promhttp.InstrumentHandlerDuration(obs, h)
 	}
-	vectors := inst("vectors", s.handleVectors)
+	vectors := inst("vectors", func(w http.ResponseWriter, r *http.Request) { s.handleVectors(w, r, 0, false) })
 	mux.Handle("POST /vectors", vectors)
 	mux.Handle("POST /vectors/", vectors)
+	// Weaviate's paths: the task is the path's, and the queue's reserve is open to them.
+	for path, task := range map[string]Task{specs.QueryPath: TaskQuery, specs.PassagePath: TaskDocument} {
+		h := inst("vectors", func(w http.ResponseWriter, r *http.Request) { s.handleVectors(w, r, task, true) })
+		mux.Handle("POST "+path+"/vectors", h)
+		mux.Handle("POST "+path+"/vectors/", h)
+	}
 	mux.Handle("POST /v1/embeddings", inst("embeddings", s.handleEmbeddings))
 	mux.Handle("GET /v1/models", inst("models", s.handleModels))
 	mux.Handle("GET /meta", inst("meta", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Meta()) }))
@@ -152,7 +159,11 @@ func (s *Server) count(e *apiError) {
 	}
 }
 
-func (s *Server) handleVectors(w http.ResponseWriter, r *http.Request) {
+// handleVectors answers a text2vec-transformers request. On Weaviate's paths (weaviate true)
+// the task is pathTask whatever the request's task_type (a conflicting one is 400), and the
+// request may take the queue's reserve; on /vectors it is the request's task_type (passage
+// when absent).
+func (s *Server) handleVectors(w http.ResponseWriter, r *http.Request, pathTask Task, weaviate bool) {
 	var req VectorsRequest
 	fail := func(e *apiError) {
 		s.count(e)
@@ -166,11 +177,17 @@ func (s *Server) handleVectors(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	task, e := s.checkVectors(&req)
+	if e == nil && weaviate && req.Config.TaskType != "" && task != pathTask {
+		e = badRequest("task_type %q posted to %s: this path embeds %s texts only", req.Config.TaskType, r.URL.Path, pathTask)
+	}
 	if e != nil {
 		fail(e)
 		return
 	}
-	vecs, _, err := s.Embed(r.Context(), task, []string{req.Text})
+	if weaviate {
+		task = pathTask
+	}
+	vecs, _, err := s.embed(r.Context(), task, []string{req.Text}, weaviate)
 	if err != nil {
 		fail(embedError(err))
 		return

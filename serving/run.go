@@ -26,6 +26,11 @@ type Config struct {
 	// ShutdownTimeout bounds the wait for in-flight requests once the listener is closed;
 	// default 30 s.
 	ShutdownTimeout time.Duration
+	// ReadTimeout bounds reading a request, headers and body (default 30 s; its headers alone
+	// get 10 s); IdleTimeout closes a keep-alive connection that sends no request (default 2
+	// minutes). A client that opens connections and sends slowly or nothing holds none for
+	// longer.
+	ReadTimeout, IdleTimeout time.Duration
 }
 
 // Run serves cfg's model on ln until ctx ends, then drains: readiness turns 503, after
@@ -38,6 +43,12 @@ type Config struct {
 func Run(ctx context.Context, ln net.Listener, cfg Config, log *slog.Logger) error {
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = 30 * time.Second
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 2 * time.Minute
 	}
 	start := time.Now()
 	hash, err := embedder.FolderHash(cfg.ModelDir)
@@ -61,7 +72,8 @@ func Run(ctx context.Context, ln net.Listener, cfg Config, log *slog.Logger) err
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: min(10*time.Second, cfg.ReadTimeout),
+		ReadTimeout: cfg.ReadTimeout, IdleTimeout: cfg.IdleTimeout}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

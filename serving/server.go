@@ -31,8 +31,13 @@ type Options struct {
 	QueueSize int
 	// MaxRequestBytes caps a request body; larger bodies are answered 413. Default 1 MiB.
 	MaxRequestBytes int64
+	// WeaviateReserve is how many of the QueueSize places only Weaviate's paths
+	// (specs.QueryPath and specs.PassagePath, the URLs ragops wires collections to) may take,
+	// so that apps calling /vectors or /v1/embeddings cannot starve nearText queries; default
+	// QueueSize/4. Apps get 429 once QueueSize-WeaviateReserve texts wait.
+	WeaviateReserve int
 	// MaxInputs caps the texts of one /v1/embeddings request (413 beyond); default and
-	// upper bound QueueSize.
+	// upper bound QueueSize-WeaviateReserve.
 	MaxInputs int
 	// Workers is the number of batches run at once; default 1 (ONNX Runtime already uses
 	// embedder.Options.IntraOpThreads threads per batch).
@@ -59,8 +64,11 @@ func (o *Options) defaults() error {
 	if o.MaxRequestBytes == 0 {
 		o.MaxRequestBytes = 1 << 20
 	}
+	if o.WeaviateReserve == 0 {
+		o.WeaviateReserve = o.QueueSize / 4
+	}
 	if o.MaxInputs == 0 {
-		o.MaxInputs = o.QueueSize
+		o.MaxInputs = o.QueueSize - o.WeaviateReserve
 	}
 	if o.Workers == 0 {
 		o.Workers = 1
@@ -72,8 +80,10 @@ func (o *Options) defaults() error {
 	case o.BatchWindow < 0 || o.MaxBatchTexts < 1 || o.MaxBatchTokens < 1 || o.QueueSize < 1 || o.MaxRequestBytes < 1 || o.Workers < 1:
 		return fmt.Errorf("serving: batch window %s, max batch texts %d, max batch tokens %d, queue size %d, max request bytes %d, workers %d: want >= 0 and > 0",
 			o.BatchWindow, o.MaxBatchTexts, o.MaxBatchTokens, o.QueueSize, o.MaxRequestBytes, o.Workers)
-	case o.MaxInputs < 1 || o.MaxInputs > o.QueueSize:
-		return fmt.Errorf("serving: max inputs %d must be within [1, queue size %d]", o.MaxInputs, o.QueueSize)
+	case o.WeaviateReserve < 0 || o.WeaviateReserve >= o.QueueSize:
+		return fmt.Errorf("serving: Weaviate's reserve %d must be within [0, queue size %d)", o.WeaviateReserve, o.QueueSize)
+	case o.MaxInputs < 1 || o.MaxInputs > o.QueueSize-o.WeaviateReserve:
+		return fmt.Errorf("serving: max inputs %d must be within [1, queue size %d - Weaviate's reserve %d]", o.MaxInputs, o.QueueSize, o.WeaviateReserve)
 	}
 	return nil
 }
@@ -148,6 +158,12 @@ func (s *Server) Close() {
 //
 // Errors: ErrQueueFull, ErrClosed, the caller's context, embedding failures.
 func (s *Server) Embed(ctx context.Context, task Task, texts []string) ([][]float32, int, error) {
+	return s.embed(ctx, task, texts, false)
+}
+
+// embed is Embed; reserved requests (Weaviate's paths) may also take the places of
+// Options.WeaviateReserve.
+func (s *Server) embed(ctx context.Context, task Task, texts []string, reserved bool) ([][]float32, int, error) {
 	if len(texts) == 0 {
 		return nil, 0, nil
 	}
@@ -155,7 +171,7 @@ func (s *Server) Embed(ctx context.Context, task Task, texts []string) ([][]floa
 	for _, t := range texts {
 		tokens += s.batcher.tokens(task, t)
 	}
-	j, err := s.batcher.submit(ctx, task, texts, tokens)
+	j, err := s.batcher.submit(ctx, task, texts, tokens, reserved)
 	if err != nil {
 		return nil, 0, err
 	}

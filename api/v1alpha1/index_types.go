@@ -82,8 +82,10 @@ type DocumentSample struct {
 // ServingSpec configures the model servers of an Index's revisions: one Deployment and
 // Service per (model folder, precision) in the Index's namespace, shared by every revision
 // and Index that uses it, so a collection's model server URL never changes. Where Indexes
-// sharing a server ask for another device, precision, replicas, resources or scheduling, the
-// oldest Index's settings apply; a change updates the Deployment in place.
+// sharing a server ask for another device, replicas, resources or scheduling, the oldest
+// Index's settings apply and the others' ServingSettingsApplied condition says so; a
+// precision override applies only when every Index sharing the server asks it. A change
+// updates the Deployment in place; replicas a HorizontalPodAutoscaler sets are kept.
 type ServingSpec struct {
 	// Enabled runs model servers for the kept revisions; false builds and serves as without
 	// them (apps embed their queries themselves).
@@ -127,6 +129,12 @@ func (s ServingSpec) ServingEnabled() bool { return s.Enabled == nil || *s.Enabl
 // Weaviate has the text2vec-transformers module to call it (else False with reason
 // TransformersModuleMissing, naming what to set).
 const ConditionServingReady = "ServingReady"
+
+// ConditionServingSettingsApplied is an Index condition, informational: True when every model
+// server of the Index runs its spec.serving settings; False (reason SharedServerSettings) when
+// a server it shares with older Indexes runs their replicas, device, resources or placement,
+// or not its precision override, naming which.
+const ConditionServingSettingsApplied = "ServingSettingsApplied"
 
 // ServingStatus is the model server of the revision behind the alias (of the desired revision
 // while none serves): where apps that embed through the OpenAI embeddings API send their
@@ -619,6 +627,13 @@ type RevisionStatus struct {
 	// model server whose folder has another hash is not wired to it (ServingReady names both).
 	// +optional
 	ModelHash string `json:"modelHash,omitempty"`
+	// ServerImage is the worker image the revision's model server runs when its model is an
+	// imagePath (a folder inside that image), recorded when its first build starts: an
+	// operator upgrade does not change the model its queries are embedded with. Empty for
+	// other models, and for revisions recorded before this field (their server runs the
+	// operator's current image).
+	// +optional
+	ServerImage string `json:"serverImage,omitempty"`
 	// CreationTime is when the build started.
 	// +optional
 	CreationTime *metav1.Time `json:"creationTime,omitempty"`

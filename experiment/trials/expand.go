@@ -202,6 +202,7 @@ func indexSpec(exp *ragopsv1alpha1.Experiment, c Combination, m ragopsv1alpha1.M
 		Weaviate:    tpl.Weaviate,
 		VectorIndex: tpl.VectorIndex,
 		Rollout:     ragopsv1alpha1.RolloutSpec{Policy: ragopsv1alpha1.RolloutImmediate, RevisionHistoryLimit: 1},
+		Serving:     ragopsv1alpha1.ServingSpec{Enabled: new(bool)}, // Evaluations embed their own queries: no model server (issue 55 item 15)
 	}
 }
 

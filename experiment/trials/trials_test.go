@@ -258,6 +258,22 @@ func TestExpandGridBuildsEachRevisionOnce(t *testing.T) {
 // With spec.screening every chosen trial gets a screening trial first: the same strategy,
 // model and Evaluations on an Index sampled with the screening fraction and seed, judged by
 // the Experiment's dataset, a revision of its own, named <trial>-screen, and the two link.
+// TestTrialIndexesRunNoModelServer (issue 55 item 15): trial Indexes (screening ones too)
+// have serving off, so they neither start model servers nor join the production Index's.
+func TestTrialIndexesRunNoModelServer(t *testing.T) {
+	exp := experiment()
+	exp.Spec.Screening = &ragopsv1alpha1.ScreeningRound{Fraction: 0.1, Seed: 3, TopN: 2}
+	p := expand(t, exp)
+	if len(p.Trials) == 0 {
+		t.Fatal("no trials")
+	}
+	for _, tr := range p.Trials {
+		if tr.Index.Spec.Serving.ServingEnabled() {
+			t.Errorf("trial Index %s has serving on", tr.Index.Name)
+		}
+	}
+}
+
 func TestExpandScreeningPrecedesEachTrialWithItsSample(t *testing.T) {
 	e := experiment()
 	e.Spec.Screening = &ragopsv1alpha1.ScreeningRound{Fraction: 0.1, Seed: 3, TopN: 2}

@@ -29,6 +29,7 @@ import (
 	"github.com/ragops/ragops/reader/formats"
 	"github.com/ragops/ragops/reader/ocr"
 	"github.com/ragops/ragops/reader/pdf"
+	"github.com/ragops/ragops/serving/specs"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -230,7 +231,7 @@ func (b *shardBuild) open(ctx context.Context) error {
 		Index: vectorIndex(p.VectorIndex)}
 	p.ApplyLayout(&spec)
 	if p.ModelServer != "" {
-		spec.Vectorizer = vectorstore.Transformers{PassageURL: p.ModelServer, QueryURL: p.ModelServer,
+		spec.Vectorizer = vectorstore.Transformers{PassageURL: specs.PassageURL(p.ModelServer), QueryURL: specs.QueryURL(p.ModelServer),
 			Pooling: vectorstore.TransformersPooling(string(model.Config().Pooling))}
 	}
 	if info, err := b.store.Collection(ctx, p.Collection); err == nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/serving/specs"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -73,7 +74,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 		Index: vectorIndex(p)}
 	p.ApplyLayout(&spec)
 	if p.ModelServer != "" {
-		spec.Vectorizer = vectorstore.Transformers{PassageURL: p.ModelServer, QueryURL: p.ModelServer, Pooling: src.Vectorizer.Pooling}
+		spec.Vectorizer = vectorstore.Transformers{PassageURL: specs.PassageURL(p.ModelServer), QueryURL: specs.QueryURL(p.ModelServer), Pooling: src.Vectorizer.Pooling}
 		if spec.Vectorizer.Pooling == "" {
 			spec.Vectorizer.Pooling = vectorstore.TransformersPooling("mean")
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/ragops/ragops/evaluator/beir"
 	readerbeir "github.com/ragops/ragops/reader/beir"
 	"github.com/ragops/ragops/serving"
+	"github.com/ragops/ragops/serving/specs"
 	"github.com/ragops/ragops/vectorstore"
 	"github.com/ragops/ragops/vectorstore/weaviatetest"
 )
@@ -184,7 +185,7 @@ func SciFactIndex(t testing.TB, store *vectorstore.Store, srv *Server, ns, index
 	cfg := srv.Model.Config()
 	spec := vectorstore.CollectionSpec{Name: name, Revision: revision, Dimensions: cfg.Dimension,
 		Index: vectorstore.VectorIndex{Type: vectorstore.IndexFlat},
-		Vectorizer: vectorstore.Transformers{PassageURL: srv.URL, QueryURL: srv.URL,
+		Vectorizer: vectorstore.Transformers{PassageURL: specs.PassageURL(srv.URL), QueryURL: specs.QueryURL(srv.URL),
 			Pooling: vectorstore.TransformersPooling(string(cfg.Pooling))}}
 	if err := store.EnsureCollection(ctx, spec); err != nil {
 		t.Fatal(err)

@@ -91,6 +91,20 @@ func (s *Server) Endpoint() string {
 	return fmt.Sprintf("http://%s.%s.svc:%d", s.Name, s.Namespace, Port)
 }
 
+// Paths under a server's base URL that fix the task of every text posted below them
+// (POST <path>/vectors, Weaviate's text2vec-transformers API), whatever task_type the request
+// carries or lacks: a collection's queryInferenceUrl and passageInferenceUrl.
+const (
+	QueryPath   = "/query"
+	PassagePath = "/passage"
+)
+
+// QueryURL is the queryInferenceUrl of a collection served by the server at endpoint.
+func QueryURL(endpoint string) string { return endpoint + QueryPath }
+
+// PassageURL is the passageInferenceUrl of a collection served by the server at endpoint.
+func PassageURL(endpoint string) string { return endpoint + PassagePath }
+
 func (s *Server) meta() metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: s.labels(), OwnerReferences: append([]metav1.OwnerReference(nil), s.Owners...)}
 }
