@@ -134,6 +134,9 @@ type experimentState struct {
 	exhausted []string
 	// screening is the screening round's outcome.
 	screening screeningOutcome
+	// conflicts are the trials whose child's name another object holds (Stalled
+	// ChildConflict).
+	conflicts []string
 }
 
 // listChildren lists the Experiment's children; a finished Experiment whose spec is the one
@@ -364,7 +367,8 @@ func (r *ExperimentReconciler) estimate(ctx context.Context, exp *ragopsv1alpha1
 }
 
 // ensureTrial creates the trial's Index and Evaluations where missing and brings their specs
-// to the plan's (a spec change that keeps the trial's name).
+// to the plan's (a spec change that keeps the trial's name). A name taken by an object the
+// Experiment does not control is a *childConflictError.
 func (r *ExperimentReconciler) ensureTrial(ctx context.Context, exp *ragopsv1alpha1.Experiment, t *trials.Trial, ch *experimentChildren) error {
 	if idx, ok := ch.indexes[t.Name]; ok {
 		want := t.Index.Spec
@@ -373,9 +377,10 @@ func (r *ExperimentReconciler) ensureTrial(ctx context.Context, exp *ragopsv1alp
 		}
 		if idx.Spec.StrategyRef != want.StrategyRef || idx.Spec.CorpusRef != want.CorpusRef ||
 			!equality.Semantic.DeepEqual(idx.Spec.Model, want.Model) || !equality.Semantic.DeepEqual(idx.Spec.Weaviate, want.Weaviate) ||
+			!sameSample(idx.Spec.Sample, want.Sample) ||
 			(idx.Status.Revision != "" && idx.Status.Revision != t.Revision) {
 			idx.Spec.StrategyRef, idx.Spec.CorpusRef, idx.Spec.Model, idx.Spec.Weaviate = want.StrategyRef, want.CorpusRef, want.Model, want.Weaviate
-			idx.Spec.Embedder, idx.Spec.VectorIndex = want.Embedder, want.VectorIndex
+			idx.Spec.Embedder, idx.Spec.VectorIndex, idx.Spec.Sample = want.Embedder, want.VectorIndex, want.Sample.DeepCopy()
 			if err := r.Update(ctx, idx); err != nil {
 				return err
 			}
@@ -385,7 +390,10 @@ func (r *ExperimentReconciler) ensureTrial(ctx context.Context, exp *ragopsv1alp
 		if err := controllerutil.SetControllerReference(exp, idx, r.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Create(ctx, idx); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, idx); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return &childConflictError{trial: t.Name, kind: "Index", name: idx.Name}
+			}
 			return err
 		}
 		ch.indexes[idx.Name] = idx
@@ -404,12 +412,35 @@ func (r *ExperimentReconciler) ensureTrial(ctx context.Context, exp *ragopsv1alp
 		if err := controllerutil.SetControllerReference(exp, ev, r.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, ev); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return &childConflictError{trial: t.Name, kind: "Evaluation", name: ev.Name}
+			}
 			return err
 		}
 		ch.evaluations[ev.Name] = ev
 	}
 	return nil
+}
+
+// childConflictError is ensureTrial's error when a trial's Index or Evaluation name is taken
+// by an object the Experiment does not control (the informer lists only its own children,
+// so a create is what finds it).
+type childConflictError struct {
+	trial, kind, name string
+}
+
+func (e *childConflictError) Error() string {
+	return fmt.Sprintf("trial %s: %s %q exists and is not this Experiment's; delete or rename it, or rename the Experiment", e.trial, e.kind, e.name)
+}
+
+// sameSample reports whether a trial Index's sample is the plan's (spec.screening's fraction
+// and seed; the judged dataset follows spec.dataset).
+func sameSample(a, b *ragopsv1alpha1.DocumentSample) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Fraction == b.Fraction && a.Seed == b.Seed
 }
 
 // reconcileDelete deletes the children (the Indexes first, which delete their collections

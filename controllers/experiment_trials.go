@@ -4,10 +4,12 @@ package controllers
 // phase from its children and counts what the trials hold (trialLedger); estimateTrials gets
 // the estimate Job's figures; startTrials starts the pending trials that parallelism, the
 // failure limit, screening and the budget allow (admitTrial decides one); rankTrials writes
-// the counts, the budget and the leaderboard, and summarizes.
+// the counts, the budget and the leaderboard, summarizes, and cleans up a Stalled
+// Experiment's trials (spec.cleanup) once none runs.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -94,7 +96,7 @@ func (r *ExperimentReconciler) readTrials(ctx context.Context, st *experimentSta
 			}
 		}
 		if _, live := ch.indexes[t.Name]; live {
-			if err := r.ensureTrial(ctx, exp, t, ch); err != nil {
+			if err := r.ensureTrial(ctx, exp, t, ch); err != nil && !st.conflicted(err, &ts) {
 				return reconcile.Stop, err
 			}
 		}
@@ -162,6 +164,9 @@ func (r *ExperimentReconciler) startTrials(ctx context.Context, st *experimentSt
 			continue
 		}
 		if err := r.ensureTrial(ctx, st.exp, t, st.children); err != nil {
+			if st.conflicted(err, ts) {
+				continue
+			}
 			return reconcile.Stop, err
 		}
 		ts.Phase, ts.Message = ragopsv1alpha1.TrialBuilding, ""
@@ -171,6 +176,18 @@ func (r *ExperimentReconciler) startTrials(ctx context.Context, st *experimentSt
 		st.ledger.start(*ts)
 	}
 	return reconcile.Proceed, nil
+}
+
+// conflicted records a *childConflictError on the trial's message and in st.conflicts, and
+// reports whether err was one.
+func (st *experimentState) conflicted(err error, ts *ragopsv1alpha1.TrialStatus) bool {
+	var c *childConflictError
+	if !errors.As(err, &c) {
+		return false
+	}
+	ts.Message = c.Error()
+	st.conflicts = append(st.conflicts, c.Error())
+	return true
 }
 
 // admitTrial decides whether the pending trial t starts now: screening, budget.maxTrials,
@@ -253,6 +270,21 @@ func (r *ExperimentReconciler) rankTrials(ctx context.Context, st *experimentSta
 	res := st.screening.condition(exp).Merge(summarizeExperiment(exp, st.limits.tooManyFailed, collecting || err != nil, st.exhausted))
 	if err != nil {
 		res = res.Requeue(comparisonRetry)
+	}
+	if len(st.conflicts) > 0 {
+		msg := st.conflicts[0]
+		if len(st.conflicts) > 1 {
+			msg += fmt.Sprintf(" (and %d more)", len(st.conflicts)-1)
+		}
+		exp.Status.CompletionTime = nil
+		res = res.Merge(reconcile.Stalled(ReasonChildConflict, msg))
+	}
+	if c := exp.Status.TrialCounts; st.limits.tooManyFailed && c.Building+c.Evaluating == 0 {
+		// Stalled with nothing running: no trial starts until a person raises
+		// spec.maxFailedTrials, so the trials' collections and servers go as when done.
+		if err := r.cleanup(ctx, exp, st.children); err != nil {
+			return reconcile.Stop, err
+		}
 	}
 	return res, nil
 }
