@@ -3,16 +3,22 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/experiment/budget"
+	"github.com/ragops/ragops/internal/testenv"
+	"github.com/ragops/ragops/reader"
+	"github.com/ragops/ragops/reader/markup"
 )
 
 // spec.objective is immutable (issue 55 item 18): the finished trials were measured and
@@ -169,5 +175,71 @@ func TestExperimentTooLargeForItsStatusIsRefused(t *testing.T) {
 	exp.Spec.Algorithm.MaxTrials = ptr.To[int32](200)
 	if err := env.Client.Create(ctx, exp); err != nil {
 		t.Fatalf("create with 200 trials: %v", err)
+	}
+}
+
+// fixtureTokens is the budget package's estimate of experimentFixture's three documents
+// chunked by a Fixed strategy of size characters with the fixture's model, as
+// LocalEstimator computes it (the sample is the whole corpus).
+func fixtureTokens(t *testing.T, size int32) int64 {
+	t.Helper()
+	ctx := context.Background()
+	m, err := budget.LoadModel(testenv.Need(t, "RAGOPS_MODEL_DIR", prepModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{
+		"a.md": "# Beslispunt\nDe raad besluit het voorstel aan te nemen.",
+		"b.md": "# Motivering\nHet voorstel past binnen de begroting.",
+		"c.md": "# Stemverhouding\n21 voor, 8 tegen.",
+	}
+	var docs []budget.Document
+	var pop budget.Population
+	for _, k := range []string{"a.md", "b.md", "c.md"} {
+		d, err := reader.NewMux(0, markup.Markdown{}).Read(ctx, []byte(texts[k]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, budget.Document{Unit: budget.Unit{Key: k, Bytes: int64(len(texts[k]))}, Doc: d})
+		pop.Documents++
+		pop.Bytes += int64(len(texts[k]))
+	}
+	e, err := budget.EstimateTokens(ctx, ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitCharacters, Size: size}, m, docs, pop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Tokens
+}
+
+// A screening trial is estimated and reserved at its sample's cost, not the whole corpus's
+// (issue 55 item 19): with one of three documents judged and fraction 0.5 the sample is 2/3
+// of the corpus, so a budget of 5/6 of the whole build starts it instead of skipping it (and
+// screening its full trial out).
+func TestExperimentEstimatesAScreeningTrialAtItsSamplesCost(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	whole := fixtureTokens(t, 64)
+	queries := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "queries"}, Data: map[string]string{
+		"queries.jsonl":  `{"_id":"q1","text":"besluit van de raad"}` + "\n",
+		"qrels-test.tsv": "query-id\tcorpus-id\tscore\nq1\ta\t1\n",
+	}}
+	if err := env.Client.Create(ctx, queries); err != nil {
+		t.Fatal(err)
+	}
+	maxTokens := whole * 5 / 6
+	experimentFixture(t, ns, []int32{64}, func(e *ragopsv1alpha1.Experiment) {
+		e.Spec.Screening = &ragopsv1alpha1.ScreeningRound{Fraction: 0.5, Seed: 4, TopN: 1}
+		e.Spec.Budget = &ragopsv1alpha1.ExperimentBudget{MaxTokens: ptr.To(maxTokens)}
+	})
+	s64 := trialName(64) + "-screen"
+	exp := waitExperiment(t, ns, "the screening trial started or skipped", func(e *ragopsv1alpha1.Experiment) bool {
+		ts := trialOf(e, s64)
+		return ts != nil && ts.Phase != ragopsv1alpha1.TrialPending
+	})
+	ts := trialOf(exp, s64)
+	want := int64(math.Ceil(float64(whole) * 2 / 3))
+	if ts.Phase != ragopsv1alpha1.TrialBuilding || ts.EstimatedTokens != want || exp.Status.Budget.TokensReserved != want {
+		t.Fatalf("screening trial %s %q estimated %d tokens (reserved %d), want Building on %d (2/3 of the whole corpus's %d) under %d",
+			ts.Phase, ts.Message, ts.EstimatedTokens, exp.Status.Budget.TokensReserved, want, whole, maxTokens)
 	}
 }

@@ -347,7 +347,8 @@ const comparisonRetry = 10 * time.Second
 // droppedMessage starts the message of a trial a spec change took out of the space.
 const droppedMessage = "no longer in the space"
 
-// estimate returns the trial's token estimate, computed once per revision and kept in ts.
+// estimate returns the trial's token estimate, computed once per revision and kept in ts; a
+// screening trial's is its sample's (toSample).
 func (r *ExperimentReconciler) estimate(ctx context.Context, exp *ragopsv1alpha1.Experiment, c *ragopsv1alpha1.Corpus, t *trials.Trial, ts *ragopsv1alpha1.TrialStatus) (budget.Estimate, error) {
 	if ts.EstimateSampleDocuments > 0 {
 		return budget.Estimate{Tokens: ts.EstimatedTokens, SampleDocuments: int(ts.EstimateSampleDocuments),
@@ -362,6 +363,7 @@ func (r *ExperimentReconciler) estimate(ctx context.Context, exp *ragopsv1alpha1
 	if err != nil {
 		return budget.Estimate{}, err
 	}
+	e.Tokens = r.toSample(ctx, exp, t, e.Tokens, e.Population.Documents) // a screening trial builds its sample only
 	ts.EstimatedTokens, ts.EstimateSampleDocuments = e.Tokens, int64(e.SampleDocuments)
 	return e, nil
 }

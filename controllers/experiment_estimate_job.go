@@ -21,7 +21,8 @@ import (
 // jobEstimates estimates, with an estimate Job (`ragops estimate`), the pending trials of a
 // Corpus the operator cannot read itself (every source but a ConfigMap), all in one Job on
 // the Experiment's seeded sample (max(32, 5%) of the documents, as LocalEstimator's). A
-// finished Job's figures go into the trials' status (EstimatedTokens, or EstimateError for a
+// finished Job's figures go into the trials' status (EstimatedTokens, a screening trial's
+// scaled to its sample (toSample), or EstimateError for a
 // trial it could not estimate and for all of them when it failed), so no Job runs twice for
 // the same trials. waiting is not empty while the Job runs: the trials it estimates do not
 // start before their estimate. Errors: API failures, an unreadable Job result.
@@ -30,13 +31,14 @@ func (r *ExperimentReconciler) jobEstimates(ctx context.Context, exp *ragopsv1al
 		return "", nil
 	}
 	byName := map[string]*ragopsv1alpha1.TrialStatus{}
+	trialOf := map[string]*trials.Trial{}
 	var need []workload.EstimateTrial
 	for i := range p.Trials {
 		t, ts := &p.Trials[i], &statuses[i]
 		if ts.Phase != ragopsv1alpha1.TrialPending || ts.EstimateSampleDocuments > 0 || ts.EstimateError != "" {
 			continue
 		}
-		byName[t.Name] = ts
+		byName[t.Name], trialOf[t.Name] = ts, t
 		need = append(need, workload.EstimateTrial{Name: t.Name, Revision: t.Revision, Strategy: *t.Strategy.Spec, Model: t.Model})
 	}
 	if len(need) == 0 {
@@ -102,7 +104,7 @@ func (r *ExperimentReconciler) jobEstimates(ctx context.Context, exp *ragopsv1al
 			ts.EstimateError = fmt.Sprintf("estimate Job %s: %s", job.Name, te.Error)
 			continue
 		}
-		ts.EstimatedTokens, ts.EstimateSampleDocuments = te.Tokens, int64(res.SampleDocuments)
+		ts.EstimatedTokens, ts.EstimateSampleDocuments = r.toSample(ctx, exp, trialOf[te.Name], te.Tokens, res.Documents), int64(res.SampleDocuments)
 		delete(byName, te.Name)
 	}
 	noEstimates(byName, fmt.Sprintf("estimate Job %s did not estimate it", job.Name))
