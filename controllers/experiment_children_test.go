@@ -2,21 +2,27 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/experiment/budget"
+	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/testenv"
+	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/markup"
 )
@@ -242,4 +248,189 @@ func TestExperimentEstimatesAScreeningTrialAtItsSamplesCost(t *testing.T) {
 		t.Fatalf("screening trial %s %q estimated %d tokens (reserved %d), want Building on %d (2/3 of the whole corpus's %d) under %d",
 			ts.Phase, ts.Message, ts.EstimatedTokens, exp.Status.Budget.TokensReserved, want, whole, maxTokens)
 	}
+}
+
+// pvcExperiment creates a PVC Corpus "archief" (first scan played: 400 documents, 400,000
+// bytes, revision pvc-rev-1) and experimentFixture's Experiment over it with sizes under a
+// budget of 10 million tokens, parallelism 1; it returns the Corpus.
+func pvcExperiment(t *testing.T, ns string, sizes []int32) *ragopsv1alpha1.Corpus {
+	t.Helper()
+	ctx := context.Background()
+	pvc := readOnlyClaim(ns, "archief")
+	archief := &ragopsv1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "archief"},
+		Spec: ragopsv1alpha1.CorpusSpec{PVC: &ragopsv1alpha1.PVCSource{ClaimName: "archief"}}}
+	for _, o := range []client.Object{pvc, archief} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	if err := env.Client.Status().Update(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	experimentFixture(t, ns, sizes, func(e *ragopsv1alpha1.Experiment) {
+		e.Spec.CorpusRef.Name = "archief"
+		e.Spec.Budget = &ragopsv1alpha1.ExperimentBudget{MaxTokens: ptr.To[int64](10_000_000)}
+	})
+	playScan(t, ns, archief, 1, plan.ScanResult{Documents: 400, Bytes: 400_000, Revision: "pvc-rev-1"})
+	return archief
+}
+
+// playScan waits for the Corpus's n-th scan Job and finishes it with res.
+func playScan(t *testing.T, ns string, c *ragopsv1alpha1.Corpus, n int, res plan.ScanResult) {
+	t.Helper()
+	var scan batchv1.Job
+	eventually(t, 30*time.Second, fmt.Sprintf("scan Job %d of the Corpus", n), func() (bool, error) {
+		jobs := ownedJobs(t, ns, c)
+		for _, j := range jobs {
+			if j.Status.Succeeded == 0 && j.Status.Failed == 0 {
+				scan = j
+			}
+		}
+		return len(jobs) == n && scan.Name != "", nil
+	})
+	b, _ := json.Marshal(res)
+	finishJob(t, &scan, 0, string(b))
+}
+
+// estimateJobs lists the estimate Jobs in ns not being deleted, with their plans.
+func estimateJobs(t *testing.T, ns string) ([]batchv1.Job, []plan.Estimate) {
+	t.Helper()
+	ctx := context.Background()
+	var jobs batchv1.JobList
+	if err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelComponent: workload.ComponentEstimate}); err != nil {
+		t.Fatal(err)
+	}
+	var live []batchv1.Job
+	var plans []plan.Estimate
+	for _, j := range jobs.Items {
+		if !j.DeletionTimestamp.IsZero() {
+			continue
+		}
+		var cm corev1.ConfigMap
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: j.Name}, &cm); err != nil {
+			t.Fatal(err)
+		}
+		var p plan.Estimate
+		if err := plan.Decode([]byte(cm.Data[plan.File]), &p); err != nil {
+			t.Fatal(err)
+		}
+		live, plans = append(live, j), append(plans, p)
+	}
+	return live, plans
+}
+
+// finishEstimate finishes an estimate Job with 700 tokens for every trial of its plan, as
+// estimated on a corpus of documents.
+func finishEstimate(t *testing.T, job *batchv1.Job, p plan.Estimate, documents int64) {
+	t.Helper()
+	res := plan.EstimateResult{Documents: documents, Bytes: documents * 1000, SampleDocuments: 32}
+	for _, tr := range p.Trials {
+		res.Trials = append(res.Trials, plan.TrialEstimate{Name: tr.Name, Revision: tr.Revision, Tokens: 700, Chunks: 7})
+	}
+	b, _ := json.Marshal(res)
+	if len(b) > 4096 {
+		t.Fatalf("estimate result of %d trials is %d bytes, more than a termination message holds", len(p.Trials), len(b))
+	}
+	finishJob(t, job, 0, string(b))
+}
+
+// More trials than one estimate Job's result holds (issue 55 item 21: 32 trials gave 5,321
+// bytes against the 4 KiB termination message, and every trial then ran alone) are
+// estimated by one Job after another, each with at most 10 trials; every trial gets its
+// estimate.
+func TestExperimentEstimatesManyTrialsInBatchesOfJobs(t *testing.T) {
+	ns := newNamespace(t)
+	sizes := []int32{64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152}
+	pvcExperiment(t, ns, sizes)
+	var jobs []batchv1.Job
+	var plans []plan.Estimate
+	eventually(t, 30*time.Second, "the first estimate Job", func() (bool, error) {
+		jobs, plans = estimateJobs(t, ns)
+		return len(jobs) == 1, nil
+	})
+	if n := len(plans[0].Trials); n != 10 {
+		t.Fatalf("the first estimate Job estimates %d trials, want 10 (a result that fits 4 KiB)", n)
+	}
+	first := jobs[0].Name
+	finishEstimate(t, &jobs[0], plans[0], 400)
+	eventually(t, 30*time.Second, "the second estimate Job, with the two trials left", func() (bool, error) {
+		jobs, plans = estimateJobs(t, ns)
+		return len(jobs) == 1 && jobs[0].Name != first, nil
+	})
+	if n := len(plans[0].Trials); n != 2 {
+		t.Fatalf("the second estimate Job estimates %d trials, want 2", n)
+	}
+	exp := getExperiment(t, ns)
+	for _, ts := range exp.Status.Trials {
+		if slices.ContainsFunc(plans[0].Trials, func(e plan.EstimateTrial) bool { return e.Name == ts.Name }) {
+			if ts.Phase != ragopsv1alpha1.TrialPending || ts.EstimateError != "" || ts.EstimateSampleDocuments != 0 {
+				t.Fatalf("trial %s of the second batch %s %q (error %q), want it Pending without an estimate or an error", ts.Name, ts.Phase, ts.Message, ts.EstimateError)
+			}
+		}
+	}
+	finishEstimate(t, &jobs[0], plans[0], 400)
+	waitExperiment(t, ns, "every trial estimated", func(e *ragopsv1alpha1.Experiment) bool {
+		for _, ts := range e.Status.Trials {
+			if ts.EstimatedTokens != 700 || ts.EstimateSampleDocuments != 32 || ts.EstimateError != "" {
+				return false
+			}
+		}
+		return len(e.Status.Trials) == len(sizes)
+	})
+}
+
+// A Corpus revision during a running estimate does not restart it (issue 55 item 21: a busy
+// Corpus never got an estimate): the Job runs on, and its figures hold while the corpus is
+// within 10% of what it listed.
+func TestExperimentLetsARunningEstimateFinishAcrossCorpusRevisions(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	archief := pvcExperiment(t, ns, []int32{64, 96})
+	var jobs []batchv1.Job
+	var plans []plan.Estimate
+	eventually(t, 30*time.Second, "the estimate Job", func() (bool, error) {
+		jobs, plans = estimateJobs(t, ns)
+		return len(jobs) == 1, nil
+	})
+	// The Corpus changes (a spec edit rescans) while the estimate runs: 410 documents.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var c ragopsv1alpha1.Corpus
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(archief), &c); err != nil {
+			return err
+		}
+		c.Spec.MaxDocumentBytes = 1 << 20
+		return env.Client.Update(ctx, &c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	playScan(t, ns, archief, 2, plan.ScanResult{Documents: 410, Bytes: 410_000, Revision: "pvc-rev-2"})
+	eventually(t, 30*time.Second, "the Corpus on its second revision", func() (bool, error) {
+		var c ragopsv1alpha1.Corpus
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(archief), &c)
+		return err == nil && c.Status.Revision == "pvc-rev-2", err
+	})
+	touch := getExperiment(t, ns)
+	metav1.SetMetaDataAnnotation(&touch.ObjectMeta, "test/touched", "1")
+	if err := env.Client.Update(ctx, touch); err != nil {
+		t.Fatal(err)
+	}
+	waitExperiment(t, ns, "the touch reconciled", func(e *ragopsv1alpha1.Experiment) bool { return e.Annotations["test/touched"] == "1" })
+	now, _ := estimateJobs(t, ns)
+	if len(now) != 1 || now[0].Name != jobs[0].Name {
+		t.Fatalf("estimate Jobs after the Corpus revision %v, want the running %s alone", jobNames(now), jobs[0].Name)
+	}
+	finishEstimate(t, &jobs[0], plans[0], 400)
+	waitExperiment(t, ns, "a trial building on the earlier revision's estimate", func(e *ragopsv1alpha1.Experiment) bool {
+		ts := trialOf(e, trialName(64))
+		return ts != nil && ts.Phase == ragopsv1alpha1.TrialBuilding && ts.EstimatedTokens == 700
+	})
+}
+
+func jobNames(jobs []batchv1.Job) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.Name)
+	}
+	return out
 }

@@ -3,12 +3,14 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	"k8s.io/utils/ptr"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/plan"
 )
 
 // The largest status the CRD's bound admits (trials x (variants + 8) <= 6000, see
@@ -56,4 +58,28 @@ func TestLargestAdmittedExperimentStatusFitsEtcd(t *testing.T) {
 	if 768*(24+8) <= 6000 || 440*(24+8) <= 6000 {
 		t.Errorf("the bound admits the issue's measured oversized statuses")
 	}
+}
+
+// An estimate Job's result for estimateBatch trials fits the kubelet's 4 KiB termination
+// message at its worst: 63-character names, every figure at its widest, and half the trials
+// with an error cut to plan.MaxTrialErrorBytes (plan.CutTrialError).
+func TestEstimateBatchResultFitsATerminationMessage(t *testing.T) {
+	res := plan.EstimateResult{Documents: math.MaxInt64, Bytes: math.MaxInt64, SampleDocuments: math.MaxInt32}
+	for i := range estimateBatch {
+		te := plan.TrialEstimate{Name: strings.Repeat("x", 60) + fmt.Sprintf("%03d", i), Revision: "0123456789abcdef"}
+		if i%2 == 0 {
+			te.Error = plan.CutTrialError(strings.Repeat("<\"é", 1000)) // "<" is 6 bytes in JSON
+		} else {
+			te.Tokens, te.Chunks, te.RelativeStandardError = math.MaxInt64, math.MaxInt64, 0.12345678901234567
+		}
+		res.Trials = append(res.Trials, te)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 4096 {
+		t.Fatalf("the worst result of %d trials is %d bytes, more than 4096", estimateBatch, len(b))
+	}
+	t.Logf("worst result of %d trials: %d bytes", estimateBatch, len(b))
 }

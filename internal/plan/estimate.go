@@ -1,6 +1,10 @@
 package plan
 
-import ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+import (
+	"encoding/json"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+)
 
 // Estimate asks `ragops estimate` for the tokens each trial of an Experiment would embed:
 // it lists the corpus as a scan does, reads a seeded sample of its documents as a build
@@ -54,6 +58,26 @@ type TrialEstimate struct {
 	Chunks int64 `json:"chunks"`
 	// RelativeStandardError of Tokens (see budget.Estimate).
 	RelativeStandardError float64 `json:"relativeStandardError,omitempty"`
-	// Error is set when this trial could not be estimated (its model folder, its strategy).
+	// Error is set when this trial could not be estimated (its model folder, its strategy);
+	// cut by CutTrialError, so that a Job's result fits a termination message.
 	Error string `json:"error,omitempty"`
+}
+
+// MaxTrialErrorBytes bounds TrialEstimate.Error as JSON-encoded (CutTrialError).
+const MaxTrialErrorBytes = 120
+
+// CutTrialError returns msg, or its longest prefix of whole characters followed by "..."
+// whose JSON encoding (quotes and escapes included) is at most MaxTrialErrorBytes.
+func CutTrialError(msg string) string {
+	encoded := func(s string) int { b, _ := json.Marshal(s); return len(b) }
+	if encoded(msg) <= MaxTrialErrorBytes {
+		return msg
+	}
+	runes := []rune(msg)
+	for n := len(runes); n > 0; n-- {
+		if s := string(runes[:n]) + "..."; encoded(s) <= MaxTrialErrorBytes {
+			return s
+		}
+	}
+	return "..."
 }

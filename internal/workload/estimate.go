@@ -28,11 +28,12 @@ type EstimateInputs struct {
 }
 
 // EstimateJobName names the estimate Job of an Experiment's trials: <experiment>-estimate-
-// and a hash of the corpus revision and the trials' names and revisions, so a new set of
-// trials or a changed corpus gets a Job of its own. At most MaxNameLength characters.
-func EstimateJobName(exp *ragopsv1alpha1.Experiment, corpusRevision string, trials []EstimateTrial) string {
+// and a hash of the seed and the trials' names and revisions, so a new set of trials gets a
+// Job of its own while a Corpus revision does not (the Experiment judges whether an estimate
+// of an earlier revision still holds). At most MaxNameLength characters.
+func EstimateJobName(exp *ragopsv1alpha1.Experiment, trials []EstimateTrial) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d", corpusRevision, exp.Spec.Algorithm.Seed)
+	fmt.Fprintf(h, "%d", exp.Spec.Algorithm.Seed)
 	for _, t := range trials {
 		fmt.Fprintf(h, "\x00%s\x00%s", t.Name, t.Revision)
 	}
@@ -44,7 +45,7 @@ func EstimateJobName(exp *ragopsv1alpha1.Experiment, corpusRevision string, tria
 // strategy and model (`ragops estimate`). Each distinct model is mounted once.
 func Estimate(in EstimateInputs, d Defaults) *Workload {
 	exp, c := in.Experiment, in.Corpus
-	w := &Workload{Owner: exp, Name: EstimateJobName(exp, c.Status.Revision, in.Trials), Component: ComponentEstimate, Deadline: d.Deadline,
+	w := &Workload{Owner: exp, Name: EstimateJobName(exp, in.Trials), Component: ComponentEstimate, Deadline: d.Deadline,
 		Revision: c.Status.Revision, Args: []string{"estimate"}, Image: d.Image, Shards: 1}
 	var src plan.Source
 	w.MountCorpus(c, &src)

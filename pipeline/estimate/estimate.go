@@ -86,7 +86,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Estimate, o Options) (pla
 		te := plan.TrialEstimate{Name: t.Name, Revision: t.Revision}
 		est, err := estimateTrial(ctx, &models, t, docs, pop)
 		if err != nil {
-			te.Error = err.Error()
+			te.Error = plan.CutTrialError(err.Error())
 			log.Warn("trial not estimated", "trial", t.Name, "error", err)
 		} else {
 			te.Tokens, te.Chunks, te.RelativeStandardError = est.Tokens, est.Chunks, est.RelativeStandardError
