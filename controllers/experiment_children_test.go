@@ -434,3 +434,30 @@ func jobNames(jobs []batchv1.Job) []string {
 	}
 	return out
 }
+
+// A sampled build reports its progress against the sample, not the whole corpus (issue 55
+// item 21: "176/5183" for a 387-document sample): of three documents with one judged and
+// fraction 0.5, about two are built.
+func TestSampledBuildProgressCountsTheSample(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	queries := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "queries"}, Data: map[string]string{
+		"queries.jsonl":  `{"_id":"q1","text":"besluit van de raad"}` + "\n",
+		"qrels-test.tsv": "query-id\tcorpus-id\tscore\nq1\ta\t1\n",
+	}}
+	if err := env.Client.Create(ctx, queries); err != nil {
+		t.Fatal(err)
+	}
+	fixture(t, ns, func(idx *ragopsv1alpha1.Index) {
+		idx.Spec.Sample = &ragopsv1alpha1.DocumentSample{Fraction: 0.5, Seed: 1,
+			Judged: &ragopsv1alpha1.DatasetSource{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "queries"}, Split: "test"}}
+	})
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 60*time.Second, "build progress", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		return idx.Status.Build != nil && idx.Status.Progress != "", nil
+	})
+	if idx.Status.Progress != "0/2 (0%)" || idx.Status.Build.DocumentsTotal != 2 {
+		t.Fatalf("progress %q (total %d), want 0/2 (0%%): the sample's size", idx.Status.Progress, idx.Status.Build.DocumentsTotal)
+	}
+}

@@ -143,30 +143,29 @@ func (e *LocalEstimator) EstimateTrial(ctx context.Context, exp *ragopsv1alpha1.
 	return budget.EstimateTokens(ctx, *t.Strategy.Spec, m, docs, pop)
 }
 
-// sampleShare is the share of the corpus's documents a screening trial's sample
-// (spec.sample: every judged document plus fraction of the others) builds, by which its
-// whole-corpus estimate is scaled: (J + fraction x (N - J)) / N for N documents of which J
-// are judged, J the distinct corpus-ids of the dataset's qrels split (at most N). The judged
-// documents are counted for a ConfigMap dataset; for another dataset, or one that cannot be
-// read, the share is 1: the whole corpus's estimate, an upper bound.
-func (r *ExperimentReconciler) sampleShare(ctx context.Context, namespace string, s *ragopsv1alpha1.DocumentSample, documents int64) float64 {
+// sampleShare is the share of a corpus's documents a sample (spec.sample: every judged
+// document plus fraction of the others) keeps: (J + fraction x (N - J)) / N for N documents
+// of which J are judged, J the distinct corpus-ids of the dataset's qrels split (at most N).
+// The judged documents are counted for a ConfigMap dataset in namespace; for another
+// dataset, or one that cannot be read, the share is 1 and exact is false (an upper bound).
+func sampleShare(ctx context.Context, rd client.Reader, namespace string, s *ragopsv1alpha1.DocumentSample, documents int64) (share float64, exact bool) {
 	if s == nil || documents <= 0 {
-		return 1
+		return 1, s == nil
 	}
 	var judged int64
 	if ds := s.Judged; ds != nil {
 		if ds.ConfigMap == nil {
-			return 1
+			return 1, false
 		}
 		var cm corev1.ConfigMap
-		if err := r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: namespace, Name: ds.ConfigMap.Name}, &cm); err != nil {
-			log.FromContext(ctx).Info("judged documents not counted: the screening estimate is the whole corpus's", "error", err.Error())
-			return 1
+		if err := rd.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ds.ConfigMap.Name}, &cm); err != nil {
+			log.FromContext(ctx).Info("judged documents of the sample not counted", "configMap", ds.ConfigMap.Name, "error", err.Error())
+			return 1, false
 		}
 		judged = int64(len(judgedDocuments(cm.Data, ds.Split)))
 	}
 	judged = min(judged, documents)
-	return min(1, (float64(judged)+s.Fraction*float64(documents-judged))/float64(documents))
+	return min(1, (float64(judged)+s.Fraction*float64(documents-judged))/float64(documents)), true
 }
 
 // judgedDocuments returns the distinct corpus-ids of the qrels split in a ConfigMap dataset
@@ -193,10 +192,12 @@ func judgedDocuments(data map[string]string, split string) map[string]bool {
 }
 
 // toSample scales a whole-corpus estimate of tokens over documents to the trial's sample
-// (sampleShare, rounded up); a trial without spec.sample keeps it.
+// (sampleShare, rounded up; the whole corpus's when the judged documents cannot be counted);
+// a trial without spec.sample keeps it.
 func (r *ExperimentReconciler) toSample(ctx context.Context, exp *ragopsv1alpha1.Experiment, t *trials.Trial, tokens, documents int64) int64 {
 	if t.Index.Spec.Sample == nil {
 		return tokens
 	}
-	return int64(math.Ceil(float64(tokens) * r.sampleShare(ctx, exp.Namespace, t.Index.Spec.Sample, documents)))
+	share, _ := sampleShare(ctx, r.Options.reader(r.Client), exp.Namespace, t.Index.Spec.Sample, documents)
+	return int64(math.Ceil(float64(tokens) * share))
 }
