@@ -33,8 +33,9 @@ const (
 // Corpus the operator cannot read itself (every source but a ConfigMap), estimateBatch at a
 // time in name order, each Job on the Experiment's seeded sample (max(32, 5%) of the
 // documents, as LocalEstimator's). A finished Job's figures go into the trials' status
-// (EstimatedTokens, a screening trial's scaled to its sample (toSample), or EstimateError for
-// a trial it could not estimate and for all of its trials when it failed), so no Job runs
+// (EstimatedTokens, a screening trial's for its sample (the Job counts the sample; toSample
+// when it did not), or EstimateError for a trial it could not estimate and for all of its
+// trials when it failed), so no Job runs
 // twice for the same trials. A running Job is let finish whatever Corpus revision it started
 // on (a busy Corpus would otherwise never get an estimate); its figures are taken while the
 // corpus is within estimateDrift of what it listed, else it is deleted and the next reconcile
@@ -52,7 +53,7 @@ func (r *ExperimentReconciler) jobEstimates(ctx context.Context, exp *ragopsv1al
 		if ts.Phase != ragopsv1alpha1.TrialPending || ts.EstimateSampleDocuments > 0 || ts.EstimateError != "" {
 			continue
 		}
-		need = append(need, workload.EstimateTrial{Name: t.Name, Revision: t.Revision, Strategy: *t.Strategy.Spec, Model: t.Model})
+		need = append(need, workload.EstimateTrial{Name: t.Name, Revision: t.Revision, Strategy: *t.Strategy.Spec, Model: t.Model, Sample: t.Index.Spec.Sample})
 		trialOf[t.Name], statusOf[t.Name] = t, ts
 	}
 	if len(need) == 0 {
@@ -138,7 +139,11 @@ func (r *ExperimentReconciler) jobEstimates(ctx context.Context, exp *ragopsv1al
 			ts.EstimateError = fmt.Sprintf("estimate Job %s: %s", job.Name, te.Error)
 			continue
 		}
-		ts.EstimatedTokens, ts.EstimateSampleDocuments = r.toSample(ctx, exp, trialOf[te.Name], te.Tokens, res.Documents), int64(res.SampleDocuments)
+		tokens := te.Tokens
+		if res.SampledDocuments == 0 { // a Job that did not count the sample
+			tokens = r.toSample(ctx, exp, trialOf[te.Name], te.Tokens, res.Documents)
+		}
+		ts.EstimatedTokens, ts.EstimateSampleDocuments = tokens, int64(res.SampleDocuments)
 		delete(byName, te.Name)
 	}
 	noEstimates(byName, fmt.Sprintf("estimate Job %s did not estimate it", job.Name))

@@ -24,6 +24,9 @@ type Estimate struct {
 	MinDocuments int     `json:"minDocuments"`
 	// Trials to estimate; trials of one model share its folder.
 	Trials []EstimateTrial `json:"trials"`
+	// Sample is the screening trials' document sample (an Index's spec.sample): a trial with
+	// Sampled set is scaled to the documents it keeps instead of the whole corpus.
+	Sample *Sample `json:"sample,omitempty"`
 }
 
 // EstimateTrial is one trial to estimate.
@@ -35,6 +38,8 @@ type EstimateTrial struct {
 	Strategy ragopsv1alpha1.ChunkingStrategySpec `json:"strategy"`
 	// ModelDir is the model folder in the pod.
 	ModelDir string `json:"modelDir"`
+	// Sampled trials build Estimate.Sample's documents only.
+	Sampled bool `json:"sampled,omitempty"`
 }
 
 // EstimateResult is the termination message of an estimate pod.
@@ -44,6 +49,10 @@ type EstimateResult struct {
 	Bytes     int64 `json:"bytes"`
 	// SampleDocuments read and chunked.
 	SampleDocuments int `json:"sampleDocuments"`
+	// SampledDocuments and SampledBytes are what the plan's Sample keeps (the population
+	// of its Sampled trials); 0 without a Sample.
+	SampledDocuments int64 `json:"sampledDocuments,omitempty"`
+	SampledBytes     int64 `json:"sampledBytes,omitempty"`
 	// Trials in the plan's order.
 	Trials []TrialEstimate `json:"trials"`
 	Error  string          `json:"error,omitempty"`

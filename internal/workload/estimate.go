@@ -14,6 +14,9 @@ type EstimateTrial struct {
 	Name, Revision string
 	Strategy       ragopsv1alpha1.ChunkingStrategySpec
 	Model          ragopsv1alpha1.ModelSpec
+	// Sample is a screening trial's Index's spec.sample (nil: the whole corpus); the trials
+	// of one Job share one.
+	Sample *ragopsv1alpha1.DocumentSample
 }
 
 // EstimateInputs are what an estimate Job is built from, resolved by the Experiment
@@ -42,7 +45,8 @@ func EstimateJobName(exp *ragopsv1alpha1.Experiment, trials []EstimateTrial) str
 
 // Estimate returns the estimate Job of an Experiment: it lists the Corpus, reads a sample
 // seeded by the Experiment's algorithm seed and estimates each trial's tokens with its
-// strategy and model (`ragops estimate`). Each distinct model is mounted once.
+// strategy and model (`ragops estimate`). Each distinct model is mounted once; a screening
+// trial's sample (its judged dataset) too, and the trial is estimated for that sample.
 func Estimate(in EstimateInputs, d Defaults) *Workload {
 	exp, c := in.Experiment, in.Corpus
 	w := &Workload{Owner: exp, Name: EstimateJobName(exp, in.Trials), Component: ComponentEstimate, Deadline: d.Deadline,
@@ -59,7 +63,10 @@ func Estimate(in EstimateInputs, d Defaults) *Workload {
 			dir = w.MountModel(fmt.Sprintf("model-%d", i), fmt.Sprintf("%s-%d", plan.ModelDir, i), t.Model, w.Image)
 			dirs[t.Model.Name] = dir
 		}
-		p.Trials = append(p.Trials, plan.EstimateTrial{Name: t.Name, Revision: t.Revision, Strategy: t.Strategy, ModelDir: dir})
+		p.Trials = append(p.Trials, plan.EstimateTrial{Name: t.Name, Revision: t.Revision, Strategy: t.Strategy, ModelDir: dir, Sampled: t.Sample != nil})
+		if t.Sample != nil && p.Sample == nil {
+			p.Sample = w.mountSample(t.Sample)
+		}
 	}
 	w.Plan = p
 	return w
