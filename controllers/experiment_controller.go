@@ -481,10 +481,29 @@ func (r *ExperimentReconciler) reconcileDelete(ctx context.Context, exp *ragopsv
 }
 
 // cleanup deletes, once the Experiment is done, the Indexes and Evaluations of the trials
-// spec.cleanup does not keep, and the generated strategies no kept trial uses.
+// spec.cleanup does not keep (cleanupTrials), and the generated strategies no kept trial
+// uses.
 func (r *ExperimentReconciler) cleanup(ctx context.Context, exp *ragopsv1alpha1.Experiment, ch *experimentChildren) error {
+	usedStrategies, err := r.cleanupTrials(ctx, exp, ch)
+	if err != nil || usedStrategies == nil {
+		return err
+	}
+	for name, cs := range ch.strategies {
+		if !usedStrategies[name] {
+			if err := r.Delete(ctx, cs); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cleanupTrials deletes the Indexes (their collections and model servers with them) and
+// Evaluations of the trials spec.cleanup does not keep, and returns the strategies the kept
+// trials use (nil for KeepAll, which deletes nothing).
+func (r *ExperimentReconciler) cleanupTrials(ctx context.Context, exp *ragopsv1alpha1.Experiment, ch *experimentChildren) (usedStrategies map[string]bool, err error) {
 	if exp.Spec.Cleanup == ragopsv1alpha1.CleanupKeepAll {
-		return nil
+		return nil, nil
 	}
 	keep := map[string]bool{}
 	if o := exp.Status.CurrentOptimalTrial; o != nil {
@@ -498,7 +517,7 @@ func (r *ExperimentReconciler) cleanup(ctx context.Context, exp *ragopsv1alpha1.
 			keep[e.Trial] = true
 		}
 	}
-	usedStrategies := map[string]bool{}
+	usedStrategies = map[string]bool{}
 	for name, idx := range ch.indexes {
 		if keep[name] {
 			usedStrategies[idx.Spec.StrategyRef.Name] = true
@@ -506,25 +525,18 @@ func (r *ExperimentReconciler) cleanup(ctx context.Context, exp *ragopsv1alpha1.
 		}
 		if idx.DeletionTimestamp.IsZero() {
 			if err := r.Delete(ctx, idx); client.IgnoreNotFound(err) != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	for _, ev := range ch.evaluations {
 		if !keep[ev.Labels[ragopsv1alpha1.LabelTrial]] {
 			if err := r.Delete(ctx, ev); client.IgnoreNotFound(err) != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	for name, cs := range ch.strategies {
-		if !usedStrategies[name] {
-			if err := r.Delete(ctx, cs); client.IgnoreNotFound(err) != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return usedStrategies, nil
 }
 
 // trialStatus reads one trial's phase and figures from its children.

@@ -281,8 +281,9 @@ func (r *ExperimentReconciler) rankTrials(ctx context.Context, st *experimentSta
 	}
 	if c := exp.Status.TrialCounts; st.limits.tooManyFailed && c.Building+c.Evaluating == 0 {
 		// Stalled with nothing running: no trial starts until a person raises
-		// spec.maxFailedTrials, so the trials' collections and servers go as when done.
-		if err := r.cleanup(ctx, exp, st.children); err != nil {
+		// spec.maxFailedTrials, so the trials' collections and servers go as when done (the
+		// generated strategies stay: the space still names them).
+		if _, err := r.cleanupTrials(ctx, exp, st.children); err != nil {
 			return reconcile.Stop, err
 		}
 	}
