@@ -13,7 +13,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -27,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
@@ -105,7 +103,10 @@ func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	result, err := reconcile.Run(ctx, &experimentState{exp: &exp},
 		r.listChildren,
 		r.resolveSpace,
-		r.runTrials,
+		r.readTrials,
+		r.estimateTrials,
+		r.startTrials,
+		r.rankTrials,
 	)
 	res = reconcile.Summarize(&exp, result)
 	if err != nil {
@@ -120,6 +121,22 @@ type experimentState struct {
 	children *experimentChildren
 	corpus   ragopsv1alpha1.Corpus
 	plan     *trials.Plan
+	// statuses[i] is plan.Trials[i]'s status (readTrials, then startTrials); dropped are
+	// the trials a spec change took out of the space whose builds spent tokens.
+	statuses []ragopsv1alpha1.TrialStatus
+	dropped  []ragopsv1alpha1.TrialStatus
+	// ledger counts what the trials hold of the limits; limits are the spec's.
+	ledger trialLedger
+	limits trialLimits
+	// waitEstimate is not empty while an estimate Job runs (jobEstimates).
+	waitEstimate string
+	// exhausted are the messages of the trials the budget did not start.
+	exhausted []string
+	// screening is the screening round's outcome.
+	screening screeningOutcome
+	// conflicts are the trials whose child's name another object holds (Stalled
+	// ChildConflict).
+	conflicts []string
 }
 
 // listChildren lists the Experiment's children; a finished Experiment whose spec is the one
@@ -200,11 +217,6 @@ func (r *ExperimentReconciler) resolveSpace(ctx context.Context, st *experimentS
 	}
 	st.plan = p
 	return reconcile.Proceed, nil
-}
-
-// runTrials runs the trials (see run).
-func (r *ExperimentReconciler) runTrials(ctx context.Context, st *experimentState) (reconcile.Result, error) {
-	return r.run(ctx, st.exp, &st.corpus, st.plan, st.children)
 }
 
 // children lists the Indexes, Evaluations and ChunkingStrategies exp controls.
@@ -328,171 +340,6 @@ func isTerminal(p ragopsv1alpha1.TrialPhase) bool {
 	return p == ragopsv1alpha1.TrialSucceeded || p == ragopsv1alpha1.TrialFailed || p == ragopsv1alpha1.TrialSkipped
 }
 
-// run reads every trial's phase from its children, starts the trials that parallelism, the
-// failure limit and the budget allow, and writes the status.
-func (r *ExperimentReconciler) run(ctx context.Context, exp *ragopsv1alpha1.Experiment, c *ragopsv1alpha1.Corpus, p *trials.Plan, ch *experimentChildren) (reconcile.Result, error) {
-	prev := map[string]ragopsv1alpha1.TrialStatus{}
-	for _, ts := range exp.Status.Trials {
-		prev[ts.Name] = ts
-	}
-	statuses := make([]ragopsv1alpha1.TrialStatus, len(p.Trials))
-	for i := range p.Trials {
-		t := &p.Trials[i]
-		ts := trialStatus(t, ch, exp.Spec.Objective)
-		if old, ok := prev[t.Name]; ok && old.Revision == t.Revision {
-			ts.EstimatedTokens, ts.EstimateSampleDocuments, ts.EstimateError = old.EstimatedTokens, old.EstimateSampleDocuments, old.EstimateError
-			if _, live := ch.indexes[t.Name]; !live && (old.Phase == ragopsv1alpha1.TrialSucceeded || old.Phase == ragopsv1alpha1.TrialFailed) {
-				ts = old // finished, its children cleaned up: the status is all that is left
-			}
-		}
-		if _, live := ch.indexes[t.Name]; live {
-			if err := r.ensureTrial(ctx, exp, t, ch); err != nil {
-				return reconcile.Stop, err
-			}
-		}
-		statuses[i] = ts
-	}
-
-	var spent, reserved int64
-	building, started, failed := 0, 0, 0
-	requeue := false
-	for _, ts := range statuses {
-		spent += ts.Tokens
-		switch ts.Phase {
-		case ragopsv1alpha1.TrialBuilding:
-			building++
-			reserved += ts.EstimatedTokens
-		case ragopsv1alpha1.TrialFailed:
-			failed++
-		}
-		if ts.Phase != ragopsv1alpha1.TrialPending && ts.Phase != ragopsv1alpha1.TrialSkipped && !ts.Screening {
-			started++
-		}
-	}
-	// Builds of trials the space no longer has still spent their tokens.
-	var dropped []ragopsv1alpha1.TrialStatus
-	inPlan := map[string]bool{}
-	for _, t := range p.Trials {
-		inPlan[t.Name] = true
-	}
-	for _, old := range exp.Status.Trials {
-		if !inPlan[old.Name] && old.Tokens > 0 {
-			old.Phase = ragopsv1alpha1.TrialSkipped
-			if !strings.HasPrefix(old.Message, droppedMessage) {
-				old.Message = droppedMessage + "; its build's tokens still count against the budget"
-			}
-			dropped = append(dropped, old)
-			spent += old.Tokens
-		}
-	}
-
-	var maxTokens *int64
-	maxTrials := -1
-	if b := exp.Spec.Budget; b != nil {
-		maxTokens = b.MaxTokens
-		if b.MaxTrials != nil {
-			maxTrials = int(*b.MaxTrials)
-		}
-	}
-	parallelism := int(max(exp.Spec.Parallelism, 1))
-	tooManyFailed := failed > int(exp.Spec.MaxFailedTrials)
-	waitEstimate := ""
-	if maxTokens != nil && !tooManyFailed {
-		var err error
-		if waitEstimate, err = r.jobEstimates(ctx, exp, c, p, statuses); err != nil {
-			return reconcile.Stop, err
-		}
-	}
-	var exhausted []string
-	bt, _ := baselineCandidate(exp, p)
-	scr := screen(exp, p, statuses, bt)
-	for i := range p.Trials {
-		ts, t := &statuses[i], &p.Trials[i]
-		if ts.Phase != ragopsv1alpha1.TrialPending || tooManyFailed {
-			continue
-		}
-		if t.ScreenedBy != "" {
-			if !scr.done {
-				ts.Message = fmt.Sprintf("waiting for the screening round (%d of %d screening trials finished)", scr.finished, scr.total)
-				continue
-			}
-			if v := scr.verdict[t.Name]; v != "" {
-				ts.Phase, ts.Message = ragopsv1alpha1.TrialSkipped, v
-				continue
-			}
-		}
-		if maxTrials >= 0 && started >= maxTrials && !ts.Screening {
-			ts.Phase = ragopsv1alpha1.TrialSkipped
-			ts.Message = fmt.Sprintf("trial %s not started: budget.maxTrials %d trials were started", ts.Name, maxTrials)
-			exhausted = append(exhausted, ts.Message)
-			continue
-		}
-		if building >= parallelism {
-			continue
-		}
-		if waitEstimate != "" && ts.EstimateSampleDocuments == 0 && ts.EstimateError == "" {
-			ts.Message = waitEstimate
-			continue
-		}
-		est, estErr := r.estimate(ctx, exp, c, t, ts)
-		if estErr != nil && ts.EstimateError != "" {
-			estErr = fmt.Errorf("%w: %s", ErrNoEstimate, ts.EstimateError)
-		}
-		if maxTokens != nil {
-			if estErr == nil {
-				d := budget.Check(t.Name, maxTokens, spent, reserved, est)
-				if !d.Fits {
-					if reserved > 0 {
-						ts.Message = "waiting for the running builds' token counts: " + d.Message()
-						continue
-					}
-					ts.Phase, ts.Message = ragopsv1alpha1.TrialSkipped, d.Message()
-					exhausted = append(exhausted, d.Message())
-					continue
-				}
-			} else if spent+reserved >= *maxTokens {
-				ts.Phase = ragopsv1alpha1.TrialSkipped
-				ts.Message = fmt.Sprintf("trial %s not started: %d of the budget's %d tokens are spent or held and it has no estimate (%v)", t.Name, spent+reserved, *maxTokens, estErr)
-				exhausted = append(exhausted, ts.Message)
-				continue
-			} else if building > 0 {
-				// Without an estimate nothing bounds what it holds: it runs alone, so the
-				// budget is passed by one trial at most.
-				ts.Message = fmt.Sprintf("waiting for the running builds: it has no token estimate (%v) and runs alone", estErr)
-				continue
-			}
-		}
-		if err := r.ensureTrial(ctx, exp, t, ch); err != nil {
-			return reconcile.Stop, err
-		}
-		ts.Phase, ts.Message = ragopsv1alpha1.TrialBuilding, ""
-		if estErr != nil {
-			ts.Message = fmt.Sprintf("started without a token estimate: %v", estErr)
-		}
-		building++
-		if !ts.Screening {
-			started++
-		}
-		reserved += ts.EstimatedTokens
-	}
-
-	exp.Status.Trials = append(statuses, dropped...)
-	exp.Status.TrialCounts = countTrials(statuses)
-	exp.Status.Budget = budgetStatus(maxTokens, spent, reserved)
-	board, opt, collecting, err := r.leaderboard(ctx, exp, p, statuses, ch)
-	if err != nil {
-		log.FromContext(ctx).Info("paired comparisons incomplete; retrying", "error", err.Error())
-		requeue = true
-	}
-	exp.Status.Leaderboard, exp.Status.CurrentOptimalTrial = board, opt
-	exp.Status.Progress = progress(exp.Status.TrialCounts)
-	res := scr.condition(exp).Merge(summarizeExperiment(exp, tooManyFailed, collecting || err != nil, exhausted))
-	if requeue {
-		res = res.Requeue(comparisonRetry)
-	}
-	return res, nil
-}
-
 // comparisonRetry is when a reconcile whose paired comparisons could not all be read runs
 // again.
 const comparisonRetry = 10 * time.Second
@@ -500,7 +347,8 @@ const comparisonRetry = 10 * time.Second
 // droppedMessage starts the message of a trial a spec change took out of the space.
 const droppedMessage = "no longer in the space"
 
-// estimate returns the trial's token estimate, computed once per revision and kept in ts.
+// estimate returns the trial's token estimate, computed once per revision and kept in ts; a
+// screening trial's is its sample's (toSample).
 func (r *ExperimentReconciler) estimate(ctx context.Context, exp *ragopsv1alpha1.Experiment, c *ragopsv1alpha1.Corpus, t *trials.Trial, ts *ragopsv1alpha1.TrialStatus) (budget.Estimate, error) {
 	if ts.EstimateSampleDocuments > 0 {
 		return budget.Estimate{Tokens: ts.EstimatedTokens, SampleDocuments: int(ts.EstimateSampleDocuments),
@@ -515,12 +363,14 @@ func (r *ExperimentReconciler) estimate(ctx context.Context, exp *ragopsv1alpha1
 	if err != nil {
 		return budget.Estimate{}, err
 	}
+	e.Tokens = r.toSample(ctx, exp, t, e.Tokens, e.Population.Documents) // a screening trial builds its sample only
 	ts.EstimatedTokens, ts.EstimateSampleDocuments = e.Tokens, int64(e.SampleDocuments)
 	return e, nil
 }
 
 // ensureTrial creates the trial's Index and Evaluations where missing and brings their specs
-// to the plan's (a spec change that keeps the trial's name).
+// to the plan's (a spec change that keeps the trial's name). A name taken by an object the
+// Experiment does not control is a *childConflictError.
 func (r *ExperimentReconciler) ensureTrial(ctx context.Context, exp *ragopsv1alpha1.Experiment, t *trials.Trial, ch *experimentChildren) error {
 	if idx, ok := ch.indexes[t.Name]; ok {
 		want := t.Index.Spec
@@ -529,9 +379,10 @@ func (r *ExperimentReconciler) ensureTrial(ctx context.Context, exp *ragopsv1alp
 		}
 		if idx.Spec.StrategyRef != want.StrategyRef || idx.Spec.CorpusRef != want.CorpusRef ||
 			!equality.Semantic.DeepEqual(idx.Spec.Model, want.Model) || !equality.Semantic.DeepEqual(idx.Spec.Weaviate, want.Weaviate) ||
+			!sameSample(idx.Spec.Sample, want.Sample) ||
 			(idx.Status.Revision != "" && idx.Status.Revision != t.Revision) {
 			idx.Spec.StrategyRef, idx.Spec.CorpusRef, idx.Spec.Model, idx.Spec.Weaviate = want.StrategyRef, want.CorpusRef, want.Model, want.Weaviate
-			idx.Spec.Embedder, idx.Spec.VectorIndex = want.Embedder, want.VectorIndex
+			idx.Spec.Embedder, idx.Spec.VectorIndex, idx.Spec.Sample = want.Embedder, want.VectorIndex, want.Sample.DeepCopy()
 			if err := r.Update(ctx, idx); err != nil {
 				return err
 			}
@@ -541,7 +392,10 @@ func (r *ExperimentReconciler) ensureTrial(ctx context.Context, exp *ragopsv1alp
 		if err := controllerutil.SetControllerReference(exp, idx, r.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Create(ctx, idx); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, idx); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return &childConflictError{trial: t.Name, kind: "Index", name: idx.Name}
+			}
 			return err
 		}
 		ch.indexes[idx.Name] = idx
@@ -560,12 +414,35 @@ func (r *ExperimentReconciler) ensureTrial(ctx context.Context, exp *ragopsv1alp
 		if err := controllerutil.SetControllerReference(exp, ev, r.Scheme()); err != nil {
 			return err
 		}
-		if err := r.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Create(ctx, ev); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return &childConflictError{trial: t.Name, kind: "Evaluation", name: ev.Name}
+			}
 			return err
 		}
 		ch.evaluations[ev.Name] = ev
 	}
 	return nil
+}
+
+// childConflictError is ensureTrial's error when a trial's Index or Evaluation name is taken
+// by an object the Experiment does not control (the informer lists only its own children,
+// so a create is what finds it).
+type childConflictError struct {
+	trial, kind, name string
+}
+
+func (e *childConflictError) Error() string {
+	return fmt.Sprintf("trial %s: %s %q exists and is not this Experiment's; delete or rename it, or rename the Experiment", e.trial, e.kind, e.name)
+}
+
+// sameSample reports whether a trial Index's sample is the plan's (spec.screening's fraction
+// and seed; the judged dataset follows spec.dataset).
+func sameSample(a, b *ragopsv1alpha1.DocumentSample) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Fraction == b.Fraction && a.Seed == b.Seed
 }
 
 // reconcileDelete deletes the children (the Indexes first, which delete their collections
@@ -604,10 +481,29 @@ func (r *ExperimentReconciler) reconcileDelete(ctx context.Context, exp *ragopsv
 }
 
 // cleanup deletes, once the Experiment is done, the Indexes and Evaluations of the trials
-// spec.cleanup does not keep, and the generated strategies no kept trial uses.
+// spec.cleanup does not keep (cleanupTrials), and the generated strategies no kept trial
+// uses.
 func (r *ExperimentReconciler) cleanup(ctx context.Context, exp *ragopsv1alpha1.Experiment, ch *experimentChildren) error {
+	usedStrategies, err := r.cleanupTrials(ctx, exp, ch)
+	if err != nil || usedStrategies == nil {
+		return err
+	}
+	for name, cs := range ch.strategies {
+		if !usedStrategies[name] {
+			if err := r.Delete(ctx, cs); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cleanupTrials deletes the Indexes (their collections and model servers with them) and
+// Evaluations of the trials spec.cleanup does not keep, and returns the strategies the kept
+// trials use (nil for KeepAll, which deletes nothing).
+func (r *ExperimentReconciler) cleanupTrials(ctx context.Context, exp *ragopsv1alpha1.Experiment, ch *experimentChildren) (usedStrategies map[string]bool, err error) {
 	if exp.Spec.Cleanup == ragopsv1alpha1.CleanupKeepAll {
-		return nil
+		return nil, nil
 	}
 	keep := map[string]bool{}
 	if o := exp.Status.CurrentOptimalTrial; o != nil {
@@ -621,7 +517,7 @@ func (r *ExperimentReconciler) cleanup(ctx context.Context, exp *ragopsv1alpha1.
 			keep[e.Trial] = true
 		}
 	}
-	usedStrategies := map[string]bool{}
+	usedStrategies = map[string]bool{}
 	for name, idx := range ch.indexes {
 		if keep[name] {
 			usedStrategies[idx.Spec.StrategyRef.Name] = true
@@ -629,25 +525,18 @@ func (r *ExperimentReconciler) cleanup(ctx context.Context, exp *ragopsv1alpha1.
 		}
 		if idx.DeletionTimestamp.IsZero() {
 			if err := r.Delete(ctx, idx); client.IgnoreNotFound(err) != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	for _, ev := range ch.evaluations {
 		if !keep[ev.Labels[ragopsv1alpha1.LabelTrial]] {
 			if err := r.Delete(ctx, ev); client.IgnoreNotFound(err) != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	for name, cs := range ch.strategies {
-		if !usedStrategies[name] {
-			if err := r.Delete(ctx, cs); client.IgnoreNotFound(err) != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return usedStrategies, nil
 }
 
 // trialStatus reads one trial's phase and figures from its children.

@@ -7,13 +7,16 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/corpus"
+	evalbeir "github.com/ragops/ragops/evaluator/beir"
 	"github.com/ragops/ragops/experiment/budget"
 	"github.com/ragops/ragops/experiment/trials"
 	"github.com/ragops/ragops/reader"
@@ -138,4 +141,63 @@ func (e *LocalEstimator) EstimateTrial(ctx context.Context, exp *ragopsv1alpha1.
 		docs = append(docs, budget.Document{Unit: u, Doc: doc})
 	}
 	return budget.EstimateTokens(ctx, *t.Strategy.Spec, m, docs, pop)
+}
+
+// sampleShare is the share of a corpus's documents a sample (spec.sample: every judged
+// document plus fraction of the others) keeps: (J + fraction x (N - J)) / N for N documents
+// of which J are judged, J the distinct corpus-ids of the dataset's qrels split (at most N).
+// The judged documents are counted for a ConfigMap dataset in namespace; for another
+// dataset, or one that cannot be read, the share is 1 and exact is false (an upper bound).
+func sampleShare(ctx context.Context, rd client.Reader, namespace string, s *ragopsv1alpha1.DocumentSample, documents int64) (share float64, exact bool) {
+	if s == nil || documents <= 0 {
+		return 1, s == nil
+	}
+	var judged int64
+	if ds := s.Judged; ds != nil {
+		if ds.ConfigMap == nil {
+			return 1, false
+		}
+		var cm corev1.ConfigMap
+		if err := rd.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ds.ConfigMap.Name}, &cm); err != nil {
+			log.FromContext(ctx).Info("judged documents of the sample not counted", "configMap", ds.ConfigMap.Name, "error", err.Error())
+			return 1, false
+		}
+		judged = int64(len(judgedDocuments(cm.Data, ds.Split)))
+	}
+	judged = min(judged, documents)
+	return min(1, (float64(judged)+s.Fraction*float64(documents-judged))/float64(documents)), true
+}
+
+// judgedDocuments returns the distinct corpus-ids of the qrels split in a ConfigMap dataset
+// (key qrels-<split>.tsv or qrels/<split>.tsv; split "" is "test"; the header line skipped).
+func judgedDocuments(data map[string]string, split string) map[string]bool {
+	if split == "" {
+		split = "test"
+	}
+	text, ok := data[evalbeir.ConfigMapQrelsKey(split)]
+	if !ok {
+		text = data["qrels/"+split+".tsv"]
+	}
+	out := map[string]bool{}
+	for i, line := range strings.Split(text, "\n") {
+		f := strings.Split(strings.TrimRight(line, "\r"), "\t")
+		if len(f) != 3 || (i == 0 && strings.TrimSpace(f[0]) == "query-id") {
+			continue
+		}
+		if id := strings.TrimSpace(f[1]); id != "" {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// toSample scales a whole-corpus estimate of tokens over documents to the trial's sample
+// (sampleShare, rounded up; the whole corpus's when the judged documents cannot be counted);
+// a trial without spec.sample keeps it.
+func (r *ExperimentReconciler) toSample(ctx context.Context, exp *ragopsv1alpha1.Experiment, t *trials.Trial, tokens, documents int64) int64 {
+	if t.Index.Spec.Sample == nil {
+		return tokens
+	}
+	share, _ := sampleShare(ctx, r.Options.reader(r.Client), exp.Namespace, t.Index.Spec.Sample, documents)
+	return int64(math.Ceil(float64(tokens) * share))
 }

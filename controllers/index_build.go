@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -336,6 +337,14 @@ func (r *IndexReconciler) refreshProgress(ctx context.Context, st *indexState, r
 		p = &ragopsv1alpha1.BuildProgress{Revision: rev.Name}
 	}
 	p.DocumentsTotal = st.corpus.Status.Documents
+	if s := idx.Spec.Sample; s != nil {
+		// A sampled build reads its sample only: the judged documents and fraction of the
+		// others, about this many (0: unknown, the judged documents cannot be counted).
+		p.DocumentsTotal = 0
+		if share, exact := sampleShare(ctx, r.Options.reader(r.Client), idx.Namespace, s, st.corpus.Status.Documents); exact {
+			p.DocumentsTotal = int64(math.Round(share * float64(st.corpus.Status.Documents)))
+		}
+	}
 	p.ShardsSucceeded = job.Status.Succeeded
 	if _, err := saveResults(ctx, r.Client, job); err != nil {
 		log.FromContext(ctx).Info("shard results not saved yet", "job", job.Name, "error", err.Error())

@@ -17,7 +17,10 @@ const (
 	ObjectiveSpanHit ObjectiveMetric = "spanHit"
 )
 
-// ExperimentObjective is what the Experiment maximises.
+// ExperimentObjective is what the Experiment maximises. It is immutable: finished trials
+// were measured and ranked on it, and the Evaluations that could measure them again go
+// with the cleanup.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="objective is immutable: the trials were measured and ranked on it (and cleaned-up trials cannot be measured again); create a new Experiment to rank on another metric or k"
 type ExperimentObjective struct {
 	// Metric at cut-off K; spanHit needs a dataset with query_spans.jsonl.
 	Metric ObjectiveMetric `json:"metric"`
@@ -294,11 +297,14 @@ type PromotionStatus struct {
 }
 
 // ExperimentSpec is a sweep over chunking strategies, models and retrieval modes on one
-// corpus and dataset, under a budget.
+// corpus and dataset, under a budget. Its status lists every trial with every retrieval
+// variant, so the space is bounded at admission: trials (screening ones included) x
+// (variants + 8) at most 6000, at most about 1.1 MB of status, under etcd's 1.5 MiB object limit.
 // +kubebuilder:validation:XValidation:rule="self.algorithm.type != 'Grid' || self.space.strategies.map(s, has(s.template) ? size(s.template.types) * size(s.template.sizes) * (has(s.template.overlaps) ? size(s.template.overlaps) : 1) * (has(s.template.late) ? size(s.template.late) : 1) : 1).sum() * size(self.space.models) <= (has(self.algorithm.maxTrials) ? self.algorithm.maxTrials : 1000)",fieldPath=".algorithm.maxTrials",messageExpression="'the Grid space lists %d trials (strategy combinations x models), more than algorithm.maxTrials (%d; 1000 when unset)'.format([self.space.strategies.map(s, has(s.template) ? size(s.template.types) * size(s.template.sizes) * (has(s.template.overlaps) ? size(s.template.overlaps) : 1) * (has(s.template.late) ? size(s.template.late) : 1) : 1).sum() * size(self.space.models), has(self.algorithm.maxTrials) ? self.algorithm.maxTrials : 1000])"
 // +kubebuilder:validation:XValidation:rule="self.algorithm.type != 'Grid' || !has(self.budget) || !has(self.budget.maxTrials) || (has(self.screening) && (has(self.screening.topN) ? self.screening.topN : 3) + (has(self.baseline) ? 1 : 0) <= self.budget.maxTrials) || self.space.strategies.map(s, has(s.template) ? size(s.template.types) * size(s.template.sizes) * (has(s.template.overlaps) ? size(s.template.overlaps) : 1) * (has(s.template.late) ? size(s.template.late) : 1) : 1).sum() * size(self.space.models) <= self.budget.maxTrials",fieldPath=".budget.maxTrials",messageExpression="'the Grid space lists %d trials (strategy combinations x models), more than budget.maxTrials %d (with spec.screening, only screening.topN and the baseline must fit)'.format([self.space.strategies.map(s, has(s.template) ? size(s.template.types) * size(s.template.sizes) * (has(s.template.overlaps) ? size(s.template.overlaps) : 1) * (has(s.template.late) ? size(s.template.late) : 1) : 1).sum() * size(self.space.models), self.budget.maxTrials])"
 // +kubebuilder:validation:XValidation:rule="self.algorithm.type != 'Random' || !has(self.budget) || !has(self.budget.maxTrials) || !has(self.algorithm.maxTrials) || (has(self.screening) && (has(self.screening.topN) ? self.screening.topN : 3) + (has(self.baseline) ? 1 : 0) <= self.budget.maxTrials) || self.algorithm.maxTrials <= self.budget.maxTrials",fieldPath=".algorithm.maxTrials",message="algorithm.maxTrials must not exceed budget.maxTrials (with spec.screening, only screening.topN and the baseline must fit)"
 // +kubebuilder:validation:XValidation:rule="!has(self.baseline) || !has(self.baseline.model) || self.space.models.exists(m, m.name == self.baseline.model)",fieldPath=".baseline.model",message="baseline.model must name a model of space.models"
+// +kubebuilder:validation:XValidation:rule="((self.algorithm.type == 'Grid' ? self.space.strategies.map(s, has(s.template) ? size(s.template.types) * size(s.template.sizes) * (has(s.template.overlaps) ? size(s.template.overlaps) : 1) * (has(s.template.late) ? size(s.template.late) : 1) : 1).sum() * size(self.space.models) : (has(self.algorithm.maxTrials) ? self.algorithm.maxTrials : 1000)) * (has(self.screening) ? 2 : 1)) * ((has(self.space.modes) ? self.space.modes.map(m, (has(m.alphas) ? size(m.alphas) : 1) * (has(m.fusions) ? size(m.fusions) : 1)).sum() : 1) + 8) <= 6000",fieldPath=".space.modes",messageExpression="'status.trials would hold %d trials (screening ones included) x %d retrieval variants: more than an object can hold in etcd (trials x (variants + 8) must not exceed 6000); narrow the space, the modes or algorithm.maxTrials, or split the Experiment'.format([((self.algorithm.type == 'Grid' ? self.space.strategies.map(s, has(s.template) ? size(s.template.types) * size(s.template.sizes) * (has(s.template.overlaps) ? size(s.template.overlaps) : 1) * (has(s.template.late) ? size(s.template.late) : 1) : 1).sum() * size(self.space.models) : (has(self.algorithm.maxTrials) ? self.algorithm.maxTrials : 1000)) * (has(self.screening) ? 2 : 1)), (has(self.space.modes) ? self.space.modes.map(m, (has(m.alphas) ? size(m.alphas) : 1) * (has(m.fusions) ? size(m.fusions) : 1)).sum() : 1)])"
 type ExperimentSpec struct {
 	// CorpusRef names the Corpus every trial indexes.
 	CorpusRef LocalObjectReference `json:"corpusRef"`

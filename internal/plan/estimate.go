@@ -1,6 +1,10 @@
 package plan
 
-import ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+import (
+	"encoding/json"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+)
 
 // Estimate asks `ragops estimate` for the tokens each trial of an Experiment would embed:
 // it lists the corpus as a scan does, reads a seeded sample of its documents as a build
@@ -25,6 +29,9 @@ type Estimate struct {
 	// extracts stored in it. Either empty: the sample is extracted without a cache.
 	Weaviate        *Weaviate `json:"weaviate,omitempty"`
 	ExtractionCache string    `json:"extractionCache,omitempty"`
+	// Sample is the screening trials' document sample (an Index's spec.sample): a trial with
+	// Sampled set is scaled to the documents it keeps instead of the whole corpus.
+	Sample *Sample `json:"sample,omitempty"`
 }
 
 // EstimateTrial is one trial to estimate.
@@ -36,6 +43,8 @@ type EstimateTrial struct {
 	Strategy ragopsv1alpha1.ChunkingStrategySpec `json:"strategy"`
 	// ModelDir is the model folder in the pod.
 	ModelDir string `json:"modelDir"`
+	// Sampled trials build Estimate.Sample's documents only.
+	Sampled bool `json:"sampled,omitempty"`
 }
 
 // EstimateResult is the termination message of an estimate pod.
@@ -45,6 +54,10 @@ type EstimateResult struct {
 	Bytes     int64 `json:"bytes"`
 	// SampleDocuments read and chunked.
 	SampleDocuments int `json:"sampleDocuments"`
+	// SampledDocuments and SampledBytes are what the plan's Sample keeps (the population
+	// of its Sampled trials); 0 without a Sample.
+	SampledDocuments int64 `json:"sampledDocuments,omitempty"`
+	SampledBytes     int64 `json:"sampledBytes,omitempty"`
 	// Trials in the plan's order.
 	Trials []TrialEstimate `json:"trials"`
 	// Reads says how the sample's text was come by (extracted, cache hits and misses).
@@ -61,6 +74,26 @@ type TrialEstimate struct {
 	Chunks int64 `json:"chunks"`
 	// RelativeStandardError of Tokens (see budget.Estimate).
 	RelativeStandardError float64 `json:"relativeStandardError,omitempty"`
-	// Error is set when this trial could not be estimated (its model folder, its strategy).
+	// Error is set when this trial could not be estimated (its model folder, its strategy);
+	// cut by CutTrialError, so that a Job's result fits a termination message.
 	Error string `json:"error,omitempty"`
+}
+
+// MaxTrialErrorBytes bounds TrialEstimate.Error as JSON-encoded (CutTrialError).
+const MaxTrialErrorBytes = 120
+
+// CutTrialError returns msg, or its longest prefix of whole characters followed by "..."
+// whose JSON encoding (quotes and escapes included) is at most MaxTrialErrorBytes.
+func CutTrialError(msg string) string {
+	encoded := func(s string) int { b, _ := json.Marshal(s); return len(b) }
+	if encoded(msg) <= MaxTrialErrorBytes {
+		return msg
+	}
+	runes := []rune(msg)
+	for n := len(runes); n > 0; n-- {
+		if s := string(runes[:n]) + "..."; encoded(s) <= MaxTrialErrorBytes {
+			return s
+		}
+	}
+	return "..."
 }

@@ -15,6 +15,9 @@ type EstimateTrial struct {
 	Name, Revision string
 	Strategy       ragopsv1alpha1.ChunkingStrategySpec
 	Model          ragopsv1alpha1.ModelSpec
+	// Sample is a screening trial's Index's spec.sample (nil: the whole corpus); the trials
+	// of one Job share one.
+	Sample *ragopsv1alpha1.DocumentSample
 }
 
 // EstimateInputs are what an estimate Job is built from, resolved by the Experiment
@@ -29,11 +32,12 @@ type EstimateInputs struct {
 }
 
 // EstimateJobName names the estimate Job of an Experiment's trials: <experiment>-estimate-
-// and a hash of the corpus revision and the trials' names and revisions, so a new set of
-// trials or a changed corpus gets a Job of its own. At most MaxNameLength characters.
-func EstimateJobName(exp *ragopsv1alpha1.Experiment, corpusRevision string, trials []EstimateTrial) string {
+// and a hash of the seed and the trials' names and revisions, so a new set of trials gets a
+// Job of its own while a Corpus revision does not (the Experiment judges whether an estimate
+// of an earlier revision still holds). At most MaxNameLength characters.
+func EstimateJobName(exp *ragopsv1alpha1.Experiment, trials []EstimateTrial) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d", corpusRevision, exp.Spec.Algorithm.Seed)
+	fmt.Fprintf(h, "%d", exp.Spec.Algorithm.Seed)
 	for _, t := range trials {
 		fmt.Fprintf(h, "\x00%s\x00%s", t.Name, t.Revision)
 	}
@@ -42,10 +46,11 @@ func EstimateJobName(exp *ragopsv1alpha1.Experiment, corpusRevision string, tria
 
 // Estimate returns the estimate Job of an Experiment: it lists the Corpus, reads a sample
 // seeded by the Experiment's algorithm seed and estimates each trial's tokens with its
-// strategy and model (`ragops estimate`). Each distinct model is mounted once.
+// strategy and model (`ragops estimate`). Each distinct model is mounted once; a screening
+// trial's sample (its judged dataset) too, and the trial is estimated for that sample.
 func Estimate(in EstimateInputs, d Defaults) *Workload {
 	exp, c := in.Experiment, in.Corpus
-	w := &Workload{Owner: exp, Name: EstimateJobName(exp, c.Status.Revision, in.Trials), Component: ComponentEstimate, Deadline: d.Deadline,
+	w := &Workload{Owner: exp, Name: EstimateJobName(exp, in.Trials), Component: ComponentEstimate, Deadline: d.Deadline,
 		Revision: c.Status.Revision, Args: []string{"estimate"}, Image: d.Image, Shards: 1}
 	var src plan.Source
 	w.MountCorpus(c, &src)
@@ -65,7 +70,10 @@ func Estimate(in EstimateInputs, d Defaults) *Workload {
 			dir = w.MountModel(fmt.Sprintf("model-%d", i), fmt.Sprintf("%s-%d", plan.ModelDir, i), t.Model, w.Image)
 			dirs[t.Model.Name] = dir
 		}
-		p.Trials = append(p.Trials, plan.EstimateTrial{Name: t.Name, Revision: t.Revision, Strategy: t.Strategy, ModelDir: dir})
+		p.Trials = append(p.Trials, plan.EstimateTrial{Name: t.Name, Revision: t.Revision, Strategy: t.Strategy, ModelDir: dir, Sampled: t.Sample != nil})
+		if t.Sample != nil && p.Sample == nil {
+			p.Sample = w.mountSample(t.Sample)
+		}
 	}
 	w.Plan = p
 	return w

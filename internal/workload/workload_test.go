@@ -132,9 +132,9 @@ func TestWorkloadKinds(t *testing.T) {
 				p.Trials[0].ModelDir != path.Join(plan.ModelDir+"-0", "minilm") || p.Trials[1].ModelDir != p.Trials[0].ModelDir || p.Trials[2].ModelDir != "/models/e5" || p.Trials[1].Strategy.Size != 256 {
 				t.Errorf("estimate plan %+v", p)
 			}
-			other := EstimateJobName(experiment(), "another-corpus-revision", []EstimateTrial{{Name: "fixed-128", Revision: "r1"}})
+			other := EstimateJobName(experiment(), []EstimateTrial{{Name: "fixed-128", Revision: "r1"}})
 			if !strings.HasPrefix(w.Name, "sweep-estimate-") || w.Revision != c.Status.Revision || w.Name == other {
-				t.Errorf("estimate Job %s revision %s (another corpus revision: %s)", w.Name, w.Revision, other)
+				t.Errorf("estimate Job %s revision %s (other trials: %s)", w.Name, w.Revision, other)
 			}
 		},
 	}, {

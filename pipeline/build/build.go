@@ -624,6 +624,11 @@ func loadModel(dir string, o embedder.Options) (*embedder.Model, error) {
 	return embedder.Load(dir, o)
 }
 
+// LoadSample resolves a plan's sample (see loadSample), for the estimate of a sampled build.
+func LoadSample(ctx context.Context, s *plan.Sample) (corpus.Sample, error) {
+	return loadSample(ctx, s)
+}
+
 // loadSample resolves a plan's sample: the judged documents are the corpus-id column of the
 // dataset's qrels split (every one the split names, relevant or not).
 //

@@ -34,7 +34,8 @@ type Options struct {
 	WorkDir string
 }
 
-// Run estimates every trial of p. A document of the sample that cannot be read counts as
+// Run estimates every trial of p, a Sampled one for the documents p.Sample keeps (the
+// judged documents of its dataset and its fraction of the others). A document of the sample that cannot be read counts as
 // read and skipped (no chunk, no token), as a build skips it. A trial whose model folder or
 // strategy fails gets its Error and the others go on.
 //
@@ -95,13 +96,33 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Estimate, o Options) (pla
 	}
 	res.SampleDocuments = len(docs)
 	pop := budget.Population{Documents: res.Documents, Bytes: res.Bytes}
+	sampledPop := pop
+	if p.Sample != nil {
+		// The sampled trials build only what p.Sample keeps: they scale to that.
+		s, err := build.LoadSample(ctx, p.Sample)
+		if err != nil {
+			return res, err
+		}
+		sampledPop = budget.Population{}
+		for _, u := range units {
+			if s.Keep(u.Key) {
+				sampledPop.Documents++
+				sampledPop.Bytes += u.Bytes
+			}
+		}
+		res.SampledDocuments, res.SampledBytes = sampledPop.Documents, sampledPop.Bytes
+	}
 	models := modelCache{libraryPath: o.LibraryPath}
 	defer models.close()
 	for _, t := range p.Trials {
 		te := plan.TrialEstimate{Name: t.Name, Revision: t.Revision}
-		est, err := estimateTrial(ctx, &models, t, docs, pop)
+		tp := pop
+		if t.Sampled && p.Sample != nil {
+			tp = sampledPop
+		}
+		est, err := estimateTrial(ctx, &models, t, docs, tp)
 		if err != nil {
-			te.Error = err.Error()
+			te.Error = plan.CutTrialError(err.Error())
 			log.Warn("trial not estimated", "trial", t.Name, "error", err)
 		} else {
 			te.Tokens, te.Chunks, te.RelativeStandardError = est.Tokens, est.Chunks, est.RelativeStandardError

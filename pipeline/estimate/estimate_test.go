@@ -3,6 +3,7 @@ package estimate_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -129,4 +130,69 @@ func TestEstimateReadsTheSampleFromTheExtractionCache(t *testing.T) {
 		}
 		tokens = res.Trials[0].Tokens
 	}
+}
+
+// A screening trial (Sampled, issue 55 item 19) is estimated for the documents the plan's
+// Sample keeps, the judged ones and its fraction of the others, not the whole corpus: its
+// estimate is the whole-corpus one scaled by the kept bytes (same documents read, same
+// ratio), and the result says what the Sample keeps.
+func TestEstimateOfASampledTrialScalesToItsSample(t *testing.T) {
+	model := testenv.Need(t, "RAGOPS_MODEL_DIR", "run hack/export-model/export.sh and set RAGOPS_MODEL_DIR to the folder it prints")
+	dir := sciFactFolder(t, 200)
+	f, err := os.Open(filepath.Join(dir, "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ids []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() && len(ids) < 5 {
+		var rec struct {
+			ID string `json:"_id"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.ID)
+	}
+	dataset := t.TempDir()
+	qrels, queries := "query-id\tcorpus-id\tscore\n", ""
+	for i, id := range ids {
+		qrels += fmt.Sprintf("q%d\t%s\t1\n", i, id)
+		queries += fmt.Sprintf(`{"_id":"q%d","text":"query %d"}`+"\n", i, i)
+	}
+	corpusJSONL, err := os.ReadFile(filepath.Join(dir, "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dataset, "qrels"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataset, "qrels", "test.tsv"), []byte(qrels), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"queries.jsonl": []byte(queries), "corpus.jsonl": corpusJSONL} {
+		if err := os.WriteFile(filepath.Join(dataset, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	strategy := ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitTokens, Size: 128}
+	p := plan.Estimate{Version: plan.Version, Source: plan.Source{Dir: dir, Format: ragopsv1alpha1.FormatBEIR, Include: []string{"corpus.jsonl"}},
+		Seed: 1, Fraction: 0.1, MinDocuments: 8, Sample: &plan.Sample{Fraction: 0.2, Seed: 3, Judged: &plan.Source{Dir: dataset}, Split: "test"},
+		Trials: []plan.EstimateTrial{{Name: "full", Revision: "r1", ModelDir: model, Strategy: strategy}, {Name: "screen", Revision: "r2", ModelDir: model, Strategy: strategy, Sampled: true}}}
+	res, err := estimate.Run(context.Background(), quiet, p, estimate.Options{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, screen := res.Trials[0], res.Trials[1]
+	if res.SampledDocuments < 5 || res.SampledDocuments >= res.Documents/2 || res.SampledBytes <= 0 || res.SampledBytes >= res.Bytes {
+		t.Fatalf("the sample keeps %d of %d documents (%d of %d bytes), want the 5 judged and about a fifth of the rest",
+			res.SampledDocuments, res.Documents, res.SampledBytes, res.Bytes)
+	}
+	want := float64(full.Tokens) * float64(res.SampledBytes) / float64(res.Bytes)
+	if full.Error != "" || screen.Error != "" || math.Abs(float64(screen.Tokens)-want) > 1 {
+		t.Fatalf("screening trial %d tokens, want %.0f (the whole corpus's %d x %d/%d bytes)", screen.Tokens, want, full.Tokens, res.SampledBytes, res.Bytes)
+	}
+	t.Logf("sample %d of %d documents: %d of %d tokens", res.SampledDocuments, res.Documents, screen.Tokens, full.Tokens)
 }
