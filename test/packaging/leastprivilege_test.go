@@ -337,7 +337,7 @@ func ready(o interface{ GetConditions() *[]metav1.Condition }, gen int64) bool {
 func finishJob(t *testing.T, c client.Client, job *batchv1.Job, messages ...string) {
 	t.Helper()
 	ctx := context.Background()
-	// The Job controller gives pods the template's labels and job-name (the manager caches
+	// The Job controller gives pods the template's labels, job-name and itself as controller (the manager caches
 	// only pods labelled app.kubernetes.io/managed-by=ragops).
 	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name}
 	for k, v := range job.Spec.Template.Labels {
@@ -346,8 +346,9 @@ func finishJob(t *testing.T, c client.Client, job *batchv1.Job, messages ...stri
 	for i, msg := range messages {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
-				Labels:      labels,
-				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
+				Labels:          labels,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
+				Annotations:     map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
 			Spec: *job.Spec.Template.Spec.DeepCopy(),
 		}
 		if err := c.Create(ctx, pod); err != nil {
