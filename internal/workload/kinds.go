@@ -15,7 +15,8 @@ import (
 // Annotations on an Index's sync Jobs.
 const (
 	// AnnotationCorpusRevision records the corpus revision a sync Job syncs, which the
-	// revision records once the Job has finished.
+	// revision records once the Job has finished; on an evaluate Job, the corpus revision the
+	// evaluated revision held when the Job was made (what the run measures).
 	AnnotationCorpusRevision = "ragops.dev/corpus-revision"
 	// AnnotationSyncAttempt records the revision's SyncAttempt the sync Job was created
 	// under: a status whose SyncAttempt is past it has recorded that the Job was superseded.
@@ -252,5 +253,8 @@ func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 		pl.Rerank = &plan.Rerank{ModelDir: w.MountModel("rerank-model", plan.RerankModelDir, rr.Model, w.Image), TopN: int(max(rr.TopN, 1))}
 	}
 	w.Plan = pl
+	if rev.CorpusRevision != "" {
+		w.Annotations = map[string]string{AnnotationCorpusRevision: rev.CorpusRevision}
+	}
 	return w
 }
