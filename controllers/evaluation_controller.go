@@ -236,7 +236,19 @@ func skipMeasured(_ context.Context, st *evaluationState) (reconcile.Result, err
 // runEvaluation creates or follows the evaluate Job; it proceeds once the Job succeeded.
 func (r *EvaluationReconciler) runEvaluation(ctx context.Context, st *evaluationState) (reconcile.Result, error) {
 	ev, revName := st.ev, st.rev.Name
-	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), r.evaluateWorkload(ev, &st.idx, st.rev))
+	w := r.evaluateWorkload(ev, &st.idx, st.rev)
+	if want := ev.Annotations[workload.AnnotationCorpusRevision]; want != "" && st.rev.CorpusRevision != want {
+		// A run that must measure a given corpus revision (the gate's) starts once the
+		// revision holds it; one already started goes on.
+		var j batchv1.Job
+		if err := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: w.Name}, &j); apierrors.IsNotFound(err) {
+			return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonIndexNotReady, fmt.Sprintf(
+				"revision %s of Index %q holds corpus revision %q; the run waits for corpus revision %s (%s)", revName, st.idx.Name, st.rev.CorpusRevision, want, workload.AnnotationCorpusRevision)), nil
+		} else if err != nil {
+			return reconcile.Stop, err
+		}
+	}
+	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), w)
 	if err != nil {
 		return reconcile.Stop, err
 	}
@@ -427,7 +439,9 @@ func (r *EvaluationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	indexChanged := predicate.Funcs{UpdateFunc: func(e evtUpdate) bool {
 		a, b := e.ObjectOld.(*ragopsv1alpha1.Index), e.ObjectNew.(*ragopsv1alpha1.Index)
 		return a.Status.ActiveRevision != b.Status.ActiveRevision || !slices.EqualFunc(a.Status.Revisions, b.Status.Revisions,
-			func(x, y ragopsv1alpha1.RevisionStatus) bool { return x.Name == y.Name && x.Phase == y.Phase }) ||
+			func(x, y ragopsv1alpha1.RevisionStatus) bool {
+				return x.Name == y.Name && x.Phase == y.Phase && x.CorpusRevision == y.CorpusRevision // a gate's run waits for a corpus revision
+			}) ||
 			servingOf(a) != servingOf(b) // spec.queryEmbedding Weaviate waits for it
 	}}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -301,6 +301,9 @@ func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.In
 				RerunOnRevisionChange: ptr.To(false), EvaluationParameters: *params.DeepCopy(),
 			},
 		}
+		if corpus != "" {
+			ev.Annotations[workload.AnnotationCorpusRevision] = corpus // its run waits until the revision holds it
+		}
 		if err := controllerutil.SetControllerReference(idx, &ev, r.Scheme()); err != nil {
 			return 0, wait("creating it"), err
 		}
@@ -331,19 +334,39 @@ func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.In
 		}
 		return 0, gateVerdict{gateEvaluationStalled, fmt.Sprintf("gating Evaluation %s of revision %s failed (%s: %s); the gate cannot decide", name, rev.Name, c.Reason, c.Message)}, nil
 	}
+	if corpus != "" && ev.Annotations[workload.AnnotationCorpusRevision] != corpus {
+		// The gate measures on another corpus revision than the Evaluation was asked for: its
+		// next run waits for the revision to hold it, and a run of another one is made again.
+		retry := ev.Annotations[AnnotationRetry]
+		if measured := measuredCorpus(&ev); measured != corpus {
+			retry = corpusRetryPrefix + corpus
+		}
+		if err := r.measureOn(ctx, idx, rev.Name, corpus, retry); err != nil {
+			return 0, wait("asking it to measure corpus revision " + corpus), err
+		}
+		return 0, wait(fmt.Sprintf("its last run measured corpus revision %q; measuring revision %s on corpus revision %s", measuredCorpus(&ev), rev.Name, corpus)), nil
+	}
 	if why := gateRun(&ev, rev.Name); why != "" {
 		return 0, wait(why), nil
 	}
 	if measured := measuredCorpus(&ev); corpus != "" && measured != corpus {
-		retry := corpusRetryPrefix + corpus
-		if ev.Annotations[AnnotationRetry] != retry {
-			if err := r.retryGateEvaluation(ctx, idx, rev.Name, retry); err != nil {
-				return 0, wait("re-measuring it"), err
-			}
+		// Asked for corpus, but run before the revision held it (an Evaluation from before
+		// the annotation): measured again.
+		if err := r.measureOn(ctx, idx, rev.Name, corpus, corpusRetryPrefix+corpus+"-"+measured); err != nil {
+			return 0, wait("asking it to measure corpus revision " + corpus), err
 		}
-		return 0, wait(fmt.Sprintf("its last run measured corpus revision %q; measuring revision %s again on corpus revision %s", measured, rev.Name, corpus)), nil
+		return 0, wait(fmt.Sprintf("its last run measured corpus revision %q; measuring revision %s on corpus revision %s", measured, rev.Name, corpus)), nil
 	}
 	return *ev.Status.RecallAt10, gateVerdict{state: gatePassed}, nil
+}
+
+// measureOn asks a revision's gating Evaluation to measure corpus revision corpus: its
+// ragops.dev/corpus-revision annotation (a run starts once the revision holds it) and its
+// ragops.dev/retry value retry (a new value starts a new Job).
+func (r *IndexReconciler) measureOn(ctx context.Context, idx *ragopsv1alpha1.Index, rev, corpus, retry string) error {
+	ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: gateEvaluationName(idx, rev)}}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q,%q:%q}}}`, workload.AnnotationCorpusRevision, corpus, AnnotationRetry, retry)
+	return client.IgnoreNotFound(r.Patch(ctx, ev, client.RawPatch(types.MergePatchType, patch)))
 }
 
 // retryGateEvaluation runs a revision's gating Evaluation again: it sets the Evaluation's

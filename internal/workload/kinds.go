@@ -16,7 +16,9 @@ import (
 const (
 	// AnnotationCorpusRevision records the corpus revision a sync Job syncs, which the
 	// revision records once the Job has finished; on an evaluate Job, the corpus revision the
-	// evaluated revision held when the Job was made (what the run measures).
+	// evaluated revision held when the Job was made (what the run measures); on a gating
+	// Evaluation, the corpus revision the gate wants measured (a run starts once the revision
+	// holds it).
 	AnnotationCorpusRevision = "ragops.dev/corpus-revision"
 	// AnnotationSyncAttempt records the revision's SyncAttempt the sync Job was created
 	// under: a status whose SyncAttempt is past it has recorded that the Job was superseded.
