@@ -337,8 +337,9 @@ func ready(o interface{ GetConditions() *[]metav1.Condition }, gen int64) bool {
 func finishJob(t *testing.T, c client.Client, job *batchv1.Job, messages ...string) {
 	t.Helper()
 	ctx := context.Background()
-	// The Job controller gives pods the template's labels, job-name and itself as controller (the manager caches
-	// only pods labelled app.kubernetes.io/managed-by=ragops).
+	// The Job controller gives pods the template's labels and job-name (the manager caches
+	// only pods labelled app.kubernetes.io/managed-by=ragops) and itself as their controller
+	// (the manager reads only the pods the Job controls).
 	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name}
 	for k, v := range job.Spec.Template.Labels {
 		labels[k] = v
