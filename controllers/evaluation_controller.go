@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/evaluator/stats"
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
@@ -213,7 +214,19 @@ func skipMeasured(_ context.Context, st *evaluationState) (reconcile.Result, err
 // runEvaluation creates or follows the evaluate Job; it proceeds once the Job succeeded.
 func (r *EvaluationReconciler) runEvaluation(ctx context.Context, st *evaluationState) (reconcile.Result, error) {
 	ev, revName := st.ev, st.rev.Name
-	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), r.evaluateWorkload(ev, &st.idx, st.rev))
+	w := r.evaluateWorkload(ev, &st.idx, st.rev)
+	if want := ev.Annotations[workload.AnnotationCorpusRevision]; want != "" && st.rev.CorpusRevision != want {
+		// A run that must measure a given corpus revision (the gate's) starts once the
+		// revision holds it; one already started goes on.
+		var j batchv1.Job
+		if err := r.Get(ctx, client.ObjectKey{Namespace: ev.Namespace, Name: w.Name}, &j); apierrors.IsNotFound(err) {
+			return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeProgressing, ReasonIndexNotReady, fmt.Sprintf(
+				"revision %s of Index %q holds corpus revision %q; the run waits for corpus revision %s (%s)", revName, st.idx.Name, st.rev.CorpusRevision, want, workload.AnnotationCorpusRevision)), nil
+		} else if err != nil {
+			return reconcile.Stop, err
+		}
+	}
+	job, err := ensureJob(ctx, r.Client, r.Options.reader(r.Client), w)
 	if err != nil {
 		return reconcile.Stop, err
 	}
@@ -247,9 +260,12 @@ func (r *EvaluationReconciler) runEvaluation(ctx context.Context, st *evaluation
 }
 
 // collectEvaluation copies a succeeded Job's result into status, records the run and stores
-// its per-query results. The figures stand whatever happens to the per-query results; a
-// failure to read them is retried (ResultsStored Unknown) and ends in a condition, never in
-// a partial set.
+// its per-query results. The new figures are published together with their per-query
+// results, never beside an earlier run's: they are computed on a copy and copied into status
+// only once the results are stored or known to be unavailable. A failure to read or write
+// them keeps the previous figures, says why in ResultsStored (Unknown) and Reconciling, and
+// is retried with backoff; a log that cannot be read for resultsCollectTimeout publishes the
+// figures without results.
 func (r *EvaluationReconciler) collectEvaluation(ctx context.Context, st *evaluationState) (reconcile.Result, error) {
 	ev, job, revName := st.ev, st.job, st.rev.Name
 	ok, _, err := podResults(ctx, r.Client, job)
@@ -265,19 +281,33 @@ func (r *EvaluationReconciler) collectEvaluation(ctx context.Context, st *evalua
 	if err := json.Unmarshal([]byte(msg), &result); err != nil {
 		return reconcile.Stalled(ReasonEvaluationFailed, fmt.Sprintf("Job %s returned an unreadable result: %v", job.Name, err)), nil
 	}
-	ApplyResult(&ev.Status, result)
-	ev.Status.Revision = revName
-	ev.Status.Measurement = workload.EvaluationMeasurement(ev) // the Job's name holds it: the run measured this
-	ev.Status.CompletionTime = job.Status.CompletionTime.DeepCopy()
-	if ev.Status.CompletionTime == nil {
-		ev.Status.CompletionTime = ptr.To(metav1.Now())
+	next := ev.DeepCopy()
+	ApplyResult(&next.Status, result)
+	next.Status.Revision = revName
+	next.Status.Measurement = workload.EvaluationMeasurement(ev) // the Job's name holds it: the run measured this
+	next.Status.CorpusRevision = job.Annotations[workload.AnnotationCorpusRevision]
+	if next.Status.CorpusRevision == "" {
+		next.Status.CorpusRevision = st.rev.CorpusRevision // a Job made before the annotation
+	}
+	next.Status.CompletionTime = job.Status.CompletionTime.DeepCopy()
+	if next.Status.CompletionTime == nil {
+		next.Status.CompletionTime = ptr.To(metav1.Now())
 	}
 	ready := reconcile.Stop.With(reconcile.OutcomeReady, ReasonEvaluated,
-		fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, recallAt10(&ev.Status), result.Queries))
-	recordRun(ev, job.Name, st.rev)
-	err = r.storeResults(ctx, ev, job, result.Results, &ready)
+		fmt.Sprintf("revision %s: recall@10 %s over %d queries", revName, recallAt10(&next.Status), result.Queries))
+	recordRun(next, job.Name, st.rev)
+	if err := r.storeResults(ctx, next, job, result.Results, &ready); err != nil {
+		why := fmt.Sprintf("Job %s succeeded; its figures are published once its per-query results are stored in ConfigMap %s: %v (retrying)",
+			job.Name, results.ConfigMapName(ev.Name), err)
+		waiting := reconcile.Stop.With(reconcile.OutcomeProgressing, ReasonResultsCollecting, truncate(why, 1024))
+		markResults(&waiting, metav1.ConditionUnknown, ReasonResultsCollecting, why)
+		return waiting, err // the work queue backs off
+	}
+	conds := ev.Status.Conditions
+	ev.Status = next.Status
+	ev.Status.Conditions = conds // Summarize sets them from ready
 	st.collected = true
-	return ready, err
+	return ready, nil
 }
 
 // recallAt10 formats recall@10 with its interval as "0.812 ± 0.031" (half the 95%
@@ -388,7 +418,9 @@ func (r *EvaluationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	indexChanged := predicate.Funcs{UpdateFunc: func(e evtUpdate) bool {
 		a, b := e.ObjectOld.(*ragopsv1alpha1.Index), e.ObjectNew.(*ragopsv1alpha1.Index)
 		return a.Status.ActiveRevision != b.Status.ActiveRevision || !slices.EqualFunc(a.Status.Revisions, b.Status.Revisions,
-			func(x, y ragopsv1alpha1.RevisionStatus) bool { return x.Name == y.Name && x.Phase == y.Phase }) ||
+			func(x, y ragopsv1alpha1.RevisionStatus) bool {
+				return x.Name == y.Name && x.Phase == y.Phase && x.CorpusRevision == y.CorpusRevision // a gate's run waits for a corpus revision
+			}) ||
 			servingOf(a) != servingOf(b) // spec.queryEmbedding Weaviate waits for it
 	}}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -93,11 +93,12 @@ func (r *IndexReconciler) pairedGateValues(ctx context.Context, idx *ragopsv1alp
 var errResultsCollecting = errors.New("per-query results are being collected")
 
 // gateValues reads the per-query recall@10 of revision rev's gating Evaluation (see
-// perQueryValues). Errors: errResultsCollecting; transient reads.
+// perQueryValues), from the API server like gateRecall's figures: a cached copy may still
+// name the previous run's results. Errors: errResultsCollecting; transient reads.
 func (r *IndexReconciler) gateValues(ctx context.Context, idx *ragopsv1alpha1.Index, rev string) (gateValues, string, error) {
 	name := gateEvaluationName(idx, rev)
 	var ev ragopsv1alpha1.Evaluation
-	if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: name}, &ev); err != nil {
+	if err := r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: name}, &ev); err != nil {
 		if apierrors.IsNotFound(err) {
 			return gateValues{}, fmt.Sprintf("the gating Evaluation %s of revision %s is gone", name, rev), nil
 		}

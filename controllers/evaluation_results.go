@@ -36,7 +36,9 @@ const ConditionResultsStored = "ResultsStored"
 const (
 	// ReasonResultsStored: the ConfigMap holds the last run's per-query results.
 	ReasonResultsStored = "ResultsStored"
-	// ReasonResultsCollecting: the Job succeeded; its results are being read from the pod's log.
+	// ReasonResultsCollecting: the Job succeeded; its results are being read from the pod's
+	// log and written to the ConfigMap (a failure is retried with backoff, and the message
+	// names it). The run's figures are published once they are stored.
 	ReasonResultsCollecting = "Collecting"
 	// ReasonResultsRefused: the worker refused to emit them (over the size bound, naming the
 	// query count) or could not write them.
@@ -99,9 +101,9 @@ func markResults(res *reconcile.Result, status metav1.ConditionStatus, reason, m
 // termination message) in the Evaluation's results ConfigMap and says how it went in
 // status.results and the ResultsStored condition. A ConfigMap already holding them (a retry,
 // a restarted manager) is left as it is. A refusal or a lost log deletes the ConfigMap of an
-// earlier run, so that no reader takes it for this run's. Errors are transient (the caller
-// retries with backoff; the condition stays Unknown). The conditions it decides (ResultsStored,
-// QualityDropped) go into res.
+// earlier run, so that no reader takes it for this run's. Errors are transient (reading the
+// log, writing the ConfigMap): the caller publishes nothing of the run and retries with
+// backoff. The conditions it decides (ResultsStored, QualityDropped) go into res.
 func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alpha1.Evaluation, job *batchv1.Job, ref *plan.ResultsRef, res *reconcile.Result) error {
 	name := results.ConfigMapName(ev.Name)
 	lost := func(reason, msg string) error {
@@ -148,8 +150,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 		if job.Status.CompletionTime != nil && time.Since(job.Status.CompletionTime.Time) > resultsCollectTimeout {
 			return lost(ReasonResultsUnavailable, fmt.Sprintf("%v (still failing %s after the Job completed); set the ragops.dev/retry annotation to run the Evaluation again", err, resultsCollectTimeout))
 		}
-		markResults(res, metav1.ConditionUnknown, ReasonResultsCollecting, fmt.Sprintf("reading the per-query results of Job %s: %v", job.Name, err))
-		return err
+		return fmt.Errorf("read the per-query results from the log of Job %s: %w", job.Name, err)
 	}
 	want := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ev.Namespace, Name: name,
 		Labels:      workload.ObjectLabels("results", ev.Name, ev.Status.Revision),
@@ -163,7 +164,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	}
 	if cm.Name == "" {
 		if err := r.Create(ctx, &want); err != nil {
-			return err // AlreadyExists included: the next reconcile reads what is there
+			return fmt.Errorf("create ConfigMap %s: %w", name, err) // AlreadyExists included: the next reconcile reads what is there
 		}
 		return stored()
 	}
@@ -171,7 +172,7 @@ func (r *EvaluationReconciler) storeResults(ctx context.Context, ev *ragopsv1alp
 	cm.Labels, cm.Annotations = want.Labels, want.Annotations
 	cm.Data, cm.BinaryData = nil, want.BinaryData
 	if err := r.Patch(ctx, &cm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return err
+		return fmt.Errorf("update ConfigMap %s: %w", name, err)
 	}
 	return stored()
 }
@@ -222,14 +223,15 @@ func cmpErr(err, alt error) error {
 	return alt
 }
 
-// succeededPod names the newest pod of job whose main container exited 0, "" when none.
+// succeededPod names the newest pod of job (jobPods) whose main container exited 0, "" when
+// none.
 func succeededPod(ctx context.Context, c client.Reader, job *batchv1.Job) (string, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+	pods, err := jobPods(ctx, c, job)
+	if err != nil {
 		return "", err
 	}
-	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return b.CreationTimestamp.Time.Compare(a.CreationTimestamp.Time) })
-	for _, p := range pods.Items {
+	slices.SortFunc(pods, func(a, b corev1.Pod) int { return b.CreationTimestamp.Time.Compare(a.CreationTimestamp.Time) })
+	for _, p := range pods {
 		for _, cs := range p.Status.ContainerStatuses {
 			if t := cs.State.Terminated; t != nil && t.ExitCode == 0 {
 				return p.Name, nil

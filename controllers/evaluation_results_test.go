@@ -100,9 +100,13 @@ func startKubelet() (*kubelet, error) {
 
 // setLog makes log the log of the Job's pod (completion index 0) and its main container.
 func (k *kubelet) setLog(job *batchv1.Job, log string) {
+	k.setPodLog(job, job.Name+"-0", log)
+}
+
+// setPodLog makes log the log of pod's container named as the Job's main container.
+func (k *kubelet) setPodLog(job *batchv1.Job, pod, log string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	pod := job.Name + "-0"
 	k.logs[job.Namespace+"/"+pod+"/"+job.Spec.Template.Spec.Containers[0].Name] = log
 	if k.reads[job.Namespace+"/"+pod] == nil {
 		k.reads[job.Namespace+"/"+pod] = &atomic.Int32{}
@@ -147,8 +151,19 @@ func querySet(n int, value func(i int) float64) *results.Set {
 // their intervals; it returns the reference it reported.
 func finishWithResults(t *testing.T, job *batchv1.Job, evaluation string, set *results.Set) plan.ResultsRef {
 	t.Helper()
+	log, ref := framedLog(t, job.Namespace, evaluation, set)
+	k := resultsKubelet(t)
+	k.setLog(job, log)
+	finishReporting(t, job, set, &ref)
+	return ref
+}
+
+// framedLog returns the log of an evaluate pod that wrote set as the Evaluation evaluation's
+// per-query results between progress lines, and the reference its result names.
+func framedLog(t *testing.T, ns, evaluation string, set *results.Set) (string, plan.ResultsRef) {
+	t.Helper()
 	var ev ragopsv1alpha1.Evaluation
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: job.Namespace, Name: evaluation}, &ev); err != nil {
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: evaluation}, &ev); err != nil {
 		t.Fatal(err)
 	}
 	set.Namespace, set.Evaluation, set.UID = ev.Namespace, ev.Name, string(ev.UID)
@@ -162,16 +177,20 @@ func finishWithResults(t *testing.T, job *batchv1.Job, evaluation string, set *r
 		t.Fatal(err)
 	}
 	log.WriteString("{\"level\":\"INFO\",\"msg\":\"evaluated\"}\n")
-	k := resultsKubelet(t)
-	k.setLog(job, log.String())
-	ref := plan.ResultsRef{Queries: len(set.Queries), Bytes: len(blob), SHA256: sha256Hex(blob)}
-	finishReporting(t, job, set, &ref)
-	return ref
+	return log.String(), plan.ResultsRef{Queries: len(set.Queries), Bytes: len(blob), SHA256: sha256Hex(blob)}
 }
 
 // finishReporting completes the Job's pod (bound to the test kubelet) with a termination
 // message of set's recall@10 and its interval, and ref.
 func finishReporting(t *testing.T, job *batchv1.Job, set *results.Set, ref *plan.ResultsRef) {
+	t.Helper()
+	playPods(t, job, resultsKubelet(t).node, 0, resultMessage(t, set, ref))
+	markJobFinished(t, job, metav1.Now(), 0, 1)
+}
+
+// resultMessage is the termination message of an evaluate pod that measured set and
+// reported ref: set's recall@10 (also as nDCG and MRR) with its interval.
+func resultMessage(t *testing.T, set *results.Set, ref *plan.ResultsRef) string {
 	t.Helper()
 	_, recall, err := set.Column("recall@10")
 	if err != nil {
@@ -185,8 +204,7 @@ func finishReporting(t *testing.T, job *batchv1.Job, set *results.Set, ref *plan
 	pi := plan.MetricInterval{StdErr: iv.StdErr, Lo: iv.Lo, Hi: iv.Hi}
 	res, _ := json.Marshal(plan.EvaluateResult{Queries: len(set.Queries), Results: ref, Metrics: []plan.MetricsAtK{{K: 10,
 		Recall: iv.Mean, NDCG: iv.Mean, MRR: iv.Mean, Intervals: map[string]plan.MetricInterval{"recall": pi, "ndcg": pi, "mrr": pi}}}})
-	playPods(t, job, resultsKubelet(t).node, 0, string(res))
-	markJobFinished(t, job, metav1.Now(), 0, 1)
+	return string(res)
 }
 
 func sha256Hex(b []byte) string {

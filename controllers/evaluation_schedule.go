@@ -178,7 +178,7 @@ func (r *EvaluationReconciler) runInProgress(ctx context.Context, ev *ragopsv1al
 // recordRun puts the run of job (just applied to status) at the end of status.history,
 // replacing an entry of the same Job, and keeps the last spec.historyLimit.
 func recordRun(ev *ragopsv1alpha1.Evaluation, job string, rev *ragopsv1alpha1.RevisionStatus) {
-	run := ragopsv1alpha1.EvaluationRun{Job: job, Revision: rev.Name, CorpusRevision: rev.CorpusRevision, Queries: ev.Status.Queries,
+	run := ragopsv1alpha1.EvaluationRun{Job: job, Revision: rev.Name, CorpusRevision: ev.Status.CorpusRevision, Queries: ev.Status.Queries,
 		RecallAt10: ev.Status.RecallAt10, CompletionTime: *ev.Status.CompletionTime}
 	if i := slices.IndexFunc(ev.Status.Metrics, func(m ragopsv1alpha1.MetricsAtK) bool { return m.K == 10 }); i >= 0 {
 		run.RecallInterval = ev.Status.Metrics[i].RecallInterval

@@ -241,7 +241,7 @@ func (r *IndexReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ragopsv1alpha1.Index{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
-		Owns(&ragopsv1alpha1.Evaluation{}, builder.WithPredicates(statusChanged)).
+		Owns(&ragopsv1alpha1.Evaluation{}, builder.WithPredicates(evaluationStatusChanged)).
 		Watches(&ragopsv1alpha1.Corpus{}, by(indexByCorpus), builder.WithPredicates(statusChanged)).
 		Watches(&ragopsv1alpha1.ChunkingStrategy{}, by(indexByStrategy), builder.WithPredicates(statusChanged)).
 		Watches(&corev1.Secret{}, by(indexBySecret), builder.OnlyMetadata).

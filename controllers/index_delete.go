@@ -52,11 +52,11 @@ func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alph
 				return nil, false, err
 			}
 		}
-		var pods corev1.PodList
-		if err := r.Options.reader(r.Client).List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": j.Name}); err != nil {
+		pods, err := jobPods(ctx, r.Options.reader(r.Client), &j)
+		if err != nil {
 			return nil, false, err
 		}
-		if len(pods.Items) == 0 {
+		if len(pods) == 0 {
 			if overdue {
 				continue // its pods are gone; the Job's own removal lags (or no collector runs)
 			}
@@ -64,12 +64,12 @@ func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alph
 			continue
 		}
 		var stuck []string
-		for _, p := range pods.Items {
+		for _, p := range pods {
 			stuck = append(stuck, fmt.Sprintf("pod %s on node %q", p.Name, p.Spec.NodeName))
 		}
 		if overdue {
 			deleted := 0
-			for _, p := range pods.Items {
+			for _, p := range pods {
 				err := r.Delete(ctx, &p, client.GracePeriodSeconds(0), client.Preconditions{UID: &p.UID})
 				if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 					continue // gone already (an earlier reconcile forced it)

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -19,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/reconcile"
 	"github.com/ragops/ragops/internal/workload"
@@ -69,6 +67,17 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 			return res, err
 		}
 	}
+	// The candidate catches up with the Corpus before it is gated and takes the alias: it
+	// must not serve documents deleted since its build began, and the gate measures it on the
+	// corpus revision it will serve.
+	if done, res, err := r.syncRevision(ctx, st, rev); err != nil || !done {
+		if res.Outcome == reconcile.OutcomeProgressingKeepReady {
+			res.Outcome = reconcile.OutcomeProgressing
+			res.Message = fmt.Sprintf("revision %s catches up with the Corpus before it is gated and takes the alias: %s", rev.Name, res.Message)
+		}
+		res.Stop = true
+		return res, err
+	}
 	// A kept revision that served before (a revert) takes the alias back without a gate.
 	gatedNow := gated && rev.ServedTime == nil && active != nil
 	if gatedNow {
@@ -86,16 +95,6 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 			st.events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonGateFailed, "Rollout", "%s", v.message)
 			return reconcile.Stalled(ReasonGateFailed, v.message), nil
 		}
-	}
-	// The candidate catches up with the Corpus before it takes the alias: it must not serve
-	// documents deleted since its build began.
-	if done, res, err := r.syncRevision(ctx, st, rev); err != nil || !done {
-		if res.Outcome == reconcile.OutcomeProgressingKeepReady {
-			res.Outcome = reconcile.OutcomeProgressing
-			res.Message = fmt.Sprintf("revision %s catches up with the Corpus before it takes the alias: %s", rev.Name, res.Message)
-		}
-		res.Stop = true
-		return res, err
 	}
 	// A collection wired to a model server takes the alias once that server is ready.
 	if res, wait := r.awaitServing(ctx, st, rev); wait {
@@ -241,7 +240,9 @@ func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, can
 	gate := idx.Spec.Rollout.Gate
 	hash := gateHash(gate)
 	cand.Phase = ragopsv1alpha1.RevisionGating
-	candRecall, v, err := r.gateRecall(ctx, idx, cand, hash)
+	// Both sides are measured on the corpus revision the candidate synced just before.
+	corpus := cand.CorpusRevision
+	candRecall, v, err := r.gateRecall(ctx, idx, cand, hash, corpus)
 	if err != nil || v.state != gatePassed {
 		return v, err
 	}
@@ -250,10 +251,15 @@ func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, can
 		return gateVerdict{gateRejected, fmt.Sprintf("revision %s recall@10 %.4f is below minRecall %.4f; alias stays on %s", cand.Name, candRecall, *gate.MinRecall, active.Name)}, nil
 	}
 	if gate.MaxRegression != nil {
-		base, v, err := r.gateRecall(ctx, idx, active, hash)
+		if corpus != "" && active.CorpusRevision != corpus {
+			// Its sync runs in reconcileCorpusSync.
+			return gateVerdict{gateWaiting, fmt.Sprintf("revision %s recall@10 %.4f on corpus revision %s; the active revision %s (corpus revision %q) syncs it before it is measured as the gate's baseline",
+				cand.Name, candRecall, corpus, active.Name, active.CorpusRevision)}, nil
+		}
+		base, v, err := r.gateRecall(ctx, idx, active, hash, corpus)
 		if err != nil || v.state != gatePassed {
 			if v.state == gateWaiting {
-				v.message = fmt.Sprintf("revision %s recall@10 %.4f; measuring the active revision %s as the gate's baseline", cand.Name, candRecall, active.Name)
+				v.message = fmt.Sprintf("revision %s recall@10 %.4f; measuring the active revision %s as the gate's baseline: %s", cand.Name, candRecall, active.Name, v.message)
 			}
 			return v, err
 		}
@@ -268,21 +274,24 @@ func (r *IndexReconciler) reconcileGate(ctx context.Context, st *indexState, can
 }
 
 // gateRecall returns the recall@10 of a revision's gating Evaluation under the gate of hash
-// hash: the one the revision recorded under that gate, else the Evaluation's once it is
-// Ready (creating it when missing, and replacing one whose parameters the gate no longer
-// has). The verdict is gatePassed when the recall is known, gateWaiting while it runs, and
-// gateEvaluationStalled when the Evaluation failed; a new ragops.dev/retry value then runs it
-// again.
-func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus, hash string) (float64, gateVerdict, error) {
-	if rev.GateRecall != nil && rev.GateHash == hash {
-		return *rev.GateRecall, gateVerdict{state: gatePassed}, nil
-	}
+// hash, measured on corpus revision corpus ("" when the Corpus has none): the Evaluation's
+// once the run its spec and retry value ask for is collected (gateRun), creating it when
+// missing and replacing one whose parameters the gate no longer has. A run of another
+// corpus revision is measured again (a ragops.dev/retry value corpus-<revision>); the
+// revision has synced corpus by then. The Evaluation is read from the API server: a retry or
+// re-measure this reconcile asked for is in what it reads, so figures from before it are
+// never taken for its. The verdict is gatePassed when the recall is known, gateWaiting
+// while it runs, and gateEvaluationStalled when the Evaluation failed; a new
+// ragops.dev/retry value then runs it again.
+func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus, hash, corpus string) (float64, gateVerdict, error) {
 	name := gateEvaluationName(idx, rev.Name)
-	waiting := gateVerdict{gateWaiting, fmt.Sprintf("revision %s waits for its gating Evaluation %s", rev.Name, name)}
+	wait := func(why string) gateVerdict {
+		return gateVerdict{gateWaiting, fmt.Sprintf("revision %s waits for its gating Evaluation %s: %s", rev.Name, name, why)}
+	}
 	params := idx.Spec.Rollout.Gate.Evaluation
 	paramsHash := hashJSON(params)[:10]
 	var ev ragopsv1alpha1.Evaluation
-	err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: name}, &ev)
+	err := r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: name}, &ev)
 	if apierrors.IsNotFound(err) {
 		ev = ragopsv1alpha1.Evaluation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: name, Labels: workload.ObjectLabels("gate", idx.Name, rev.Name),
@@ -292,16 +301,19 @@ func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.In
 				RerunOnRevisionChange: ptr.To(false), EvaluationParameters: *params.DeepCopy(),
 			},
 		}
-		if err := controllerutil.SetControllerReference(idx, &ev, r.Scheme()); err != nil {
-			return 0, waiting, err
+		if corpus != "" {
+			ev.Annotations[workload.AnnotationCorpusRevision] = corpus // its run waits until the revision holds it
 		}
-		return 0, waiting, r.Create(ctx, &ev)
+		if err := controllerutil.SetControllerReference(idx, &ev, r.Scheme()); err != nil {
+			return 0, wait("creating it"), err
+		}
+		return 0, wait("created"), r.Create(ctx, &ev)
 	}
 	if err != nil {
-		return 0, waiting, err
+		return 0, wait("reading it"), err
 	}
 	if !ev.DeletionTimestamp.IsZero() {
-		return 0, waiting, nil
+		return 0, wait("it is being deleted"), nil
 	}
 	if ev.Annotations[AnnotationGateParameters] != paramsHash {
 		// The gate's dataset or mode changed: measure under the new parameters (a new
@@ -311,23 +323,50 @@ func (r *IndexReconciler) gateRecall(ctx context.Context, idx *ragopsv1alpha1.In
 		ev.Spec.EvaluationParameters = *params.DeepCopy()
 		metav1.SetMetaDataAnnotation(&ev.ObjectMeta, AnnotationGateParameters, paramsHash)
 		if err := r.Patch(ctx, &ev, client.MergeFrom(base)); err != nil || ev.Generation != base.Generation {
-			return 0, waiting, err
+			return 0, wait("its parameters changed"), err
 		}
 	}
-	if c := meta.FindStatusCondition(ev.Status.Conditions, ragopsv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
-		ev.Status.ObservedGeneration == ev.Generation && ev.Status.LastHandledRetry == ev.Annotations[AnnotationRetry] {
+	if c := stalledGateEvaluation(&ev); c != nil {
 		if retry := idx.Annotations[AnnotationRetry]; retry != "" && retry != idx.Status.LastHandledRetry {
 			// The Evaluation runs again under the same retry value (a new Job).
 			idx.Status.LastHandledRetry = retry
-			return 0, waiting, r.retryGateEvaluation(ctx, idx, rev.Name, retry)
+			return 0, wait("retry requested"), r.retryGateEvaluation(ctx, idx, rev.Name, retry)
 		}
 		return 0, gateVerdict{gateEvaluationStalled, fmt.Sprintf("gating Evaluation %s of revision %s failed (%s: %s); the gate cannot decide", name, rev.Name, c.Reason, c.Message)}, nil
 	}
-	if !conditions.IsReady(&ev) || ev.Status.RecallAt10 == nil || ev.Status.Revision != rev.Name ||
-		ev.Status.ObservedGeneration != ev.Generation || ev.Status.LastHandledRetry != ev.Annotations[AnnotationRetry] {
-		return 0, waiting, nil
+	if corpus != "" && ev.Annotations[workload.AnnotationCorpusRevision] != corpus {
+		// The gate measures on another corpus revision than the Evaluation was asked for: its
+		// next run waits for the revision to hold it, and a run of another one is made again.
+		retry := ev.Annotations[AnnotationRetry]
+		if measured := measuredCorpus(&ev); measured != corpus {
+			retry = corpusRetryPrefix + corpus
+		}
+		if err := r.measureOn(ctx, idx, rev.Name, corpus, retry); err != nil {
+			return 0, wait("asking it to measure corpus revision " + corpus), err
+		}
+		return 0, wait(fmt.Sprintf("its last run measured corpus revision %q; measuring revision %s on corpus revision %s", measuredCorpus(&ev), rev.Name, corpus)), nil
+	}
+	if why := gateRun(&ev, rev.Name); why != "" {
+		return 0, wait(why), nil
+	}
+	if measured := measuredCorpus(&ev); corpus != "" && measured != corpus {
+		// Asked for corpus, but run before the revision held it (an Evaluation from before
+		// the annotation): measured again.
+		if err := r.measureOn(ctx, idx, rev.Name, corpus, corpusRetryPrefix+corpus+"-"+measured); err != nil {
+			return 0, wait("asking it to measure corpus revision " + corpus), err
+		}
+		return 0, wait(fmt.Sprintf("its last run measured corpus revision %q; measuring revision %s on corpus revision %s", measured, rev.Name, corpus)), nil
 	}
 	return *ev.Status.RecallAt10, gateVerdict{state: gatePassed}, nil
+}
+
+// measureOn asks a revision's gating Evaluation to measure corpus revision corpus: its
+// ragops.dev/corpus-revision annotation (a run starts once the revision holds it) and its
+// ragops.dev/retry value retry (a new value starts a new Job).
+func (r *IndexReconciler) measureOn(ctx context.Context, idx *ragopsv1alpha1.Index, rev, corpus, retry string) error {
+	ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: gateEvaluationName(idx, rev)}}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q,%q:%q}}}`, workload.AnnotationCorpusRevision, corpus, AnnotationRetry, retry)
+	return client.IgnoreNotFound(r.Patch(ctx, ev, client.RawPatch(types.MergePatchType, patch)))
 }
 
 // retryGateEvaluation runs a revision's gating Evaluation again: it sets the Evaluation's

@@ -1,7 +1,8 @@
 package controllers
 
-// Pods of a running Job that cannot start: unschedulable, a volume that cannot be mounted,
-// an image that cannot be pulled or run, a failed init container.
+// Pods of a Job: which pods are the Job's (jobPods, the one rule every reader of a Job's
+// pods goes through), and those of a running Job that cannot start: unschedulable, a volume
+// that cannot be mounted, an image that cannot be pulled or run, a failed init container.
 
 import (
 	"context"
@@ -12,6 +13,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -19,6 +21,24 @@ import (
 // that cannot be had, a container the runtime refuses) for longer than PodStartTimeout, or
 // at once for a cause that cannot pass by itself.
 const ReasonPodsNotStarting = "PodsNotStarting"
+
+// jobPods lists the pods of job: those carrying its job-name label that the Job controls (a
+// controller owner reference with the Job's UID), in the List's order. A pod that only
+// carries the label (left by an earlier Job of the same name, or made by someone else) is not
+// the Job's: its termination message, log and state are never taken for the Job's.
+func jobPods(ctx context.Context, c client.Reader, job *batchv1.Job) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return nil, err
+	}
+	out := pods.Items[:0]
+	for _, p := range pods.Items {
+		if metav1.IsControlledBy(&p, job) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
 
 // fatalWaiting are container waiting reasons that do not pass without a change: the
 // container's configuration refers to what is missing (a Secret or ConfigMap key), the
@@ -33,12 +53,12 @@ var fatalWaiting = map[string]bool{
 // creating, mounting), for longer than timeout, or with a fatal waiting reason at once. The
 // message names the pod, the cause the scheduler or kubelet gave, and how long it waited.
 func notStarting(ctx context.Context, c client.Reader, job *batchv1.Job, timeout time.Duration, now time.Time) (string, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+	pods, err := jobPods(ctx, c, job)
+	if err != nil {
 		return "", err
 	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	for _, p := range pods.Items {
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	for _, p := range pods {
 		if p.Status.Phase != corev1.PodPending || !p.DeletionTimestamp.IsZero() {
 			continue
 		}

@@ -149,13 +149,13 @@ func deleteJob(ctx context.Context, c client.Client, ns, name string) error {
 	return client.IgnoreNotFound(c.Delete(ctx, cm))
 }
 
-// podResults lists the Job's pods and reads their termination messages (workload.PodResults).
+// podResults reads the termination messages of the Job's pods (jobPods, workload.PodResults).
 func podResults(ctx context.Context, c client.Reader, job *batchv1.Job) (succeeded map[string]string, failed []workload.PodFailure, err error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name}); err != nil {
+	pods, err := jobPods(ctx, c, job)
+	if err != nil {
 		return nil, nil, err
 	}
-	succeeded, failed = workload.PodResults(pods.Items)
+	succeeded, failed = workload.PodResults(pods)
 	return succeeded, failed, nil
 }
 

@@ -195,7 +195,7 @@ func TestShardResultsSurviveTheirPods(t *testing.T) {
 	writeChunks(t, rev.Collection, rev.Name)
 	// The shard's pod succeeds; the Job has not completed yet.
 	res, _ := json.Marshal(plan.BuildResult{Documents: 3, Chunks: 6, Tokens: 600, Seconds: 2})
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-0", Labels: podLabels(job),
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-0", Labels: podLabels(job), OwnerReferences: controlledBy(job),
 		Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "0"}}, Spec: *job.Spec.Template.Spec.DeepCopy()}
 	if err := env.Client.Create(ctx, pod); err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func pendingPod(t *testing.T, job *batchv1.Job, status corev1.PodStatus) {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-0", Labels: podLabels(job),
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-0", Labels: podLabels(job), OwnerReferences: controlledBy(job),
 			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "0"}},
 		Spec: *job.Spec.Template.Spec.DeepCopy(),
 	}
@@ -66,7 +66,7 @@ func TestBuildWhosePodsCannotStartSaysWhy(t *testing.T) {
 		fixture(t, ns, nil)
 		job := waitJob(t, ns, buildJobOf(t, ns))
 		ctx := context.Background()
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-0", Labels: podLabels(job),
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-0", Labels: podLabels(job), OwnerReferences: controlledBy(job),
 			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "0"}}, Spec: *job.Spec.Template.Spec.DeepCopy()}
 		if err := env.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestIndexDeletionForceDeletesPodsStuckOnALostNode(t *testing.T) {
 	ctx := context.Background()
 	fixture(t, ns, nil)
 	job := waitJob(t, ns, buildJobOf(t, ns))
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-0", Labels: podLabels(job),
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-0", Labels: podLabels(job), OwnerReferences: controlledBy(job),
 		Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "0"}}, Spec: *job.Spec.Template.Spec.DeepCopy()}
 	pod.Spec.NodeName = "verloren-knoop"
 	if err := env.Client.Create(ctx, pod); err != nil {

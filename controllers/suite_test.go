@@ -379,7 +379,7 @@ func playPods(t *testing.T, job *batchv1.Job, node string, exitCode int32, messa
 	for i, msg := range messages {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
-				Labels:      podLabels(job),
+				Labels: podLabels(job), OwnerReferences: controlledBy(job),
 				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
 			Spec: *job.Spec.Template.Spec.DeepCopy(),
 		}
@@ -560,6 +560,12 @@ func setStrategySize(t *testing.T, ns string, size int32) {
 	if err := env.Client.Update(context.Background(), &cs); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// controlledBy is the owner reference the Job controller gives a Job's pods: the Job, as
+// their controller.
+func controlledBy(job *batchv1.Job) []metav1.OwnerReference {
+	return []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}
 }
 
 // podLabels are the labels the Job controller gives a Job's pods: the template's and the

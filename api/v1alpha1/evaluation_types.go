@@ -197,7 +197,7 @@ type EvaluationRun struct {
 	Job string `json:"job"`
 	// Revision of the Index evaluated.
 	Revision string `json:"revision"`
-	// CorpusRevision is the Corpus revision that revision last synced (or was built from).
+	// CorpusRevision is the Corpus revision that revision held when the run's Job was made.
 	// +optional
 	CorpusRevision string `json:"corpusRevision,omitempty"`
 	// Queries evaluated.
@@ -314,6 +314,11 @@ type EvaluationStatus struct {
 	// rerunOnRevisionChange do not.
 	// +optional
 	Measurement string `json:"measurement,omitempty"`
+	// CorpusRevision is the Corpus content revision the evaluated revision held when the last
+	// run's Job was made: the figures and per-query results are of that corpus. The gate
+	// compares two revisions only on measurements of the same corpus revision.
+	// +optional
+	CorpusRevision string `json:"corpusRevision,omitempty"`
 	// LastHandledRetry is the value of the ragops.dev/retry annotation whose Job the
 	// Evaluation last started: a new value runs the Evaluation again (a failed one included).
 	// +optional

@@ -113,7 +113,8 @@ func (p *player) finish(ctx context.Context, key client.ObjectKey) error {
 }
 
 // createPod creates the succeeded pod of one completion index, as the kubelet would leave it,
-// with the labels the Job controller gives it (the template's and job-name).
+// with the labels and the controller reference the Job controller gives it (the template's
+// labels and job-name; the Job's UID).
 func (p *player) createPod(ctx context.Context, job *batchv1.Job, i int, msg string) error {
 	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name}
 	for k, v := range job.Spec.Template.Labels {
@@ -121,8 +122,9 @@ func (p *player) createPod(ctx context.Context, job *batchv1.Job, i int, msg str
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
-			Labels:      labels,
-			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
+			Labels:          labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
+			Annotations:     map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
 		Spec: *job.Spec.Template.Spec.DeepCopy(),
 	}
 	if err := p.k8s.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -17,7 +17,10 @@ import (
 // Annotations on an Index's sync Jobs.
 const (
 	// AnnotationCorpusRevision records the corpus revision a sync Job syncs, which the
-	// revision records once the Job has finished.
+	// revision records once the Job has finished; on an evaluate Job, the corpus revision the
+	// evaluated revision held when the Job was made (what the run measures); on a gating
+	// Evaluation, the corpus revision the gate wants measured (a run starts once the revision
+	// holds it).
 	AnnotationCorpusRevision = "ragops.dev/corpus-revision"
 	// AnnotationSyncAttempt records the revision's SyncAttempt the sync Job was created
 	// under: a status whose SyncAttempt is past it has recorded that the Job was superseded.
@@ -331,5 +334,8 @@ func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 		pl.Rerank = &plan.Rerank{ModelDir: w.MountModel("rerank-model", plan.RerankModelDir, rr.Model, w.Image), TopN: int(max(rr.TopN, 1))}
 	}
 	w.Plan = pl
+	if rev.CorpusRevision != "" {
+		w.Annotations = map[string]string{AnnotationCorpusRevision: rev.CorpusRevision}
+	}
 	return w
 }

@@ -338,7 +338,8 @@ func finishJob(t *testing.T, c client.Client, job *batchv1.Job, messages ...stri
 	t.Helper()
 	ctx := context.Background()
 	// The Job controller gives pods the template's labels and job-name (the manager caches
-	// only pods labelled app.kubernetes.io/managed-by=ragops).
+	// only pods labelled app.kubernetes.io/managed-by=ragops) and itself as their controller
+	// (the manager reads only the pods the Job controls).
 	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name}
 	for k, v := range job.Spec.Template.Labels {
 		labels[k] = v
@@ -346,8 +347,9 @@ func finishJob(t *testing.T, c client.Client, job *batchv1.Job, messages ...stri
 	for i, msg := range messages {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
-				Labels:      labels,
-				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
+				Labels:          labels,
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
+				Annotations:     map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
 			Spec: *job.Spec.Template.Spec.DeepCopy(),
 		}
 		if err := c.Create(ctx, pod); err != nil {

@@ -144,8 +144,9 @@ func runPod(t *testing.T, job *batchv1.Job, result string) {
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-0",
-			Labels:      labels,
-			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: "0"}},
+			Labels:          labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
+			Annotations:     map[string]string{batchv1.JobCompletionIndexAnnotation: "0"}},
 		Spec: *job.Spec.Template.Spec.DeepCopy(),
 	}
 	if err := env.Client.Create(ctx, pod); err != nil {
