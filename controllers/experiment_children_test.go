@@ -123,19 +123,9 @@ func TestExperimentTrialNameTakenByAForeignIndexIsAChildConflict(t *testing.T) {
 func TestStalledExperimentCleansUpItsTrials(t *testing.T) {
 	ns := newNamespace(t)
 	experimentFixture(t, ns, []int32{64, 96, 128}, func(e *ragopsv1alpha1.Experiment) { e.Spec.MaxFailedTrials = 1 })
-	fail := func(name string) {
-		t.Helper()
-		var idx *ragopsv1alpha1.Index
-		waitIndex(t, ns, name)
-		eventually(t, 30*time.Second, "revision of "+name, func() (bool, error) {
-			idx = getIndex(t, ns, name)
-			return idx.Status.Revision != "", nil
-		})
-		finishJob(t, waitJob(t, ns, fmt.Sprintf("%s-%s-build", name, idx.Status.Revision)), 1, `{"error":"embedder: out of memory"}`)
-	}
-	fail(trialName(64))
+	failTrialBuild(t, ns, trialName(64))
 	waitExperiment(t, ns, "one failed, the next building", func(e *ragopsv1alpha1.Experiment) bool { return counts(e) == "1/1/0/0/1/0" })
-	fail(trialName(96))
+	failTrialBuild(t, ns, trialName(96))
 	waitExperiment(t, ns, "Stalled TooManyFailedTrials", func(e *ragopsv1alpha1.Experiment) bool {
 		c := condition(e, ragopsv1alpha1.ConditionStalled)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ragopsv1alpha1.ReasonTooManyFailedTrials

@@ -80,22 +80,12 @@ func TestExperimentSurvivesAManagerRestartMidRun(t *testing.T) {
 func TestExperimentCountsFailedBuildsUpToMaxFailedTrials(t *testing.T) {
 	ns := newNamespace(t)
 	experimentFixture(t, ns, []int32{64, 96, 128}, func(e *ragopsv1alpha1.Experiment) { e.Spec.MaxFailedTrials = 1 })
-	fail := func(name string) {
-		t.Helper()
-		var idx *ragopsv1alpha1.Index
-		waitIndex(t, ns, name)
-		eventually(t, 30*time.Second, "revision of "+name, func() (bool, error) {
-			idx = getIndex(t, ns, name)
-			return idx.Status.Revision != "", nil
-		})
-		finishJob(t, waitJob(t, ns, fmt.Sprintf("%s-%s-build", name, idx.Status.Revision)), 1, `{"error":"embedder: out of memory"}`)
-	}
-	fail(trialName(64))
+	failTrialBuild(t, ns, trialName(64))
 	exp := waitExperiment(t, ns, "one failed, the next building", func(e *ragopsv1alpha1.Experiment) bool { return counts(e) == "1/1/0/0/1/0" })
 	if ts := trialOf(exp, trialName(64)); !strings.Contains(ts.Message, "out of memory") {
 		t.Fatalf("failed trial message %q", ts.Message)
 	}
-	fail(trialName(96))
+	failTrialBuild(t, ns, trialName(96))
 	exp = waitExperiment(t, ns, "Stalled TooManyFailedTrials", func(e *ragopsv1alpha1.Experiment) bool {
 		c := condition(e, ragopsv1alpha1.ConditionStalled)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ragopsv1alpha1.ReasonTooManyFailedTrials

@@ -212,3 +212,16 @@ func hits(n int, relevant func(i int) bool) *results.Set {
 		return 0
 	})
 }
+
+// failTrialBuild waits for the trial Index name's revision and fails its build Job as an
+// out-of-memory embedder would.
+func failTrialBuild(t *testing.T, ns, name string) {
+	t.Helper()
+	var idx *ragopsv1alpha1.Index
+	waitIndex(t, ns, name)
+	eventually(t, 30*time.Second, "revision of "+name, func() (bool, error) {
+		idx = getIndex(t, ns, name)
+		return idx.Status.Revision != "", nil
+	})
+	finishJob(t, waitJob(t, ns, fmt.Sprintf("%s-%s-build", name, idx.Status.Revision)), 1, `{"error":"embedder: out of memory"}`)
+}

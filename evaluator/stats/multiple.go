@@ -3,6 +3,7 @@ package stats
 // Many systems compared on the same queries at once: the max-statistic randomization test.
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -89,18 +90,8 @@ func MaxRangeTest(values [][]float64, o Options) (*Family, error) {
 		}
 		f.ranges[b] = (slices.Max(sums) - slices.Min(sums)) / float64(n)
 	}
-	slices.SortFunc(f.ranges, func(a, b float64) int { return -cmpFloat(a, b) })
+	slices.SortFunc(f.ranges, func(a, b float64) int { return cmp.Compare(b, a) })
 	return f, nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // exceeding is the number of permuted ranges at least d (within a relative 1e-12, so that
