@@ -119,13 +119,13 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 	case src.HTTP != nil:
 		dir, err := fetchHTTP(ctx, *src.HTTP, filepath.Join(workDir, "http"))
 		if err != nil {
-			return nil, err
+			return nil, scratchError(err)
 		}
 		s.root = dir
 	case src.S3 != nil:
 		dir, listed, err := fetchS3(ctx, src, filepath.Join(workDir, "s3"), opts)
 		if err != nil {
-			return nil, err
+			return nil, scratchError(err)
 		}
 		s.root = dir
 		s.listed = map[string]string{}
@@ -137,7 +137,7 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 	case src.Git != nil:
 		dir, commit, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
 		if err != nil {
-			return nil, err
+			return nil, scratchError(err)
 		}
 		s.root, s.commit = dir, commit
 	default:

@@ -36,7 +36,8 @@ const s3Downloads = 4
 //
 // Errors: only one of the two keys set, a web identity without its token file, a bad endpoint, a refused listing or download
 // (wrong credentials, missing bucket), a key that escapes dir or collides with another, a
-// selection over MaxDownloadBytes in total.
+// selection over MaxDownloadBytes in total, or over the worker's scratch volume (Scratch),
+// naming it and its limit, before anything is downloaded.
 func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions) (string, []listedObject, error) {
 	s3 := src.S3
 	name := "s3://" + s3.Bucket + "/" + s3.Prefix
@@ -59,6 +60,7 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		return "", nil, err
 	}
 	probe := &Source{spec: src}
+	space, spaceName := Scratch()
 	var (
 		todo   []download
 		listed []listedObject
@@ -108,6 +110,9 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		total += obj.Size
 		if total > MaxDownloadBytes {
 			return "", nil, fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
+		}
+		if space > 0 && total > space {
+			return "", nil, fmt.Errorf("source %s: the objects to download exceed %s (%d bytes and more)", name, spaceName, total)
 		}
 		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean))})
 	}

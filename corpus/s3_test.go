@@ -3,6 +3,7 @@ package corpus
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -372,5 +375,48 @@ func TestS3ListingDownloadsNothing(t *testing.T) {
 	}
 	if len(f.gets) != 0 {
 		t.Errorf("listings downloaded %v", f.gets)
+	}
+}
+
+// TestFetchOverTheScratchVolumeNamesIt: a worker whose scratch volume (plan.EnvScratchBytes)
+// cannot hold a fetch refuses it with an error naming the volume and its limit: an S3
+// selection before any download, an HTTP archive whose download and unpacked files do not fit
+// together, and a write that runs out of space (ENOSPC).
+func TestFetchOverTheScratchVolumeNamesIt(t *testing.T) {
+	t.Setenv(plan.EnvS3AccessKey, testAccessKey)
+	t.Setenv(plan.EnvS3SecretKey, testSecretKey)
+	t.Setenv(plan.EnvScratchBytes, "1000")
+	named := func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), `scratch volume "tmp"`) && strings.Contains(err.Error(), "sizeLimit 1000 bytes")
+	}
+	f := newFakeS3(t, "docs", map[string]string{"a.md": strings.Repeat("a", 600), "b.md": strings.Repeat("b", 600)})
+	src := plan.Source{S3: &ragopsv1alpha1.S3Source{Endpoint: f.endpoint(t), Bucket: "docs", Insecure: true, Region: "us-east-1"}}
+	if _, err := Open(context.Background(), src, t.TempDir(), nil); !named(err) {
+		t.Errorf("S3 selection of 1200 bytes: err %v, want one naming the scratch volume and its limit", err)
+	}
+	if len(f.gets) != 0 {
+		t.Errorf("downloaded %v before refusing", f.gets)
+	}
+	// One shard's part fits.
+	if _, err := OpenWith(context.Background(), src, t.TempDir(), nil, OpenOptions{Keep: func(id string) bool { return id == "a.md" }}); err != nil {
+		t.Errorf("a shard's 600 bytes: %v", err)
+	}
+
+	// An archive unpacking 600 bytes, on a volume with room for it and 500 bytes more: the
+	// download fits, the download and its unpacked files together do not.
+	archive := tarGz(t, map[string]string{"docs/a.md": strings.Repeat("x", 600)})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(archive) }))
+	defer srv.Close()
+	t.Setenv(plan.EnvScratchBytes, strconv.Itoa(len(archive)+500))
+	_, err := Fetch(context.Background(), srv.URL+"/a.tar.gz", "", nil, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), `scratch volume "tmp"`) || !strings.Contains(err.Error(), fmt.Sprintf("sizeLimit %d bytes", len(archive)+500)) {
+		t.Errorf("archive of %d bytes unpacking 600: err %v, want one naming the scratch volume and its limit", len(archive), err)
+	}
+	t.Setenv(plan.EnvScratchBytes, "1000")
+
+	// Out of space while writing.
+	err = scratchError(fmt.Errorf("object %q: %w", "a.md", &os.PathError{Op: "write", Path: "/tmp/s3/a.md", Err: syscall.ENOSPC}))
+	if !named(err) || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("ENOSPC: err %v, want it wrapped naming the scratch volume and its limit", err)
 	}
 }
