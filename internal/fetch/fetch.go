@@ -105,7 +105,11 @@ func Fetch(ctx context.Context, rawURL, dir string, o Options) error {
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, limit+1))
+	readMax := limit // stop writing at the first bound passed
+	if o.Space > 0 && o.Space < readMax {
+		readMax = o.Space
+	}
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, readMax+1))
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", shown, err)
 	}
