@@ -80,6 +80,22 @@ type Source struct {
 	read   DocumentReader
 	sizes  map[string]int64
 	infos  map[string]fs.FileInfo // as listed, to tell a file changed since the listing
+	listed map[string]string      // S3 objects listed, not downloaded (Listing): ID -> listing hash
+}
+
+// OpenOptions narrows what Open fetches of a remote source; the zero value fetches it whole.
+type OpenOptions struct {
+	// Keep, when set, selects the documents (by ID: the path relative to the source) the
+	// caller needs: an S3 source downloads only the objects whose IDs it keeps, plus every BEIR
+	// file (its records are the documents, assigned one by one). Walk lists only what was
+	// fetched, so a caller passes the same filter to Walk. A build shard passes its Shard.
+	Keep func(id string) bool
+	// Listing makes an S3 source list its objects without downloading them (BEIR files are
+	// still downloaded: their records must be read to be counted). Such a document's Hash is
+	// taken from its listing metadata (key, ETag, size; see listingHash), not its bytes, and
+	// Walk serves it in list mode only. A scan lists this way: its revision changes when an
+	// object's ETag or size does.
+	Listing bool
 }
 
 // Open materialises src under workDir (used only for fetched sources) and lists its
@@ -91,6 +107,11 @@ type Source struct {
 // Errors: no source set, an unreadable folder, a failed download or clone, a checksum
 // mismatch, a bad glob, an S3 key or Git path escaping its folder, an unknown Git ref.
 func Open(ctx context.Context, src plan.Source, workDir string, read DocumentReader) (*Source, error) {
+	return OpenWith(ctx, src, workDir, read, OpenOptions{})
+}
+
+// OpenWith opens src as Open does, fetching of an S3 source only what opts selects.
+func OpenWith(ctx context.Context, src plan.Source, workDir string, read DocumentReader, opts OpenOptions) (*Source, error) {
 	s := &Source{spec: src, read: read, sizes: map[string]int64{}, infos: map[string]fs.FileInfo{}}
 	switch {
 	case src.Dir != "":
@@ -98,19 +119,25 @@ func Open(ctx context.Context, src plan.Source, workDir string, read DocumentRea
 	case src.HTTP != nil:
 		dir, err := fetchHTTP(ctx, *src.HTTP, filepath.Join(workDir, "http"))
 		if err != nil {
-			return nil, err
+			return nil, scratchError(err)
 		}
 		s.root = dir
 	case src.S3 != nil:
-		dir, err := fetchS3(ctx, src, filepath.Join(workDir, "s3"))
+		dir, listed, err := fetchS3(ctx, src, filepath.Join(workDir, "s3"), opts)
 		if err != nil {
-			return nil, err
+			return nil, scratchError(err)
 		}
 		s.root = dir
+		s.listed = map[string]string{}
+		for _, o := range listed {
+			s.files = append(s.files, o.rel)
+			s.sizes[o.rel] = o.size
+			s.listed[o.rel] = o.hash
+		}
 	case src.Git != nil:
 		dir, commit, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
 		if err != nil {
-			return nil, err
+			return nil, scratchError(err)
 		}
 		s.root, s.commit = dir, commit
 	default:
@@ -217,6 +244,15 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 		}
 		if max := s.spec.MaxDocumentBytes; max > 0 && s.sizes[rel] > max {
 			skip(Skipped{ID: rel, Reason: string(reader.TooLarge), Err: fmt.Errorf("%d bytes, limit %d", s.sizes[rel], max)})
+			continue
+		}
+		if h, ok := s.listed[rel]; ok {
+			if !list {
+				return fmt.Errorf("document %s: only listed (OpenOptions.Listing), not downloaded", rel)
+			}
+			if err := visit(Document{ID: rel, Hash: h, Size: s.sizes[rel]}); err != nil {
+				return err
+			}
 			continue
 		}
 		data, err := os.ReadFile(full)

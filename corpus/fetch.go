@@ -2,11 +2,15 @@ package corpus
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/fetch"
@@ -54,12 +58,38 @@ func readHeaders(dir string) (http.Header, error) {
 // under its URL base name). It returns dir.
 //
 // Errors: a non-2xx status, a checksum mismatch naming both digests, an archive entry that
-// escapes dir, a link or device entry, a download or unpacked total over MaxDownloadBytes.
+// escapes dir, a link or device entry, a download or unpacked total over MaxDownloadBytes,
+// both together over the worker's scratch volume (see Scratch), naming it and its limit.
 func Fetch(ctx context.Context, rawURL, want string, headers http.Header, dir string) (string, error) {
-	if err := fetch.Fetch(ctx, rawURL, dir, fetch.Options{Header: headers, SHA256: want, MaxBytes: MaxDownloadBytes}); err != nil {
+	space, spaceName := Scratch()
+	if err := fetch.Fetch(ctx, rawURL, dir, fetch.Options{Header: headers, SHA256: want, MaxBytes: MaxDownloadBytes, Space: space, SpaceName: spaceName}); err != nil {
 		return "", err
 	}
 	return dir, nil
+}
+
+// Scratch returns the size limit in bytes of the worker's scratch volume, from
+// plan.EnvScratchBytes (0 when unset or unreadable: no bound), and how errors name it:
+// `scratch volume "tmp" (sizeLimit N bytes, X GiB; RAGOPS_SCRATCH_BYTES)`.
+func Scratch() (int64, string) {
+	n, err := strconv.ParseInt(os.Getenv(plan.EnvScratchBytes), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, ""
+	}
+	return n, fmt.Sprintf("scratch volume %q (sizeLimit %d bytes, %.1f GiB; %s)",
+		plan.ScratchVolume, n, float64(n)/(1<<30), plan.EnvScratchBytes)
+}
+
+// scratchError adds the scratch volume and its limit to an error of a fetch that ran out of
+// space (ENOSPC); other errors are returned as they are.
+func scratchError(err error) error {
+	if err == nil || !errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	if _, name := Scratch(); name != "" {
+		return fmt.Errorf("%w: no space left on %s", err, name)
+	}
+	return fmt.Errorf("%w: no space left on scratch volume %q", err, plan.ScratchVolume)
 }
 
 // writeFile writes r to dst, creating its folder.

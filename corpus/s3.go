@@ -20,7 +20,13 @@ import (
 const s3Downloads = 4
 
 // fetchS3 lists the objects of src.S3 under its prefix and downloads the selected ones into
-// dir (emptied first), each at its key relative to the prefix. It returns dir.
+// dir (emptied first), each at its key relative to the prefix. It returns dir and the objects
+// listed but not downloaded (opts.Listing), sorted by path.
+//
+// opts.Keep leaves out, before any download, the objects whose relative path it does not keep
+// (a build shard's other documents); a BEIR file is downloaded whatever Keep says. With
+// opts.Listing only BEIR files are downloaded; every other selected object is returned with a
+// hash of its listing metadata.
 //
 // Credentials are those of s3Credentials: static keys from the environment, or temporary
 // keys from the workload's identity (src.S3.Identity). Objects are selected by
@@ -30,13 +36,14 @@ const s3Downloads = 4
 //
 // Errors: only one of the two keys set, a web identity without its token file, a bad endpoint, a refused listing or download
 // (wrong credentials, missing bucket), a key that escapes dir or collides with another, a
-// selection over MaxDownloadBytes in total.
-func fetchS3(ctx context.Context, src plan.Source, dir string) (string, error) {
+// selection over MaxDownloadBytes in total, or over the worker's scratch volume (Scratch),
+// naming it and its limit, before anything is downloaded.
+func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions) (string, []listedObject, error) {
 	s3 := src.S3
 	name := "s3://" + s3.Bucket + "/" + s3.Prefix
 	creds, err := s3Credentials(s3)
 	if err != nil {
-		return "", fmt.Errorf("source %s: %w", name, err)
+		return "", nil, fmt.Errorf("source %s: %w", name, err)
 	}
 	client, err := minio.New(s3.Endpoint, &minio.Options{
 		Creds:  creds,
@@ -44,23 +51,25 @@ func fetchS3(ctx context.Context, src plan.Source, dir string) (string, error) {
 		Region: s3.Region,
 	})
 	if err != nil {
-		return "", fmt.Errorf("source %s: endpoint %q: %w", name, s3.Endpoint, err)
+		return "", nil, fmt.Errorf("source %s: endpoint %q: %w", name, s3.Endpoint, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	probe := &Source{spec: src}
+	space, spaceName := Scratch()
 	var (
-		todo  []download
-		dests = map[string]string{} // cleaned relative path -> key
-		total int64
+		todo   []download
+		listed []listedObject
+		dests  = map[string]string{} // cleaned relative path -> key
+		total  int64
 	)
 	for obj := range client.ListObjects(ctx, s3.Bucket, minio.ListObjectsOptions{Prefix: s3.Prefix, Recursive: true}) {
 		if obj.Err != nil {
-			return "", fmt.Errorf("source %s: list objects at %s: %w", name, s3.Endpoint, obj.Err)
+			return "", nil, fmt.Errorf("source %s: list objects at %s: %w", name, s3.Endpoint, obj.Err)
 		}
 		if strings.HasSuffix(obj.Key, "/") { // folder marker
 			continue
@@ -71,28 +80,39 @@ func fetchS3(ctx context.Context, src plan.Source, dir string) (string, error) {
 		}
 		clean := path.Clean(rel)
 		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
-			return "", fmt.Errorf("source %s: object key %q escapes the prefix", name, obj.Key)
+			return "", nil, fmt.Errorf("source %s: object key %q escapes the prefix", name, obj.Key)
 		}
 		ok, err := Selected(clean, src.Include, src.Exclude)
 		if err != nil {
-			return "", fmt.Errorf("source %s: %w", name, err)
+			return "", nil, fmt.Errorf("source %s: %w", name, err)
 		}
 		if !ok {
 			continue
 		}
 		if other, dup := dests[clean]; dup {
-			return "", fmt.Errorf("source %s: object keys %q and %q both map to %s", name, other, obj.Key, clean)
+			return "", nil, fmt.Errorf("source %s: object keys %q and %q both map to %s", name, other, obj.Key, clean)
 		}
 		dests[clean] = obj.Key
-		if max := src.MaxDocumentBytes; max > 0 && obj.Size > max && !probe.isBEIR(clean) {
+		beir := probe.isBEIR(clean)
+		if !beir && opts.Keep != nil && !opts.Keep(clean) {
+			continue // another shard's document
+		}
+		if !beir && opts.Listing {
+			listed = append(listed, listedObject{rel: clean, size: obj.Size, hash: listingHash(obj.Key, obj.ETag, obj.Size)})
+			continue
+		}
+		if max := src.MaxDocumentBytes; max > 0 && obj.Size > max && !beir {
 			if err := placeholder(filepath.Join(dir, filepath.FromSlash(clean)), obj.Size); err != nil {
-				return "", fmt.Errorf("source %s: object %q: %w", name, obj.Key, err)
+				return "", nil, fmt.Errorf("source %s: object %q: %w", name, obj.Key, err)
 			}
 			continue
 		}
 		total += obj.Size
 		if total > MaxDownloadBytes {
-			return "", fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
+			return "", nil, fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
+		}
+		if space > 0 && total > space {
+			return "", nil, fmt.Errorf("source %s: the objects to download exceed %s (%d bytes and more)", name, spaceName, total)
 		}
 		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean))})
 	}
@@ -107,9 +127,25 @@ func fetchS3(ctx context.Context, src plan.Source, dir string) (string, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return dir, nil
+	return dir, listed, nil
+}
+
+// listedObject is an S3 object listed but not downloaded: its path relative to the prefix,
+// listed size in bytes and listing hash.
+type listedObject struct {
+	rel  string
+	size int64
+	hash string
+}
+
+// listingHash is a document hash (16 hex digits, as hashOf) of an object's listing metadata:
+// key, ETag and size. An object rewritten with other bytes gets another ETag (the MD5 of a
+// single-part upload, of the parts' MD5s for a multipart one), so the hash changes with the
+// content; it is not the hash of the bytes, so only listings compare with it.
+func listingHash(key, etag string, size int64) string {
+	return hashOf([]byte(fmt.Sprintf("s3\x00%s\x00%s\x00%d", key, strings.Trim(etag, `"`), size)))
 }
 
 // download is one object to fetch: its key, listed size in bytes and destination file.

@@ -46,6 +46,11 @@ type Options struct {
 	// MaxBytes bounds the download and, separately, the unpacked total; 0 means
 	// DefaultMaxBytes.
 	MaxBytes int64
+	// Space bounds the download and the unpacked total together (both are on disk while it
+	// unpacks): the room of the volume dir is on; 0 means no bound. SpaceName names that
+	// volume and its limit in the error (a worker's scratch volume, say).
+	Space     int64
+	SpaceName string
 }
 
 // Fetch downloads rawURL into dir (created when missing), checks its SHA-256 and unpacks it
@@ -53,7 +58,7 @@ type Options struct {
 //
 // Errors: a SHA256 that is not 64 hex digits, none when required, a non-2xx status, a
 // checksum mismatch naming both digests ("sha256 mismatch: got X, want Y"), a download or
-// unpacked total over MaxBytes, an entry that escapes dir, a link or device entry.
+// unpacked total over MaxBytes, both together over Space (naming SpaceName), an entry that escapes dir, a link or device entry.
 func Fetch(ctx context.Context, rawURL, dir string, o Options) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -100,12 +105,19 @@ func Fetch(ctx context.Context, rawURL, dir string, o Options) error {
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, limit+1))
+	readMax := limit // stop writing at the first bound passed
+	if o.Space > 0 && o.Space < readMax {
+		readMax = o.Space
+	}
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, readMax+1))
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", shown, err)
 	}
 	if n > limit {
 		return fmt.Errorf("fetch %s: larger than %d bytes", shown, limit)
+	}
+	if o.Space > 0 && n > o.Space {
+		return fmt.Errorf("fetch %s: the download (over %d bytes) exceeds %s", shown, o.Space, o.SpaceName)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); want != "" && got != want {
 		return fmt.Errorf("fetch %s: sha256 mismatch: got %s, want %s", shown, got, want)
@@ -114,16 +126,21 @@ func Fetch(ctx context.Context, rawURL, dir string, o Options) error {
 		return err
 	}
 	un := unpacker{dir: dir, budget: limit}
+	if o.Space > 0 && o.Space-n < limit {
+		un.budget, un.space = o.Space-n, o.SpaceName
+	}
 	if err := un.unpack(tmp, n, path.Base(u.Path)); err != nil {
 		return fmt.Errorf("fetch %s: unpack: %w", shown, err)
 	}
 	return nil
 }
 
-// unpacker writes entries under dir while budget (bytes) lasts.
+// unpacker writes entries under dir while budget (bytes) lasts; space, when set, names the
+// volume whose room (less the download) the budget is.
 type unpacker struct {
 	dir    string
 	budget int64
+	space  string
 }
 
 func (u *unpacker) unpack(f *os.File, size int64, name string) error {
@@ -250,6 +267,9 @@ func (u *unpacker) write(name string, r io.Reader) error {
 		return fmt.Errorf("entry %q: %w", name, err)
 	}
 	u.budget -= n
+	if u.budget < 0 && u.space != "" {
+		return fmt.Errorf("entry %q: the download and its unpacked data exceed %s", name, u.space)
+	}
 	if u.budget < 0 {
 		return fmt.Errorf("entry %q: the unpacked data exceeds the size limit", name)
 	}

@@ -169,3 +169,35 @@ func TestFetchUnpacksByContentAndRefusesWhatItMust(t *testing.T) {
 		t.Errorf("err %v, want one without the password", err)
 	}
 }
+
+// Space bounds the download and its unpacked files together, naming the volume: a download
+// over it stops at its size, an archive whose download fits but not with its files fails
+// while unpacking.
+func TestFetchWithinTheSpaceOfItsVolume(t *testing.T) {
+	body := strings.Repeat("x", 5000)
+	archive := tarOf(t, false, entry{name: "docs/a.md", body: body})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/plain.txt" {
+			_, _ = w.Write([]byte(body))
+			return
+		}
+		_, _ = w.Write(archive)
+	}))
+	defer srv.Close()
+	const name = `scratch volume "tmp" (sizeLimit 1 GiB)`
+	dir := t.TempDir()
+	err := Fetch(context.Background(), srv.URL+"/plain.txt", dir, Options{Space: 1000, SpaceName: name})
+	if err == nil || !strings.Contains(err.Error(), name) {
+		t.Errorf("5000 bytes into 1000: err %v, want one naming the volume", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left %d files after the refusal", len(entries))
+	}
+	err = Fetch(context.Background(), srv.URL+"/a.tar", t.TempDir(), Options{Space: int64(len(archive)) + 1000, SpaceName: name})
+	if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "unpacked") {
+		t.Errorf("archive of %d bytes unpacking 5000 into %d: err %v, want one naming the volume", len(archive), len(archive)+1000, err)
+	}
+	if err := Fetch(context.Background(), srv.URL+"/a.tar", t.TempDir(), Options{Space: int64(len(archive)) + 5000, SpaceName: name}); err != nil {
+		t.Errorf("archive and its files fit: %v", err)
+	}
+}

@@ -63,7 +63,13 @@ const (
 	// EnvPlanSHA256 holds the hex SHA-256 of the plan the Job was created for; a worker whose
 	// plan file hashes otherwise refuses to run (see [Read]).
 	EnvPlanSHA256 = "RAGOPS_PLAN_SHA256"
+	// EnvScratchBytes holds the size limit, in bytes, of the worker's scratch volume
+	// (ScratchVolume at /tmp): a fetch that would exceed it fails naming the volume and limit.
+	EnvScratchBytes = "RAGOPS_SCRATCH_BYTES"
 )
+
+// ScratchVolume names a worker's emptyDir mounted at /tmp, where remote sources are fetched.
+const ScratchVolume = "tmp"
 
 // Source is where a worker reads documents or a dataset. Exactly one of Dir, HTTP, S3 and
 // Git is set; PVC and ConfigMap sources arrive mounted as Dir (Dir joined with the PVC path).

@@ -213,6 +213,9 @@ func (w *Workload) mountSample(s *ragopsv1alpha1.DocumentSample) *plan.Sample {
 	if j := s.Judged; j != nil {
 		out.Judged = &plan.Source{HTTP: j.HTTP}
 		out.Judged.Dir = w.MountSource("judged", plan.DatasetDir, j.PVC, j.ConfigMap)
+		if j.HTTP != nil {
+			w.Fetches(0)
+		}
 		out.Split = j.Split
 		if out.Split == "" {
 			out.Split = "test"
@@ -293,6 +296,9 @@ func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 	ds := plan.Source{HTTP: p.Dataset.HTTP}
 	ds.Dir = w.MountSource("dataset", plan.DatasetDir, p.Dataset.PVC, p.Dataset.ConfigMap)
 	w.MountHeaders(p.Dataset.HTTP)
+	if p.Dataset.HTTP != nil {
+		w.Fetches(0) // a dataset's size is not known
+	}
 	var modelDir string
 	byWeaviate := ev.Spec.QueryEmbedding == ragopsv1alpha1.QueryEmbeddingWeaviate
 	if p.Mode != ragopsv1alpha1.ModeBM25 && !byWeaviate {

@@ -4,6 +4,7 @@ import (
 	"path"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
@@ -49,8 +50,8 @@ func (w *Workload) MountHeaders(h *ragopsv1alpha1.HTTPSource) {
 }
 
 // MountModel mounts a model folder at dir and returns the folder the worker loads: a PVC
-// folder, a folder of the image (m.ImagePath), or an emptyDir filled by an init container
-// (running image) that fetches the archive and checks its SHA-256.
+// folder, a folder of the image (m.ImagePath), or an emptyDir (sizeLimit ScratchUnknown)
+// filled by an init container (running image) that fetches the archive and checks its SHA-256.
 func (w *Workload) MountModel(name, dir string, m ragopsv1alpha1.ModelSpec, image string) string {
 	switch {
 	case m.PVC != nil:
@@ -60,7 +61,9 @@ func (w *Workload) MountModel(name, dir string, m ragopsv1alpha1.ModelSpec, imag
 		w.Mounts = append(w.Mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
 		return path.Join(dir, m.PVC.Path)
 	case m.HTTP != nil:
-		w.Volumes = append(w.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		// Room for the archive and its unpacked files, each at most the fetch's cap.
+		limit := resource.NewQuantity(ScratchUnknown, resource.BinarySI)
+		w.Volumes = append(w.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: limit}}})
 		w.Mounts = append(w.Mounts, corev1.VolumeMount{Name: name, MountPath: dir, ReadOnly: true})
 		w.Init = append(w.Init, corev1.Container{
 			Name:         "fetch-" + name,
@@ -84,12 +87,14 @@ func SecretEnv(name string, ref ragopsv1alpha1.SecretKeySelector) corev1.EnvVar 
 
 // MountCorpus fills src from a Corpus's spec and gives the workload the Corpus's mounts and
 // credentials: the PVC or ConfigMap at plan.CorpusDir, the HTTP header Secret, the S3 web
-// identity or access keys, the Git credentials (optional keys).
+// identity or access keys, the Git credentials (optional keys). A remote source's size
+// counts toward the scratch volume's limit (ScratchLimit).
 func (w *Workload) MountCorpus(c *ragopsv1alpha1.Corpus, src *plan.Source) {
 	src.Format, src.Include, src.Exclude, src.MaxDocumentBytes = c.Spec.Format, c.Spec.Include, c.Spec.Exclude, c.Spec.MaxDocumentBytes
 	src.OCR = c.Spec.OCR
 	src.Dir = w.MountSource("corpus", plan.CorpusDir, c.Spec.PVC, c.Spec.ConfigMap)
 	src.HTTP, src.S3, src.Git = c.Spec.HTTP, c.Spec.S3, c.Spec.Git
+	w.fetchesCorpus(c)
 	w.MountHeaders(c.Spec.HTTP)
 	w.MountS3Identity(c.Spec.S3)
 	if s3 := c.Spec.S3; s3 != nil && s3.SecretRef != nil {

@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +95,9 @@ type Workload struct {
 	Deadline time.Duration
 	// Annotations go on the Job.
 	Annotations map[string]string
+	// fetched is the room, in bytes, the remote sources the worker fetches into /tmp need
+	// (see Fetches); the scratch volume's size limit is ScratchBase more.
+	fetched int64
 }
 
 // Labels returns the labels of the Job, its pods and its plan ConfigMap.
@@ -152,8 +157,9 @@ func ObjectName(prefix string, n int) string {
 
 // Job returns the Job of the workload (no owner reference, no plan checksum: the caller
 // adds both): one worker container running `ragops <Args> --plan <plan>`, its plan mounted
-// read-only, /tmp an emptyDir, the pod restricted (RestrictPod). Jobs of more than one shard,
-// and every embed Job, use Indexed completion.
+// read-only, /tmp an emptyDir of ScratchLimit (also in plan.EnvScratchBytes), the pod
+// restricted (RestrictPod). Jobs of more than one shard, and every embed Job, use Indexed
+// completion.
 func (w *Workload) Job() *batchv1.Job {
 	t := w.Template
 	image := t.Image
@@ -176,12 +182,13 @@ func (w *Workload) Job() *batchv1.Job {
 			LocalObjectReference: corev1.LocalObjectReference{Name: w.Name},
 		}},
 	}, {
-		Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		Name: plan.ScratchVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: w.ScratchLimit()}},
 	}}, w.Volumes...)
 	mounts := append([]corev1.VolumeMount{
 		{Name: "plan", MountPath: plan.Dir, ReadOnly: true},
-		{Name: "tmp", MountPath: "/tmp"},
+		{Name: plan.ScratchVolume, MountPath: "/tmp"},
 	}, w.Mounts...)
+	env := append(slices.Clone(w.Env), corev1.EnvVar{Name: plan.EnvScratchBytes, Value: strconv.FormatInt(w.ScratchLimit().Value(), 10)})
 	shards := max(w.Shards, 1)
 	backoff := t.BackoffLimit
 	if backoff == nil {
@@ -208,7 +215,7 @@ func (w *Workload) Job() *batchv1.Job {
 						Image:                    image,
 						Command:                  []string{"ragops"},
 						Args:                     append(w.Args, "--plan", path.Join(plan.Dir, plan.File)),
-						Env:                      w.Env,
+						Env:                      env,
 						Resources:                res,
 						VolumeMounts:             mounts,
 						TerminationMessagePath:   plan.TerminationLog,

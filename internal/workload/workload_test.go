@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,8 +226,8 @@ func TestWorkloadKinds(t *testing.T) {
 			if !slices.Equal(volumes, tc.volumes) {
 				t.Errorf("volumes %v; want %v", volumes, tc.volumes)
 			}
-			if got := envNames(ctr); !slices.Equal(got, tc.env) {
-				t.Errorf("env %v; want %v", got, tc.env)
+			if got, want := envNames(ctr), append(slices.Clone(tc.env), plan.EnvScratchBytes); !slices.Equal(got, want) {
+				t.Errorf("env %v; want %v", got, want)
 			}
 			if *job.Spec.BackoffLimit != DefaultBackoffLimit || *job.Spec.ActiveDeadlineSeconds != 3600 {
 				t.Errorf("backoffLimit %d activeDeadlineSeconds %d", *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds)
@@ -283,13 +284,14 @@ func TestCorpusAndModelSources(t *testing.T) {
 	if job.Spec.Template.Spec.ServiceAccountName != "default" {
 		t.Errorf("a projected token without a ServiceAccount name: %q", job.Spec.Template.Spec.ServiceAccountName)
 	}
-	if got := envNames(job.Spec.Template.Spec.Containers[0]); !slices.Equal(got, []string{plan.EnvS3WebIdentityTokenFile, plan.EnvS3AccessKey, plan.EnvS3SecretKey}) {
+	if got := envNames(job.Spec.Template.Spec.Containers[0]); !slices.Equal(got, []string{plan.EnvS3WebIdentityTokenFile, plan.EnvS3AccessKey, plan.EnvS3SecretKey, plan.EnvScratchBytes}) {
 		t.Errorf("env %v", got)
 	}
 
 	m := &Workload{Owner: c, Name: "m"}
 	dir := m.MountModel("model", plan.ModelDir, ragopsv1alpha1.ModelSpec{HTTP: &ragopsv1alpha1.HTTPSource{URL: "https://m/x.tar.gz", SHA256: "ab"}}, "img")
-	if dir != plan.ModelDir || len(m.Init) != 1 || !slices.Contains(m.Init[0].Args, "--sha256") || m.Volumes[0].EmptyDir == nil {
+	if dir != plan.ModelDir || len(m.Init) != 1 || !slices.Contains(m.Init[0].Args, "--sha256") || m.Volumes[0].EmptyDir == nil ||
+		m.Volumes[0].EmptyDir.SizeLimit == nil || m.Volumes[0].EmptyDir.SizeLimit.Value() != 32<<30 {
 		t.Errorf("HTTP model: dir %s init %+v volumes %+v", dir, m.Init, m.Volumes)
 	}
 	if got := m.MountModel("baked", "/b", ragopsv1alpha1.ModelSpec{ImagePath: "/models/minilm"}, "img"); got != "/models/minilm" || len(m.Volumes) != 1 {
@@ -426,5 +428,57 @@ func TestBuildsAndEstimatesShareTheCorpusExtractionCache(t *testing.T) {
 	}
 	if env := envNames(w.Job().Spec.Template.Spec.Containers[0]); !slices.Contains(env, plan.EnvWeaviateAPIKey) {
 		t.Errorf("estimate env %v: no Weaviate API key", env)
+	}
+}
+
+// Every worker's /tmp emptyDir has a size limit, in the container's environment too (the
+// worker names it when a fetch would exceed it): 2 GiB for a mounted corpus, plus 3 times
+// the Corpus's status.bytes for a remote one, plus a download and its unpacked files at the
+// fetch cap for a source of unknown size (a Corpus not scanned yet, an HTTP dataset).
+func TestScratchVolumesHaveSizeLimits(t *testing.T) {
+	s3 := corpus()
+	s3.Spec.PVC = nil
+	s3.Spec.S3 = &ragopsv1alpha1.S3Source{Endpoint: "s3:9000", Bucket: "b"}
+	s3.Status.Bytes = 1 << 30
+	unscanned := s3.DeepCopy()
+	unscanned.Status = ragopsv1alpha1.CorpusStatus{}
+	http := corpus()
+	http.Spec.PVC = nil
+	http.Spec.HTTP = &ragopsv1alpha1.HTTPSource{URL: "https://example.org/archief.tar.gz"}
+	http.Status.Bytes = 3 << 30
+	idx, rev := index()
+	ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ev"}}
+	ev.Spec.Dataset.HTTP = &ragopsv1alpha1.HTTPSource{URL: "https://example.org/scifact.zip"}
+	const gi = int64(1) << 30
+	for _, tc := range []struct {
+		name string
+		w    *Workload
+		want int64
+	}{
+		{"scan of a PVC corpus", Scan(corpus(), "t", defaults), 2 * gi},
+		{"scan of a scanned S3 corpus", Scan(s3, "t", defaults), 2*gi + 3*gi},
+		{"scan of an S3 corpus never scanned", Scan(unscanned, "t", defaults), 2*gi + 32*gi},
+		{"build of an HTTP corpus", Embed(EmbedInputs{Index: idx, Revision: rev, Corpus: http}, defaults), 2*gi + 9*gi},
+		{"sync of an S3 corpus", Embed(EmbedInputs{Index: idx, Revision: rev, Corpus: s3, Incremental: true}, defaults), 2*gi + 3*gi},
+		{"evaluation of an HTTP dataset", Evaluate(EvaluateInputs{Evaluation: ev, Index: idx, Revision: rev}, defaults), 2*gi + 32*gi},
+	} {
+		job := tc.w.Job()
+		tmp := volume(job, plan.ScratchVolume)
+		if tmp == nil || tmp.EmptyDir == nil || tmp.EmptyDir.SizeLimit == nil {
+			t.Errorf("%s: scratch volume %+v, want an emptyDir with a sizeLimit", tc.name, tmp)
+			continue
+		}
+		if got := tmp.EmptyDir.SizeLimit.Value(); got != tc.want {
+			t.Errorf("%s: scratch sizeLimit %s (%d bytes), want %d bytes", tc.name, tmp.EmptyDir.SizeLimit, got, tc.want)
+		}
+		var env string
+		for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == plan.EnvScratchBytes {
+				env = e.Value
+			}
+		}
+		if env != strconv.FormatInt(tc.want, 10) {
+			t.Errorf("%s: %s=%q, want the limit %d", tc.name, plan.EnvScratchBytes, env, tc.want)
+		}
 	}
 }

@@ -259,12 +259,18 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 		cache = extractcache.Weaviate(b.store, p.ExtractionCache)
 	}
 	b.readers = extractcache.NewReader(readers, cache, ReaderSettings(p.Source), b.log)
-	src, err := corpus.Open(ctx, p.Source, os.TempDir(), b.readers)
+	b.mine = func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
+	// Each shard fetches only its own documents of an S3 source, except the shard that
+	// collects the extraction cache: it hashes the whole listing (collectCache).
+	fetch := corpus.OpenOptions{Keep: b.mine}
+	if b.collects() {
+		fetch.Keep = nil
+	}
+	src, err := corpus.OpenWith(ctx, p.Source, os.TempDir(), b.readers, fetch)
 	if err != nil {
 		return err
 	}
 	b.src = src
-	b.mine = func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
 	if p.Sample != nil {
 		sample, err := loadSample(ctx, p.Sample)
 		if err != nil {
@@ -578,7 +584,7 @@ func ReaderSettings(src plan.Source) string {
 // a listing that is not whole (an unreadable file or container) collects nothing. A failure
 // is logged, not the shard's: the cache only saves work.
 func (b *shardBuild) collectCache(ctx context.Context) error {
-	if b.p.ExtractionCache == "" || b.o.Shard != 0 || b.p.Sample != nil {
+	if !b.collects() {
 		return nil
 	}
 	var live map[string]bool
@@ -604,6 +610,12 @@ func (b *shardBuild) collectCache(ctx context.Context) error {
 	}
 	b.res.CacheCollected = int64(n)
 	return nil
+}
+
+// collects reports whether this shard collects the extraction cache: shard 0 of a run that is
+// not sampled, when the Corpus has a cache.
+func (b *shardBuild) collects() bool {
+	return b.p.ExtractionCache != "" && b.o.Shard == 0 && b.p.Sample == nil
 }
 
 // vectorIndex maps the Index's vector index settings to the store's; the HNSW parameters

@@ -56,7 +56,10 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Estimate, o Options) (pla
 		cache = extractcache.Weaviate(store, p.ExtractionCache)
 	}
 	readers := extractcache.NewReader(next, cache, build.ReaderSettings(p.Source), log)
-	src, err := corpus.Open(ctx, p.Source, o.WorkDir, readers)
+	// An S3 source is listed first and only the sample is downloaded (below); the others are
+	// fetched once, whole.
+	listOnly := p.Source.S3 != nil
+	src, err := corpus.OpenWith(ctx, p.Source, o.WorkDir, readers, corpus.OpenOptions{Listing: listOnly})
 	if err != nil {
 		return plan.EstimateResult{}, err
 	}
@@ -79,7 +82,13 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Estimate, o Options) (pla
 	for _, u := range sample {
 		read[u.Key] = reader.Document{}
 	}
-	err = src.Walk(ctx, false, func(id string) bool { _, ok := read[id]; return ok }, func(d corpus.Document) error {
+	sampled := func(id string) bool { _, ok := read[id]; return ok }
+	if listOnly {
+		if src, err = corpus.OpenWith(ctx, p.Source, o.WorkDir, readers, corpus.OpenOptions{Keep: sampled}); err != nil {
+			return res, err
+		}
+	}
+	err = src.Walk(ctx, false, sampled, func(d corpus.Document) error {
 		read[d.ID] = d.Doc
 		return nil
 	}, func(sk corpus.Skipped) {

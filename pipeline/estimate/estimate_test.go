@@ -8,9 +8,17 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
@@ -195,4 +203,63 @@ func TestEstimateOfASampledTrialScalesToItsSample(t *testing.T) {
 		t.Fatalf("screening trial %d tokens, want %.0f (the whole corpus's %d x %d/%d bytes)", screen.Tokens, want, full.Tokens, res.SampledBytes, res.Bytes)
 	}
 	t.Logf("sample %d of %d documents: %d of %d tokens", res.SampledDocuments, res.Documents, screen.Tokens, full.Tokens)
+}
+
+// An estimate of an S3 Corpus lists the bucket and downloads only its sample (GET-object
+// requests counted at an S3-protocol server, gofakes3), and gives the figures an estimate of
+// the same files in a folder gives.
+func TestEstimateOfAnS3CorpusDownloadsOnlyItsSample(t *testing.T) {
+	model := testenv.Need(t, "RAGOPS_MODEL_DIR", "run hack/export-model/export.sh and set RAGOPS_MODEL_DIR to the folder it prints")
+	t.Setenv(plan.EnvS3AccessKey, "estimate-test")
+	t.Setenv(plan.EnvS3SecretKey, "estimate-test-secret")
+	backend := s3mem.New()
+	if err := backend.CreateBucket("docs"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i := range 40 {
+		body := fmt.Sprintf("# Besluit %d\n\nDe raad besluit over voorstel %d en de begroting van %d.\n", i, i, 2000+i)
+		key := fmt.Sprintf("d%02d.md", i)
+		if _, err := backend.PutObject("docs", "archief/"+key, map[string]string{"Last-Modified": time.Now().UTC().Format(http.TimeFormat)},
+			strings.NewReader(body), int64(len(body)), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, key), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var gets []string
+	s3 := gofakes3.New(backend).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
+			mu.Lock()
+			gets = append(gets, r.URL.Path)
+			mu.Unlock()
+		}
+		s3.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	trials := []plan.EstimateTrial{{Name: "fixed-32", Revision: "r1", ModelDir: model,
+		Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitTokens, Size: 32}}}
+	p := plan.Estimate{Version: plan.Version, Seed: 5, Fraction: 0.1, MinDocuments: 8, Trials: trials,
+		Source: plan.Source{S3: &ragopsv1alpha1.S3Source{Endpoint: strings.TrimPrefix(srv.URL, "http://"), Bucket: "docs", Prefix: "archief/", Insecure: true, Region: "us-east-1"}}}
+	res, err := estimate.Run(context.Background(), quiet, p, estimate.Options{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Documents != 40 || res.SampleDocuments != 8 || len(res.Trials) != 1 || res.Trials[0].Error != "" {
+		t.Fatalf("estimate %+v, want 40 documents, a sample of 8 and one trial", res)
+	}
+	if len(gets) != res.SampleDocuments {
+		t.Errorf("downloaded %d objects %v, want only the %d sampled", len(gets), gets, res.SampleDocuments)
+	}
+	p.Source = plan.Source{Dir: dir}
+	local, err := estimate.Run(context.Background(), quiet, p, estimate.Options{WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local.Bytes != res.Bytes || local.Trials[0].Tokens != res.Trials[0].Tokens || local.Trials[0].Chunks != res.Trials[0].Chunks {
+		t.Errorf("S3 estimate %+v %+v, the same files in a folder %+v %+v", res, res.Trials[0], local, local.Trials[0])
+	}
 }

@@ -11,9 +11,10 @@ import (
 )
 
 // Run lists a source without extracting text: document count, bytes, content revision and
-// documents skipped by reason.
+// documents skipped by reason. An S3 source is listed, not downloaded (BEIR files aside): its
+// revision comes from the objects' keys, ETags and sizes (corpus.OpenOptions.Listing).
 func Run(ctx context.Context, log *slog.Logger, src plan.Source, workDir string) (plan.ScanResult, error) {
-	s, err := corpus.Open(ctx, src, workDir, nil)
+	s, err := corpus.OpenWith(ctx, src, workDir, nil, corpus.OpenOptions{Listing: true})
 	if err != nil {
 		return plan.ScanResult{}, err
 	}
