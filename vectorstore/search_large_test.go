@@ -121,3 +121,32 @@ func TestSearchReturnsTwoThousandLongChunksWithText(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchSendsTheAPIKey: searches, which go over the Store's own gRPC connection, carry
+// Config.APIKey; without it the server refuses them.
+func TestSearchSendsTheAPIKey(t *testing.T) {
+	srv := weaviatetest.StartWith(t, weaviatetest.Options{ExtraEnv: []string{
+		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=false",
+		"AUTHENTICATION_APIKEY_ENABLED=true",
+		"AUTHENTICATION_APIKEY_ALLOWED_KEYS=search-key",
+		"AUTHENTICATION_APIKEY_USERS=ragops",
+	}})
+	s := storeFor(t, srv, Config{APIKey: "search-key"})
+	ctx := context.Background()
+	name := newCollection(t, s, "auth", "r1", VectorIndex{Type: IndexFlat})
+	chunks := legalChunks(t, 3)
+	if err := s.Upsert(ctx, name, chunks); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := s.Search(ctx, name, Query{Mode: ModeDense, Vector: chunks[1].Vector, Limit: 3, WithText: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 3 || hits[0].Text != chunks[1].Text {
+		t.Fatalf("%d hits, first %s/%d: want 3 with chunk %s/%d first", len(hits), hits[0].DocID, hits[0].Ordinal, chunks[1].DocID, chunks[1].Ordinal)
+	}
+	anon := storeFor(t, srv, Config{})
+	if _, err := anon.Search(ctx, name, Query{Mode: ModeDense, Vector: chunks[1].Vector, Limit: 3}); err == nil {
+		t.Fatal("search without the API key accepted")
+	}
+}
