@@ -64,9 +64,9 @@ func (m *Model) EmbedChunks(ctx context.Context, text string, chunks []chunkers.
 
 // EmbedDocuments embeds the chunks of several documents, batching their sequences together
 // (sorted by length, under the token budget) for throughput. The result is indexed
-// [document][chunk][Dimension]. In late mode the token states of all the call's documents
-// are held until pooling (about 1.5 KiB per encoded token for a 384-wide model), so pass
-// documents in groups of bounded size.
+// [document][chunk][Dimension]. In late mode each window's token states are pooled into its
+// chunks as its batch comes back and then released (embedLate), so memory holds one batch of
+// states plus the documents' token IDs and chunk sums, whatever the documents' length.
 func (m *Model) EmbedDocuments(ctx context.Context, docs []Document, mode Mode) ([][][]float32, error) {
 	for d, doc := range docs {
 		for _, c := range doc.Chunks {

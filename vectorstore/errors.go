@@ -208,7 +208,10 @@ func transient(err error) bool {
 	}
 	if s, ok := status.FromError(err); ok && s.Code() != codes.OK {
 		switch s.Code() {
-		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted:
+		case codes.ResourceExhausted:
+			// grpc-go's own refusal of a reply above the receive limit recurs on every try.
+			return !strings.Contains(s.Message(), "message larger than max")
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
 			return true
 		case codes.Unknown, codes.Internal:
 			return transientMessage(s.Message())

@@ -127,6 +127,12 @@ func TestClassify(t *testing.T) {
 			return errors.As(e, &de) && de.Expected == 384 && de.Actual == 3 && de.Collection == "C"
 		}},
 		{context.Canceled, false, func(e error) bool { return errors.Is(e, context.Canceled) }},
+		// A reply above the receive limit fails the same way again: not retryable.
+		{status.Error(codes.ResourceExhausted, "grpc: received message larger than max (5435958 vs. 4194304)"), false, func(e error) bool {
+			var se *ServerError
+			return errors.As(e, &se)
+		}},
+		{status.Error(codes.ResourceExhausted, "too many requests"), true, nil},
 	}
 	for _, c := range cases {
 		got := classify("op", "C", c.err)

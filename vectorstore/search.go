@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/grpc/common"
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 )
 
@@ -133,34 +133,40 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 	if q.WithText {
 		props = append(props, PropText)
 	}
-	req := s.client.Experimental().Search().WithCollection(target).WithLimit(q.Limit).
-		WithProperties(props...).
-		WithMetadata(&graphql.Metadata{ID: true, Distance: q.Mode == ModeDense, Score: q.Mode != ModeDense})
-	if s.cfg.ReadConsistency != "" {
-		req = req.WithConsistencyLevel(s.cfg.ReadConsistency)
+	// The request weaviate-go-client v5.7.3's graphql.Search builds (togrpc) for these
+	// arguments, sent over the Store's own connection (searchconn.go).
+	req := &pb.SearchRequest{
+		Collection:       target,
+		Limit:            uint32(q.Limit),
+		ConsistencyLevel: common.GetConsistencyLevel(s.cfg.ReadConsistency),
+		Properties:       &pb.PropertiesRequest{NonRefProperties: props},
+		Metadata:         &pb.MetadataRequest{Uuid: true, Distance: q.Mode == ModeDense, Score: q.Mode != ModeDense},
+		Uses_123Api:      true,
+		Uses_125Api:      true,
+		Uses_127Api:      true,
 	}
 	switch q.Mode {
 	case ModeDense:
 		if q.EmbedText {
-			req = req.WithNearText((&graphql.NearTextArgumentBuilder{}).WithConcepts([]string{q.Text}))
+			req.NearText = &pb.NearTextSearch{Query: []string{q.Text}}
 		} else {
-			req = req.WithNearVector((&graphql.NearVectorArgumentBuilder{}).WithVector(q.Vector))
+			req.NearVector = &pb.NearVector{Vectors: []*pb.Vectors{common.GetVector("", q.Vector)}}
 		}
 	case ModeBM25:
-		req = req.WithBM25((&graphql.BM25ArgumentBuilder{}).WithQuery(q.Text).WithProperties(PropText))
+		req.Bm25Search = &pb.BM25{Query: q.Text, Properties: []string{PropText}}
 	case ModeHybrid:
-		h := (&graphql.HybridArgumentBuilder{}).WithQuery(q.Text).WithAlpha(q.Alpha).WithProperties([]string{PropText})
+		alpha := q.Alpha
+		h := &pb.Hybrid{Query: q.Text, Properties: []string{PropText}, Alpha: alpha, AlphaParam: &alpha, //nolint:staticcheck // Alpha for servers before 1.36
+			FusionType: pb.Hybrid_FUSION_TYPE_RELATIVE_SCORE}
 		if !q.EmbedText {
-			h = h.WithVector(q.Vector)
+			h.Vectors = []*pb.Vectors{common.GetVector("", q.Vector)}
 		}
 		if q.Fusion == FusionRanked {
-			h = h.WithFusionType(graphql.Ranked)
-		} else {
-			h = h.WithFusionType(graphql.RelativeScore)
+			h.FusionType = pb.Hybrid_FUSION_TYPE_RANKED
 		}
-		req = req.WithHybrid(h)
+		req.HybridSearch = h
 	}
-	res, err := req.Do(ctx)
+	reply, err := s.searchGRPC(ctx, req)
 	if err != nil {
 		err = classify("search", target, err)
 		var de *DimensionError
@@ -172,26 +178,26 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 		}
 		return nil, err
 	}
+	res := reply.GetResults()
 	hits := make([]Hit, len(res))
 	for i, r := range res {
 		h := &hits[i]
-		h.ID = r.ID
-		h.DocID, _ = r.Properties[PropDocID].(string)
-		h.Revision, _ = r.Properties[PropRevision].(string)
-		h.Text, _ = r.Properties[PropText].(string)
-		h.Ordinal = intProp(r.Properties[PropChunkOrdinal])
-		h.Start = intProp(r.Properties[PropStart])
-		h.End = intProp(r.Properties[PropEnd])
-		h.PageStart = intProp(r.Properties[PropPageStart])
-		h.PageEnd = intProp(r.Properties[PropPageEnd])
-		if lv, ok := r.Properties[PropHeadingPath].(*pb.ListValue); ok {
-			h.HeadingPath = lv.GetTextValues().GetValues()
-		}
+		p := r.GetProperties().GetNonRefProps().GetFields()
+		h.ID = r.GetMetadata().GetId()
+		h.DocID = p[PropDocID].GetTextValue()
+		h.Revision = p[PropRevision].GetTextValue()
+		h.Text = p[PropText].GetTextValue()
+		h.Ordinal = intValue(p[PropChunkOrdinal])
+		h.Start = intValue(p[PropStart])
+		h.End = intValue(p[PropEnd])
+		h.PageStart = intValue(p[PropPageStart])
+		h.PageEnd = intValue(p[PropPageEnd])
+		h.HeadingPath = p[PropHeadingPath].GetListValue().GetTextValues().GetValues()
 		if q.Mode == ModeDense {
-			h.Distance = r.Metadata.Distance
-			h.Score = 1 - r.Metadata.Distance
+			h.Distance = r.GetMetadata().GetDistance()
+			h.Score = 1 - h.Distance
 		} else {
-			h.Score = r.Metadata.Score
+			h.Score = r.GetMetadata().GetScore()
 		}
 	}
 	return hits, nil
@@ -211,14 +217,13 @@ func (s *Store) dimensionsOf(ctx context.Context, target string) int {
 	return 0
 }
 
-func intProp(v any) int {
-	switch x := v.(type) {
-	case int64:
-		return int(x)
-	case float64:
-		return int(x)
-	case int:
-		return x
+// intValue returns an int or number property's value, 0 when absent.
+func intValue(v *pb.Value) int {
+	switch x := v.GetKind().(type) {
+	case *pb.Value_IntValue:
+		return int(x.IntValue)
+	case *pb.Value_NumberValue:
+		return int(x.NumberValue)
 	}
 	return 0
 }

@@ -2,6 +2,7 @@ package vectorstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate"
 	wgrpc "github.com/weaviate/weaviate-go-client/v5/weaviate/grpc"
+	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -85,6 +87,8 @@ var DefaultRetry = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jit
 // concurrent use.
 type Store struct {
 	client *weaviate.Client
+	// search carries Search (searchconn.go): the client's own connection caps replies at 4 MiB.
+	search *grpc.ClientConn
 	cfg    Config
 
 	mu    sync.Mutex
@@ -160,7 +164,13 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vectorstore: client for %s: %w", cfg.HTTPHost, err)
 	}
-	return &Store{client: c, cfg: cfg, infos: map[string]CollectionInfo{}}, nil
+	// As the client: plain gRPC (the https bridge is local), TLS for a bare :443 endpoint,
+	// here verified against the system roots.
+	search, err := dialSearch(wc.GrpcConfig.Host, cfg.Scheme != "https" && strings.HasSuffix(cfg.GRPCHost, ":443"), &tls.Config{MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return nil, err
+	}
+	return &Store{client: c, search: search, cfg: cfg, infos: map[string]CollectionInfo{}}, nil
 }
 
 // Client returns the underlying Weaviate client, for calls this package does not wrap.
