@@ -32,6 +32,9 @@ func needsAPerson(c metav1.Condition) bool {
 		return c.Status == metav1.ConditionFalse && problemReasons[c.Reason]
 	case c.Type == ragopsv1alpha1.ConditionReconciling:
 		return false
+	case c.Type == ragopsv1alpha1.ConditionServingSettingsApplied:
+		// Informational, positive polarity: whose settings a shared model server runs.
+		return false
 	case c.Type == ragopsv1alpha1.ConditionDeletionBlocked:
 		return c.Reason != ReasonDeleting
 	}

@@ -100,3 +100,16 @@ func (s *Store) CopyCollection(ctx context.Context, from, to string, pageSize in
 		after = res[len(res)-1].ID
 	}
 }
+
+// intProp reads an int property of a client-decoded object (int64, float64 or int; 0 else).
+func intProp(v any) int {
+	switch x := v.(type) {
+	case int64:
+		return int(x)
+	case float64:
+		return int(x)
+	case int:
+		return x
+	}
+	return 0
+}
