@@ -393,8 +393,6 @@ func TestLegalQANLSpansSliceTheirArticles(t *testing.T) {
 
 // Issue 56: a data set without corpus.jsonl loads from queries and judgements alone, every
 // judgement used; spans, whose offsets follow their document's title, still need the corpus.
-// With TextsSpans a present corpus.jsonl lists every document but keeps only the span ones'
-// text.
 func TestLoadWithoutCorpus(t *testing.T) {
 	fsys := fstest.MapFS{
 		"queries.jsonl":  {Data: []byte(`{"_id":"q1","text":"alpha?"}` + "\n" + `{"_id":"q2","text":"beta?"}` + "\n")},
@@ -404,8 +402,8 @@ func TestLoadWithoutCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds.HasCorpus() || len(ds.Corpus) != 0 || ds.Judgements != 3 || ds.Dropped.Total() != 0 || len(ds.Queries) != 2 {
-		t.Fatalf("corpus %v (%d), judgements %d, dropped %+v, queries %+v", ds.HasCorpus(), len(ds.Corpus), ds.Judgements, ds.Dropped, ds.Queries)
+	if len(ds.Corpus) != 0 || ds.Judgements != 3 || ds.Dropped.Total() != 0 || len(ds.Queries) != 2 {
+		t.Fatalf("corpus %d, judgements %d, dropped %+v, queries %+v", len(ds.Corpus), ds.Judgements, ds.Dropped, ds.Queries)
 	}
 	if ds.Qrels["q1"]["scan-7.pdf"] != 2 {
 		t.Fatalf("qrels %v", ds.Qrels)
@@ -414,9 +412,18 @@ func TestLoadWithoutCorpus(t *testing.T) {
 	if _, err := Load(fsys, Options{Split: "test"}); err == nil || !strings.Contains(err.Error(), "query_spans.jsonl:1") || !strings.Contains(err.Error(), CorpusFile) {
 		t.Fatalf("spans without a corpus: error %v", err)
 	}
+}
 
+// Issue 56: with TextsSpans a corpus.jsonl lists every document (judgements of unlisted ones
+// are still dropped) but keeps only the text of those query_spans.jsonl names.
+func TestLoadTextsSpansKeepsSpanDocumentsOnly(t *testing.T) {
+	fsys := fstest.MapFS{
+		"queries.jsonl":  {Data: []byte(`{"_id":"q1","text":"alpha?"}` + "\n" + `{"_id":"q2","text":"beta?"}` + "\n")},
+		"qrels/test.tsv": {Data: []byte("q1\td1\t1\nq1\tscan-7.pdf\t2\nq2\td2\t0\n")},
+		QuerySpansFile:   {Data: []byte(`{"query-id":"q1","corpus-id":"d1","byte_spans":[[0,3]]}` + "\n")},
+	}
 	fsys[CorpusFile] = &fstest.MapFile{Data: []byte(`{"_id":"d1","title":"T","text":"alpha"}` + "\n" + `{"_id":"d2","text":"beta"}` + "\n")}
-	ds, err = Load(fsys, Options{Split: "test", Texts: TextsSpans})
+	ds, err := Load(fsys, Options{Split: "test", Texts: TextsSpans})
 	if err != nil {
 		t.Fatal(err)
 	}
