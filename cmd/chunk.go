@@ -52,7 +52,7 @@ header counts the pages read by OCR. --ocr Never skips them as a build would.`,
 	f.StringVar(&c.LibraryPath, "onnxruntime-lib", "", "ONNX Runtime library for Semantic and Cluster strategies (default $RAGOPS_ONNXRUNTIME_LIB)")
 	f.StringVarP(&c.Output, "output", "o", preview.OutputTable, "output format: table or json (JSON lines, one chunk per line)")
 	f.IntVar(&c.Limit, "limit", 0, "chunk only the first N documents of a BEIR corpus.jsonl (0: all)")
-	f.IntVar(&c.MaxDocumentBytes, "max-document-bytes", 0, "largest document read (default 256 MiB)")
+	f.IntVar(&c.MaxDocumentBytes, "max-document-bytes", 0, "largest document read (default 512 MiB)")
 	f.StringVar(&ocrModeFlag, "ocr", string(ocr.Auto), "OCR of scanned PDF pages and images: Auto, Always or Never (as a Corpus's spec.ocr.mode)")
 	f.StringSliceVar(&c.OCR.Languages, "ocr-languages", []string{"nld", "eng"}, "Tesseract language codes, tried together in this order")
 	f.IntVar(&c.OCR.DPI, "ocr-dpi", ocr.DefaultDPI, "resolution PDF pages are rendered at for OCR (pixels per inch)")

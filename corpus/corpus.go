@@ -47,6 +47,9 @@ type Document struct {
 	Read bool
 }
 
+// MaxBytesSetting names the field whose limit a TooLarge skip of a corpus document exceeds.
+const MaxBytesSetting = "Corpus spec.maxDocumentBytes"
+
 // Skipped is a document left out, with its reason (reader.SkipReason values, or TooLarge,
 // Unreadable, ChangedWhileRead).
 type Skipped struct {
@@ -243,7 +246,7 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 			continue
 		}
 		if max := s.spec.MaxDocumentBytes; max > 0 && s.sizes[rel] > max {
-			skip(Skipped{ID: rel, Reason: string(reader.TooLarge), Err: fmt.Errorf("%d bytes, limit %d", s.sizes[rel], max)})
+			skip(Skipped{ID: rel, Reason: string(reader.TooLarge), Err: reader.TooLargeSkip("", s.sizes[rel], max, MaxBytesSetting)})
 			continue
 		}
 		if h, ok := s.listed[rel]; ok {
@@ -340,7 +343,7 @@ func scanRecords(ctx context.Context, r io.Reader, rel string, maxBytes int64, l
 			continue
 		}
 		if maxBytes > 0 && int64(len(raw)) > maxBytes {
-			skip(Skipped{ID: id, Reason: string(reader.TooLarge), Err: fmt.Errorf("%d bytes, limit %d", len(raw), maxBytes)})
+			skip(Skipped{ID: id, Reason: string(reader.TooLarge), Err: reader.TooLargeSkip("", int64(len(raw)), maxBytes, MaxBytesSetting)})
 			continue
 		}
 		d := Document{ID: id, Hash: hashOf(raw), Size: int64(len(raw))}
@@ -394,7 +397,7 @@ func List(ctx context.Context, files map[string][]byte, src plan.Source) (docs [
 			continue
 		}
 		if max := src.MaxDocumentBytes; max > 0 && int64(len(data)) > max {
-			skip(Skipped{ID: name, Reason: string(reader.TooLarge), Err: fmt.Errorf("%d bytes, limit %d", len(data), max)})
+			skip(Skipped{ID: name, Reason: string(reader.TooLarge), Err: reader.TooLargeSkip("", int64(len(data)), max, MaxBytesSetting)})
 			continue
 		}
 		_ = visit(Document{ID: name, Hash: hashOf(data), Size: int64(len(data))})

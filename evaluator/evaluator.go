@@ -158,8 +158,12 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// LoadDataset reads the data set of src for split.
+// LoadDataset reads the data set of src for split, with every document's text.
 func LoadDataset(ctx context.Context, src DatasetSource, split string) (*beir.Dataset, error) {
+	return loadDataset(ctx, src, beir.Options{Split: split})
+}
+
+func loadDataset(ctx context.Context, src DatasetSource, opts beir.Options) (*beir.Dataset, error) {
 	set := 0
 	for _, ok := range []bool{src.Dir != "", src.FS != nil, src.ConfigMap != nil, src.URL != ""} {
 		if ok {
@@ -194,7 +198,7 @@ func LoadDataset(ctx context.Context, src DatasetSource, split string) (*beir.Da
 		}
 		fsys = os.DirFS(root)
 	}
-	return beir.Load(fsys, beir.Options{Split: split})
+	return beir.Load(fsys, opts)
 }
 
 // Run evaluates cfg.Retriever on the data set and returns the Summary (and writes the
@@ -210,7 +214,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	maxK := cutoffs[len(cutoffs)-1]
-	ds, err := LoadDataset(ctx, cfg.Dataset, cfg.Split)
+	// Queries and judgements are what an evaluation needs; document text only where the
+	// spans or a reranker that gets no chunk text from the retriever use it.
+	opts := beir.Options{Split: cfg.Split, Texts: beir.TextsSpans}
+	if cfg.Reranker != nil && !returnsText(cfg.Retriever) {
+		opts.Texts = beir.TextsAll
+	}
+	ds, err := loadDataset(ctx, cfg.Dataset, opts)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -394,12 +404,8 @@ func runQuery(ctx context.Context, cfg *Config, ds *beir.Dataset, bq beir.Query,
 		out.Err = err
 		return out
 	}
-	for _, h := range ret.Chunks {
-		if _, ok := ds.Doc(h.DocID); !ok {
-			out.Err = fmt.Errorf("evaluator: query %q: hit names document %q, which is not in the data set's corpus (wrong index?)", bq.ID, h.DocID)
-			return out
-		}
-	}
+	// A hit on a document the data set does not list is a retrieved document without a
+	// judgement: not relevant (BEIR, trec_eval), not a failure.
 	out.Chunks, out.Docs, out.Short = ret.Chunks, ret.Docs, ret.Short
 	if cfg.Reranker == nil {
 		return out
@@ -408,7 +414,10 @@ func runQuery(ctx context.Context, cfg *Config, ds *beir.Dataset, bq beir.Query,
 		if h.Text != "" {
 			return h.Text, nil
 		}
-		doc, _ := ds.Doc(h.DocID)
+		doc, ok := ds.Doc(h.DocID)
+		if !ok {
+			return "", fmt.Errorf("chunk %d of %q has no text: the retriever returns none and the data set's corpus does not hold the document", h.Ordinal, h.DocID)
+		}
 		if h.Start < 0 || h.End > len(doc.Text) || h.Start >= h.End {
 			return "", fmt.Errorf("chunk %d of %q has offsets [%d, %d) outside the document (%d bytes)", h.Ordinal, h.DocID, h.Start, h.End, len(doc.Text))
 		}

@@ -93,3 +93,15 @@ func AggregateReranked(chunks []ChunkHit, reranked int) []DocHit {
 	}
 	return docs
 }
+
+// TextRetriever is a Retriever that says whether its hits carry chunk text. Run keeps every
+// document's text in memory for reranking only when the retriever is not one that returns it.
+type TextRetriever interface {
+	Retriever
+	ReturnsText() bool
+}
+
+func returnsText(r Retriever) bool {
+	tr, ok := r.(TextRetriever)
+	return ok && tr.ReturnsText()
+}

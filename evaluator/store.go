@@ -25,6 +25,9 @@ type StoreRetriever struct {
 	Attempts int
 }
 
+// ReturnsText reports whether the hits carry chunk text (WithText); see TextRetriever.
+func (r StoreRetriever) ReturnsText() bool { return r.WithText }
+
 // Search implements Retriever.
 func (r StoreRetriever) Search(ctx context.Context, q Query, limit int) ([]ChunkHit, error) {
 	vq := vectorstore.Query{Text: q.Text, Vector: q.Vector, Limit: limit, WithText: r.WithText, EmbedText: q.EmbedText}

@@ -6,8 +6,9 @@ import (
 	"fmt"
 )
 
-// DefaultMaxBytes is the size limit a Mux uses when none is given: 256 MiB.
-const DefaultMaxBytes = 256 << 20
+// DefaultMaxBytes is the size limit a Mux uses when none is given: 512 MiB, the default of
+// Corpus spec.maxDocumentBytes (a 300-page scanned PDF, see its doc comment).
+const DefaultMaxBytes = 512 << 20
 
 // Mux sniffs a document's media type and hands it to the FormatReader registered for it.
 type Mux struct {
@@ -35,7 +36,7 @@ func NewMux(maxBytes int, readers ...FormatReader) *Mux {
 // no reader handles, or that the format reader rejects.
 func (m *Mux) Read(ctx context.Context, data []byte) (Document, error) {
 	if len(data) > m.maxBytes {
-		return Document{}, Skip(TooLarge, "", nil, "%d bytes, limit %d", len(data), m.maxBytes)
+		return Document{}, TooLargeSkip("", int64(len(data)), int64(m.maxBytes), "")
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return Document{}, Skip(Empty, "", nil, "%d bytes of white space or none", len(data))

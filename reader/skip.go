@@ -77,3 +77,15 @@ func ReasonOf(err error) (SkipReason, bool) {
 	}
 	return "", false
 }
+
+// TooLargeSkip returns the TooLarge skip of a document of size bytes over limit bytes. Its
+// detail names both, in bytes and MiB, and setting, what sets the limit (e.g.
+// "spec.maxDocumentBytes"; empty: not named), so that a person can tell how far to raise it.
+func TooLargeSkip(mediaType string, size, limit int64, setting string) *SkipError {
+	const mib = 1 << 20
+	detail := fmt.Sprintf("%d bytes (%.1f MiB), over the limit of %d bytes (%.1f MiB)", size, float64(size)/mib, limit, float64(limit)/mib)
+	if setting != "" {
+		detail += " set by " + setting
+	}
+	return &SkipError{Reason: TooLarge, MediaType: mediaType, Detail: detail}
+}

@@ -56,9 +56,14 @@ type CorpusSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=512
 	Exclude []string `json:"exclude,omitempty"`
-	// MaxDocumentBytes skips (and counts) documents larger than this.
+	// MaxDocumentBytes skips (and counts, reason TooLarge) documents larger than this.
+	// The default, 512 MiB, admits a 300-page scanned dossier: a page scanned at 300 DPI
+	// is about 300-500 KB as JPEG in grey (the repository's scan fixtures at 200 DPI are
+	// 140-230 KB a page), so 300 pages are about 150 MB, and 512 MiB leaves room for
+	// colour scans (about 1.7 MiB a page). Files are read whole, so a build pod's memory
+	// must hold the largest admitted document; OCR runs one page at a time.
 	// +optional
-	// +kubebuilder:default=67108864
+	// +kubebuilder:default=536870912
 	// +kubebuilder:validation:Minimum=1
 	MaxDocumentBytes int64 `json:"maxDocumentBytes,omitempty"`
 	// Interval between source resyncs.

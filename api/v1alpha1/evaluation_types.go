@@ -40,7 +40,10 @@ const (
 	QueryEmbeddingWeaviate QueryEmbedding = "Weaviate"
 )
 
-// DatasetSource is a BEIR-format dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv).
+// DatasetSource is a BEIR-format dataset (queries.jsonl, qrels/<split>.tsv). corpus.jsonl is
+// optional: it is read only for the documents query_spans.jsonl names (span metrics) or, with
+// reranking, when the index returns no chunk text; a hit on a document it does not list counts
+// as retrieved and not relevant.
 // +kubebuilder:validation:XValidation:rule="[has(self.configMap), has(self.pvc), has(self.http)].filter(x, x).size() == 1",message="exactly one dataset source must be set: configMap, pvc or http"
 type DatasetSource struct {
 	// ConfigMap holding queries.jsonl and qrels files (keys qrels-<split>.tsv or <split>.tsv).

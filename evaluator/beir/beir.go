@@ -9,9 +9,13 @@
 // A data set is read from an io/fs.FS, so the caller decides where it lives: a folder
 // (os.DirFS), a ConfigMap's data (ConfigMapFS) or an archive fetched from a URL (Fetch).
 //
+// corpus.jsonl is optional: an evaluation needs only queries and judgements, and a team whose
+// documents are PDFs has no corpus.jsonl to give. Where it is present, Options.Texts says whose
+// text is kept in memory (every document's, or only those query_spans.jsonl names).
+//
 // Every malformed line is an error naming the file and the 1-based line. Judgements that name
-// a query or document absent from queries.jsonl or corpus.jsonl are never used: they are
-// counted in Dataset.Dropped, with a few examples, for the caller to report.
+// a query absent from queries.jsonl, or a document absent from a present corpus.jsonl, are
+// never used: they are counted in Dataset.Dropped, with a few examples, for the caller to report.
 package beir
 
 import (
@@ -97,7 +101,9 @@ func (d *Dropped) add(example string) {
 // Dataset is a loaded BEIR split. Queries holds only the queries that have at least one
 // judgement in the split, in queries.jsonl order (BEIR evaluates exactly those).
 type Dataset struct {
-	Split   string
+	Split string
+	// Corpus holds the documents of corpus.jsonl whose text Options.Texts keeps, in file order;
+	// empty when the data set has no corpus.jsonl.
 	Corpus  []Document
 	Queries []Query
 	Qrels   Qrels
@@ -108,17 +114,36 @@ type Dataset struct {
 	// Judgements is the number of (query, document) judgements used.
 	Judgements int
 
+	// docIndex maps every ID of corpus.jsonl to its index in Corpus, or -1 where the text
+	// was not kept; nil when there is no corpus.jsonl.
 	docIndex map[string]int
 }
 
-// Doc returns the document with the given ID.
+// Doc returns the document with the given ID; false when corpus.jsonl does not list it or
+// its text was not kept (Options.Texts).
 func (d *Dataset) Doc(id string) (Document, bool) {
 	i, ok := d.docIndex[id]
-	if !ok {
+	if !ok || i < 0 {
 		return Document{}, false
 	}
 	return d.Corpus[i], true
 }
+
+// HasCorpus reports whether the data set has a corpus.jsonl.
+func (d *Dataset) HasCorpus() bool { return d.docIndex != nil }
+
+// Texts selects the documents of corpus.jsonl whose title and text Load keeps in memory.
+type Texts int
+
+const (
+	// TextsAll keeps every document (the zero value): a reranker that cuts chunk text from
+	// the corpus by offsets, or a tool that indexes the corpus, needs them all.
+	TextsAll Texts = iota
+	// TextsSpans keeps only the documents query_spans.jsonl names for the split (span offsets
+	// follow the title and are checked against the text's length); the other documents are
+	// listed by ID only, so an archive-size corpus.jsonl costs its IDs, not its text.
+	TextsSpans
+)
 
 // Options select what Load reads.
 type Options struct {
@@ -126,12 +151,15 @@ type Options struct {
 	Split string
 	// SkipSpans ignores query_spans.jsonl even when present.
 	SkipSpans bool
+	// Texts selects the documents whose text is kept; default TextsAll.
+	Texts Texts
 }
 
 // Load reads a BEIR data set from fsys (paths relative to its root). The judgements are
 // qrels/<split>.tsv or, where that is absent, qrels-<split>.tsv at the root (a ConfigMap data
 // set mounted as a folder, see ConfigMapFS). Errors name the file and line; a missing
-// corpus.jsonl, queries.jsonl or judgements file is an error.
+// queries.jsonl or judgements file is an error, a missing corpus.jsonl is not (judgements
+// are then not checked against it), but query_spans.jsonl needs it for its documents' titles.
 func Load(fsys fs.FS, opts Options) (*Dataset, error) {
 	if opts.Split == "" {
 		return nil, errors.New("beir: no split given (the name of qrels/<split>.tsv, e.g. test)")
@@ -139,38 +167,28 @@ func Load(fsys fs.FS, opts Options) (*Dataset, error) {
 	if strings.ContainsAny(opts.Split, "/\\") || opts.Split == "." || opts.Split == ".." {
 		return nil, fmt.Errorf("beir: split %q is not a plain file name", opts.Split)
 	}
-	ds := &Dataset{Split: opts.Split, Qrels: Qrels{}, docIndex: map[string]int{}}
-	if err := readJSONL(fsys, CorpusFile, func(line int, raw []byte) error {
-		var rec struct {
-			ID    json.RawMessage `json:"_id"`
-			Title *string         `json:"title"`
-			Text  *string         `json:"text"`
+	ds := &Dataset{Split: opts.Split, Qrels: Qrels{}}
+	// query_spans.jsonl is read first (it is small) so that the corpus scan knows whose
+	// text the spans need.
+	var spans []rawSpans
+	if !opts.SkipSpans && fileExists(fsys, QuerySpansFile) {
+		var err error
+		if spans, err = readRawSpans(fsys); err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return err
-		}
-		id, err := parseID(rec.ID)
-		if err != nil {
-			return err
-		}
-		if rec.Text == nil {
-			return errors.New(`no "text" field`)
-		}
-		if _, dup := ds.docIndex[id]; dup {
-			return fmt.Errorf("duplicate _id %q", id)
-		}
-		doc := Document{ID: id, Text: *rec.Text}
-		if rec.Title != nil {
-			doc.Title = *rec.Title
-		}
-		ds.docIndex[id] = len(ds.Corpus)
-		ds.Corpus = append(ds.Corpus, doc)
-		return nil
-	}); err != nil {
-		return nil, err
 	}
-	if len(ds.Corpus) == 0 {
-		return nil, fmt.Errorf("beir: %s has no documents", CorpusFile)
+	if fileExists(fsys, CorpusFile) {
+		keep := func(string) bool { return true }
+		if opts.Texts == TextsSpans {
+			named := map[string]bool{}
+			for _, s := range spans {
+				named[s.docID] = true
+			}
+			keep = func(id string) bool { return named[id] }
+		}
+		if err := ds.readCorpus(fsys, keep); err != nil {
+			return nil, err
+		}
 	}
 
 	var allQueries []Query
@@ -224,12 +242,55 @@ func Load(fsys fs.FS, opts Options) (*Dataset, error) {
 		}
 	}
 
-	if !opts.SkipSpans {
-		if err := ds.readSpans(fsys); err != nil {
+	if spans != nil {
+		if err := ds.addSpans(spans); err != nil {
 			return nil, err
 		}
 	}
 	return ds, nil
+}
+
+// readCorpus lists every document of corpus.jsonl and keeps the title and text of those
+// keep selects.
+func (ds *Dataset) readCorpus(fsys fs.FS, keep func(id string) bool) error {
+	ds.docIndex = map[string]int{}
+	if err := readJSONL(fsys, CorpusFile, func(line int, raw []byte) error {
+		var rec struct {
+			ID    json.RawMessage `json:"_id"`
+			Title *string         `json:"title"`
+			Text  *string         `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return err
+		}
+		id, err := parseID(rec.ID)
+		if err != nil {
+			return err
+		}
+		if rec.Text == nil {
+			return errors.New(`no "text" field`)
+		}
+		if _, dup := ds.docIndex[id]; dup {
+			return fmt.Errorf("duplicate _id %q", id)
+		}
+		if !keep(id) {
+			ds.docIndex[id] = -1
+			return nil
+		}
+		doc := Document{ID: id, Text: *rec.Text}
+		if rec.Title != nil {
+			doc.Title = *rec.Title
+		}
+		ds.docIndex[id] = len(ds.Corpus)
+		ds.Corpus = append(ds.Corpus, doc)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if len(ds.docIndex) == 0 {
+		return fmt.Errorf("beir: %s has no documents", CorpusFile)
+	}
+	return nil
 }
 
 // parseID accepts a JSON string or number as an _id (some BEIR exports write numbers).
@@ -319,7 +380,7 @@ func (ds *Dataset) readQrels(fsys fs.FS, name string, queryIndex map[string]int)
 			ds.Dropped.add(fmt.Sprintf("%s:%d: query %q not in %s", name, line, qid, QueriesFile))
 			return nil
 		}
-		if _, ok := ds.docIndex[did]; !ok {
+		if _, ok := ds.docIndex[did]; !ok && ds.HasCorpus() {
 			ds.Dropped.UnknownDocuments++
 			ds.Dropped.add(fmt.Sprintf("%s:%d: document %q not in %s", name, line, did, CorpusFile))
 			return nil
@@ -335,12 +396,16 @@ func (ds *Dataset) readQrels(fsys fs.FS, name string, queryIndex map[string]int)
 	})
 }
 
-func (ds *Dataset) readSpans(fsys fs.FS) error {
-	if _, err := fs.Stat(fsys, QuerySpansFile); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	ds.Spans = map[string][]QuerySpans{}
-	return readJSONL(fsys, QuerySpansFile, func(line int, raw []byte) error {
+// rawSpans is one line of query_spans.jsonl before its document is looked up.
+type rawSpans struct {
+	line           int
+	queryID, docID string
+	byteSpans      [][2]int
+}
+
+func readRawSpans(fsys fs.FS) ([]rawSpans, error) {
+	out := []rawSpans{}
+	err := readJSONL(fsys, QuerySpansFile, func(line int, raw []byte) error {
 		var rec struct {
 			QueryID   *string  `json:"query-id"`
 			CorpusID  *string  `json:"corpus-id"`
@@ -352,30 +417,49 @@ func (ds *Dataset) readSpans(fsys fs.FS) error {
 		if rec.QueryID == nil || rec.CorpusID == nil {
 			return errors.New(`want "query-id" and "corpus-id"`)
 		}
-		if _, ok := ds.Qrels[*rec.QueryID]; !ok {
-			return nil // a query of another split
-		}
-		doc, ok := ds.Doc(*rec.CorpusID)
-		if !ok {
-			return fmt.Errorf("document %q not in %s", *rec.CorpusID, CorpusFile)
-		}
-		if len(rec.ByteSpans) == 0 {
-			return errors.New(`no "byte_spans"`)
-		}
-		qs := QuerySpans{QueryID: *rec.QueryID, DocID: doc.ID}
-		// Chunks are cut from the title, a blank line and the text (reader/beir), so their
-		// offsets are the text's shifted by the title; the spans follow them.
-		body := readerbeir.BodyStart(doc.Title)
-		for _, s := range rec.ByteSpans {
-			if s[0] < 0 || s[1] <= s[0] || s[1] > len(doc.Text) {
-				return fmt.Errorf("byte span [%d, %d) outside document %q (%d bytes) or empty", s[0], s[1], doc.ID, len(doc.Text))
-			}
-			qs.Spans = append(qs.Spans, Span{Start: body + s[0], End: body + s[1]})
-		}
-		sort.Slice(qs.Spans, func(i, j int) bool { return qs.Spans[i].Start < qs.Spans[j].Start })
-		ds.Spans[qs.QueryID] = append(ds.Spans[qs.QueryID], qs)
+		out = append(out, rawSpans{line: line, queryID: *rec.QueryID, docID: *rec.CorpusID, byteSpans: rec.ByteSpans})
 		return nil
 	})
+	return out, err
+}
+
+// addSpans keeps the spans of the split's queries, shifted by their document's title.
+func (ds *Dataset) addSpans(spans []rawSpans) error {
+	ds.Spans = map[string][]QuerySpans{}
+	for _, rec := range spans {
+		if _, ok := ds.Qrels[rec.queryID]; !ok {
+			continue // a query of another split
+		}
+		err := func() error {
+			if !ds.HasCorpus() {
+				return fmt.Errorf("document %q: spans need %s (their offsets follow the title)", rec.docID, CorpusFile)
+			}
+			doc, ok := ds.Doc(rec.docID)
+			if !ok {
+				return fmt.Errorf("document %q not in %s", rec.docID, CorpusFile)
+			}
+			if len(rec.byteSpans) == 0 {
+				return errors.New(`no "byte_spans"`)
+			}
+			qs := QuerySpans{QueryID: rec.queryID, DocID: doc.ID}
+			// Chunks are cut from the title, a blank line and the text (reader/beir), so their
+			// offsets are the text's shifted by the title; the spans follow them.
+			body := readerbeir.BodyStart(doc.Title)
+			for _, s := range rec.byteSpans {
+				if s[0] < 0 || s[1] <= s[0] || s[1] > len(doc.Text) {
+					return fmt.Errorf("byte span [%d, %d) outside document %q (%d bytes) or empty", s[0], s[1], doc.ID, len(doc.Text))
+				}
+				qs.Spans = append(qs.Spans, Span{Start: body + s[0], End: body + s[1]})
+			}
+			sort.Slice(qs.Spans, func(i, j int) bool { return qs.Spans[i].Start < qs.Spans[j].Start })
+			ds.Spans[qs.QueryID] = append(ds.Spans[qs.QueryID], qs)
+			return nil
+		}()
+		if err != nil {
+			return fmt.Errorf("beir: %s:%d: %w", QuerySpansFile, rec.line, err)
+		}
+	}
+	return nil
 }
 
 func fileExists(fsys fs.FS, name string) bool {

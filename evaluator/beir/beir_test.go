@@ -390,3 +390,50 @@ func TestLegalQANLSpansSliceTheirArticles(t *testing.T) {
 	}
 	t.Logf("%d spans of %d questions start at their article heading", n, len(ds.Spans))
 }
+
+// Issue 56: a data set without corpus.jsonl loads from queries and judgements alone, every
+// judgement used; spans, whose offsets follow their document's title, still need the corpus.
+func TestLoadWithoutCorpus(t *testing.T) {
+	fsys := fstest.MapFS{
+		"queries.jsonl":  {Data: []byte(`{"_id":"q1","text":"alpha?"}` + "\n" + `{"_id":"q2","text":"beta?"}` + "\n")},
+		"qrels/test.tsv": {Data: []byte("q1\td1\t1\nq1\tscan-7.pdf\t2\nq2\td2\t0\n")},
+	}
+	ds, err := Load(fsys, Options{Split: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Corpus) != 0 || ds.Judgements != 3 || ds.Dropped.Total() != 0 || len(ds.Queries) != 2 {
+		t.Fatalf("corpus %d, judgements %d, dropped %+v, queries %+v", len(ds.Corpus), ds.Judgements, ds.Dropped, ds.Queries)
+	}
+	if ds.Qrels["q1"]["scan-7.pdf"] != 2 {
+		t.Fatalf("qrels %v", ds.Qrels)
+	}
+	fsys[QuerySpansFile] = &fstest.MapFile{Data: []byte(`{"query-id":"q1","corpus-id":"d1","byte_spans":[[0,3]]}` + "\n")}
+	if _, err := Load(fsys, Options{Split: "test"}); err == nil || !strings.Contains(err.Error(), "query_spans.jsonl:1") || !strings.Contains(err.Error(), CorpusFile) {
+		t.Fatalf("spans without a corpus: error %v", err)
+	}
+}
+
+// Issue 56: with TextsSpans a corpus.jsonl lists every document (judgements of unlisted ones
+// are still dropped) but keeps only the text of those query_spans.jsonl names.
+func TestLoadTextsSpansKeepsSpanDocumentsOnly(t *testing.T) {
+	fsys := fstest.MapFS{
+		"queries.jsonl":  {Data: []byte(`{"_id":"q1","text":"alpha?"}` + "\n" + `{"_id":"q2","text":"beta?"}` + "\n")},
+		"qrels/test.tsv": {Data: []byte("q1\td1\t1\nq1\tscan-7.pdf\t2\nq2\td2\t0\n")},
+		QuerySpansFile:   {Data: []byte(`{"query-id":"q1","corpus-id":"d1","byte_spans":[[0,3]]}` + "\n")},
+	}
+	fsys[CorpusFile] = &fstest.MapFile{Data: []byte(`{"_id":"d1","title":"T","text":"alpha"}` + "\n" + `{"_id":"d2","text":"beta"}` + "\n")}
+	ds, err := Load(fsys, Options{Split: "test", Texts: TextsSpans})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ds.HasCorpus() || len(ds.Corpus) != 1 || ds.Corpus[0].ID != "d1" || ds.Judgements != 2 || ds.Dropped.UnknownDocuments != 1 {
+		t.Fatalf("corpus %+v, judgements %d, dropped %+v", ds.Corpus, ds.Judgements, ds.Dropped)
+	}
+	if _, ok := ds.Doc("d2"); ok {
+		t.Fatal("d2's text kept although no span names it")
+	}
+	if s := ds.Spans["q1"]; len(s) != 1 || s[0].Spans[0] != (Span{Start: readerbeir.BodyStart("T"), End: readerbeir.BodyStart("T") + 3}) {
+		t.Fatalf("spans %+v", s)
+	}
+}

@@ -58,8 +58,9 @@ type FetchOptions struct {
 
 // Fetch downloads a data set archive (tar.gz/tgz or zip, told apart by their magic bytes),
 // checks its SHA-256, and extracts it under dir (package internal/fetch, into dir/data,
-// replaced on every call). It returns the folder inside that holds corpus.jsonl: the archive
-// root or its single top-level folder, as BEIR's own zips have (scifact/corpus.jsonl).
+// replaced on every call). It returns the folder inside that holds queries.jsonl (corpus.jsonl
+// is optional): the archive root or its single top-level folder, as BEIR's own zips have
+// (scifact/queries.jsonl).
 // Entries that would land outside dir, links and devices are errors; so is a checksum
 // mismatch, which names both sums, and a missing checksum.
 func Fetch(ctx context.Context, url, dir string, opts FetchOptions) (string, error) {
@@ -81,9 +82,9 @@ func Fetch(ctx context.Context, url, dir string, opts FetchOptions) (string, err
 	return root, nil
 }
 
-// findRoot returns dest if it holds corpus.jsonl, else its only subfolder that does.
+// findRoot returns dest if it holds queries.jsonl, else its only subfolder that does.
 func findRoot(dest string) (string, error) {
-	if _, err := os.Stat(filepath.Join(dest, CorpusFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dest, QueriesFile)); err == nil {
 		return dest, nil
 	}
 	entries, err := os.ReadDir(dest)
@@ -93,7 +94,7 @@ func findRoot(dest string) (string, error) {
 	var found []string
 	for _, e := range entries {
 		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(dest, e.Name(), CorpusFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(dest, e.Name(), QueriesFile)); err == nil {
 				found = append(found, filepath.Join(dest, e.Name()))
 			}
 		}
@@ -102,8 +103,8 @@ func findRoot(dest string) (string, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return "", fmt.Errorf("archive has no %s at its root or in a top-level folder", CorpusFile)
+		return "", fmt.Errorf("archive has no %s at its root or in a top-level folder", QueriesFile)
 	default:
-		return "", fmt.Errorf("archive has %d top-level folders with %s; want one", len(found), CorpusFile)
+		return "", fmt.Errorf("archive has %d top-level folders with %s; want one", len(found), QueriesFile)
 	}
 }
