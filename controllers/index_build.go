@@ -223,6 +223,10 @@ func (r *IndexReconciler) shardsFailed(ctx context.Context, st *indexState, rev 
 		}
 		results = append(results, br)
 	}
+	if len(lost) > 0 && time.Since(failedAt(job)) < r.Options.ResultGrace {
+		// The pod cache can lag behind the Job's status: look again before counting them lost.
+		return reconcile.Stop, fmt.Errorf("job %s failed but the results of its completed shard(s) %s are not visible yet", job.Name, strings.Join(lost, ","))
+	}
 	applyBuildResults(rev, results, job)
 	shards := ptr.Deref(job.Spec.Completions, 1)
 	rev.Phase, rev.Reason = ragopsv1alpha1.RevisionFailed, ReasonShardsFailed
@@ -238,6 +242,16 @@ func (r *IndexReconciler) shardsFailed(ctx context.Context, st *indexState, rev 
 	idx.Status.Build, idx.Status.Progress = nil, ""
 	metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
 	return reconcile.Stalled(rev.Reason, fmt.Sprintf("revision %s: Job %s: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx))), nil
+}
+
+// failedAt is when job failed (its Failed condition's transition), now when it has none.
+func failedAt(job *batchv1.Job) time.Time {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Now()
 }
 
 // copySource returns the kept revision whose objects can fill revision name: one whose
