@@ -120,6 +120,9 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 		if rev.CopyFrom != "" {
 			return r.copyFallback(ctx, st, rev, fmt.Sprintf("the copy from revision %s failed: %s", rev.CopyFrom, truncate(msg, 512)))
 		}
+		if ptr.Deref(job.Status.FailedIndexes, "") != "" && job.Status.CompletedIndexes != "" {
+			return r.shardsFailed(ctx, st, rev, job, msg, reason)
+		}
 		rev.Phase, rev.Message, rev.Reason = ragopsv1alpha1.RevisionFailed, truncate(msg, 1024), buildFailureReason(reason)
 		rev.CompletionTime = ptr.To(metav1.Now())
 		idx.Status.Build, idx.Status.Progress = nil, ""
@@ -188,6 +191,67 @@ func (r *IndexReconciler) reconcileBuild(ctx context.Context, st *indexState) (r
 	}
 	st.events.Eventf(idx, nil, corev1.EventTypeNormal, "RevisionBuilt", "Build", "revision %s: %d documents, %d chunks, %d tokens/s", rev.Name, rev.Documents, rev.Chunks, rev.TokensPerSecond)
 	return reconcile.Proceed, nil
+}
+
+// shardsFailed fails rev whose Job ran out of retries on some shards (job.status.failedIndexes;
+// each shard has its own budget) while others completed: the revision records the completed
+// shards' exact figures (documents, chunks, tokens) and names the failed shards and why (msg,
+// the last failed pod's). Their work stands in the collection: the retry the message names
+// runs every shard again, and the completed shards' documents resume (read and counted, not
+// embedded again), so only the failed shards' documents are embedded.
+func (r *IndexReconciler) shardsFailed(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, job *batchv1.Job, msg string, reason plan.FailureReason) (reconcile.Result, error) {
+	idx := st.idx
+	completed, err := workload.Indexes(job.Status.CompletedIndexes)
+	if err != nil {
+		return reconcile.Stop, err
+	}
+	msgs, err := saveResults(ctx, r.Client, job)
+	if err != nil {
+		return reconcile.Stop, err
+	}
+	var results []plan.BuildResult
+	var lost []string
+	for _, i := range completed {
+		m, ok := msgs[strconv.Itoa(i)]
+		if !ok {
+			lost = append(lost, strconv.Itoa(i))
+			continue
+		}
+		var br plan.BuildResult
+		if err := json.Unmarshal([]byte(m), &br); err != nil {
+			return reconcile.Stop, fmt.Errorf("Job %s shard %d: unreadable result %q: %w", job.Name, i, truncate(m, 200), err)
+		}
+		results = append(results, br)
+	}
+	if len(lost) > 0 && time.Since(failedAt(job)) < r.Options.ResultGrace {
+		// The pod cache can lag behind the Job's status: look again before counting them lost.
+		return reconcile.Stop, fmt.Errorf("job %s failed but the results of its completed shard(s) %s are not visible yet", job.Name, strings.Join(lost, ","))
+	}
+	applyBuildResults(rev, results, job)
+	shards := ptr.Deref(job.Spec.Completions, 1)
+	rev.Phase, rev.Reason = ragopsv1alpha1.RevisionFailed, ReasonShardsFailed
+	if reason != "" {
+		rev.Reason = buildFailureReason(reason)
+	}
+	what := fmt.Sprintf("shard(s) %s of %d failed after their retries (last failure: %s); shard(s) %s completed: %d documents, %d chunks",
+		*job.Status.FailedIndexes, shards, truncate(msg, 512), job.Status.CompletedIndexes, rev.Documents, rev.Chunks)
+	if len(lost) > 0 {
+		what += fmt.Sprintf(" (results of completed shard(s) %s lost: not counted)", strings.Join(lost, ","))
+	}
+	rev.Message = truncate(what+"; their chunks stay, and a retry embeds only the failed shards' documents (the others resume)", 1024)
+	idx.Status.Build, idx.Status.Progress = nil, ""
+	metrics.ObserveBuildFailure(idx.Namespace, idx.Name, job.Name)
+	return reconcile.Stalled(rev.Reason, fmt.Sprintf("revision %s: Job %s: %s%s", rev.Name, job.Name, rev.Message, retryHint(idx))), nil
+}
+
+// failedAt is when job failed (its Failed condition's transition), now when it has none.
+func failedAt(job *batchv1.Job) time.Time {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Now()
 }
 
 // copySource returns the kept revision whose objects can fill revision name: one whose

@@ -35,9 +35,12 @@ const (
 	ReasonInvalidSpec      = "InvalidSpec"
 	ReasonBuilding         = "Building"
 	ReasonBuildFailed      = "BuildFailed"
-	ReasonSyncingCorpus    = "SyncingCorpus"
-	ReasonGating           = "Gating"
-	ReasonGateFailed       = "GateFailed"
+	// ReasonShardsFailed: some shards of a build ran out of their retries while the others
+	// completed (their figures are in the revision's status).
+	ReasonShardsFailed  = "ShardsFailed"
+	ReasonSyncingCorpus = "SyncingCorpus"
+	ReasonGating        = "Gating"
+	ReasonGateFailed    = "GateFailed"
 	// ReasonGateEvaluationFailed: a gating Evaluation failed, so the gate cannot decide.
 	ReasonGateEvaluationFailed = "GateEvaluationFailed"
 	ReasonActive               = "Active"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
@@ -19,6 +21,7 @@ func (s *Store) deleteWhere(ctx context.Context, collection string, where *filte
 		var res *models.BatchDeleteResponse
 		err := s.retry(ctx, func() error {
 			var err error
+			s.requests.deletes.Add(1)
 			d := s.client.Batch().ObjectsBatchDeleter().WithClassName(collection).
 				WithOutput("minimal").WithWhere(where)
 			if s.cfg.WriteConsistency != "" {
@@ -68,6 +71,63 @@ func (s *Store) DeleteDocument(ctx context.Context, collection, docID string) (i
 // Errors: a chunk of another document, or ordinals that are not exactly 0..len(chunks)-1;
 // everything [Store.Upsert] returns.
 func (s *Store) ReplaceDocument(ctx context.Context, collection, docID string, chunks []Chunk) error {
+	return s.ReplaceDocuments(ctx, collection, map[string][]Chunk{docID: chunks})
+}
+
+// DeleteBatchDocuments is how many document ids one batch delete names (DeleteDocuments,
+// ReplaceDocuments): a few hundred keep the filter small and the requests few.
+const DeleteBatchDocuments = 250
+
+// ReplaceDocuments is ReplaceDocument for many documents (document id -> its complete chunks)
+// in few requests: one Upsert of all their chunks, then one batch delete of the stale chunks
+// (ordinal >= the document's new chunk count) per DeleteBatchDocuments documents.
+//
+// Errors: those of ReplaceDocument, naming the document.
+func (s *Store) ReplaceDocuments(ctx context.Context, collection string, docs map[string][]Chunk) error {
+	var all []Chunk
+	ids := make([]string, 0, len(docs))
+	for docID, chunks := range docs {
+		if err := checkDocumentChunks(collection, docID, chunks); err != nil {
+			return err
+		}
+		all = append(all, chunks...)
+		ids = append(ids, docID)
+	}
+	if len(all) > 0 {
+		if err := s.Upsert(ctx, collection, all); err != nil {
+			return err
+		}
+	} else if _, err := s.Collection(ctx, collection); err != nil {
+		return err
+	}
+	slices.Sort(ids)
+	for lo := 0; lo < len(ids); lo += DeleteBatchDocuments {
+		// One operand per distinct chunk count: documents with n chunks lose ordinals >= n.
+		byCount := map[int][]string{}
+		for _, id := range ids[lo:min(lo+DeleteBatchDocuments, len(ids))] {
+			byCount[len(docs[id])] = append(byCount[len(docs[id])], id)
+		}
+		var ops []*filters.WhereBuilder
+		for _, n := range slices.Sorted(maps.Keys(byCount)) {
+			ops = append(ops, filters.Where().WithOperator(filters.And).WithOperands([]*filters.WhereBuilder{
+				docsFilter(byCount[n]),
+				filters.Where().WithPath([]string{PropChunkOrdinal}).WithOperator(filters.GreaterThanEqual).WithValueInt(int64(n)),
+			}))
+		}
+		where := ops[0]
+		if len(ops) > 1 {
+			where = filters.Where().WithOperator(filters.Or).WithOperands(ops)
+		}
+		if _, err := s.deleteWhere(ctx, collection, where); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDocumentChunks checks that chunks are all of document docID with ordinals exactly
+// 0..len(chunks)-1.
+func checkDocumentChunks(collection, docID string, chunks []Chunk) error {
 	if docID == "" {
 		return fmt.Errorf("vectorstore: replace document in %s: empty document id", collection)
 	}
@@ -83,15 +143,42 @@ func (s *Store) ReplaceDocument(ctx context.Context, collection, docID string, c
 		}
 		seen[c.Ordinal] = true
 	}
-	if err := s.Upsert(ctx, collection, chunks); err != nil {
-		return err
+	return nil
+}
+
+// docsFilter matches the chunks of any of the documents ids (field tokenization: whole ids).
+func docsFilter(ids []string) *filters.WhereBuilder {
+	if len(ids) == 1 {
+		return docFilter(ids[0])
 	}
-	stale := filters.Where().WithOperator(filters.And).WithOperands([]*filters.WhereBuilder{
-		docFilter(docID),
-		filters.Where().WithPath([]string{PropChunkOrdinal}).WithOperator(filters.GreaterThanEqual).WithValueInt(int64(len(chunks))),
-	})
-	_, err := s.deleteWhere(ctx, collection, stale)
-	return err
+	return filters.Where().WithPath([]string{PropDocID}).WithOperator(filters.ContainsAny).WithValueText(ids...)
+}
+
+// DeleteDocuments removes all chunks of the documents ids from collection, one batch delete
+// per DeleteBatchDocuments ids, and returns how many chunks there were. Documents with no
+// chunks are not an error.
+//
+// Errors: an empty id; those of the batch delete (chunks of earlier batches stay deleted).
+func (s *Store) DeleteDocuments(ctx context.Context, collection string, ids []string) (int, error) {
+	if slices.Contains(ids, "") {
+		return 0, fmt.Errorf("vectorstore: delete documents in %s: empty document id", collection)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	if _, err := s.Collection(ctx, collection); err != nil {
+		return 0, err
+	}
+	ids = slices.Sorted(slices.Values(ids))
+	total := 0
+	for lo := 0; lo < len(ids); lo += DeleteBatchDocuments {
+		n, err := s.deleteWhere(ctx, collection, docsFilter(ids[lo:min(lo+DeleteBatchDocuments, len(ids))]))
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // Count returns the number of chunk objects in a collection or behind an alias.

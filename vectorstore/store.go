@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate"
@@ -93,6 +94,19 @@ type Store struct {
 
 	mu    sync.Mutex
 	infos map[string]CollectionInfo // collection name -> recorded settings
+
+	requests struct{ upserts, deletes atomic.Int64 }
+}
+
+// Requests counts the write requests a Store sent: batch upserts and batch deletes, each
+// try of a retried request included.
+type Requests struct {
+	Upserts, Deletes int64
+}
+
+// Requests returns the write requests sent so far.
+func (s *Store) Requests() Requests {
+	return Requests{Upserts: s.requests.upserts.Load(), Deletes: s.requests.deletes.Load()}
 }
 
 // New returns a Store for cfg. It does not contact the server (the first call does), so it

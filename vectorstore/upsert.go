@@ -130,6 +130,7 @@ func (s *Store) upsertBatch(ctx context.Context, info CollectionInfo, chunks []C
 			objs[j] = chunks[i].object(info.Name, info.Revision)
 		}
 		b := s.client.Batch().ObjectsBatcher().WithObjects(objs...)
+		s.requests.upserts.Add(1)
 		if s.cfg.WriteConsistency != "" {
 			b = b.WithConsistencyLevel(s.cfg.WriteConsistency)
 		}

@@ -105,7 +105,8 @@ type JobTemplate struct {
 	// ServiceAccountName of the worker pods.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
-	// BackoffLimit is the number of retries before the Job fails.
+	// BackoffLimit is the number of retries before the Job fails; per shard for sharded
+	// (Indexed) Jobs, whose other shards then still finish.
 	// +optional
 	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=0

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -113,4 +114,32 @@ func SavedResults(cm *corev1.ConfigMap) map[string]string {
 		}
 	}
 	return out
+}
+
+// Indexes parses a Job's list of completion indexes (status.completedIndexes and
+// failedIndexes: "1,3-5,7", ascending) into the indexes; "" is none.
+//
+// Errors: a malformed list.
+func Indexes(list string) ([]int, error) {
+	var out []int
+	if list == "" {
+		return nil, nil
+	}
+	for part := range strings.SplitSeq(list, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("job index list %q: bad index %q", list, lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("job index list %q: bad range %q", list, part)
+			}
+		}
+		for i := a; i <= b; i++ {
+			out = append(out, i)
+		}
+	}
+	return out, nil
 }

@@ -53,7 +53,8 @@ const (
 )
 
 // DefaultBackoffLimit is the retries of a worker Job whose template sets none (the CRD's
-// default when a template is given), rather than Kubernetes's 6 with minutes of back-off.
+// default when a template is given), rather than Kubernetes's 6 with minutes of back-off. An
+// Indexed Job (sharded, every embed Job) has it per shard (backoffLimitPerIndex).
 const DefaultBackoffLimit int32 = 2
 
 // MaxNameLength bounds the names ragops generates for Jobs, their plan ConfigMaps and
@@ -228,6 +229,12 @@ func (w *Workload) Job() *batchv1.Job {
 	RestrictPod(&job.Spec.Template.Spec)
 	if shards > 1 || w.Component == ComponentEmbed {
 		job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+		// Each shard has its own retry budget: one that keeps failing (an OOM on a tail
+		// document) fails alone while the others finish, and the Job reports which indexes
+		// completed and failed. More than half the shards failing points at a common cause
+		// (image, store, model): the Job then stops the rest.
+		job.Spec.BackoffLimitPerIndex, job.Spec.BackoffLimit = backoff, nil
+		job.Spec.MaxFailedIndexes = ptr.To(shards / 2)
 	}
 	return job
 }

@@ -3,6 +3,7 @@ package workload
 import (
 	"encoding/json"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,8 +230,8 @@ func TestWorkloadKinds(t *testing.T) {
 			if got, want := envNames(ctr), append(slices.Clone(tc.env), plan.EnvScratchBytes); !slices.Equal(got, want) {
 				t.Errorf("env %v; want %v", got, want)
 			}
-			if *job.Spec.BackoffLimit != DefaultBackoffLimit || *job.Spec.ActiveDeadlineSeconds != 3600 {
-				t.Errorf("backoffLimit %d activeDeadlineSeconds %d", *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds)
+			if retries(job) != DefaultBackoffLimit || *job.Spec.ActiveDeadlineSeconds != 3600 {
+				t.Errorf("backoffLimit %d activeDeadlineSeconds %d", retries(job), *job.Spec.ActiveDeadlineSeconds)
 			}
 			l := job.Spec.Template.Labels
 			if l[LabelManagedBy] != ManagedBy || l[LabelComponent] != tc.component || l[LabelOwner] != tc.w.Owner.GetName() || l[LabelJobKind] != tc.w.Kind {
@@ -254,9 +255,9 @@ func TestTemplateOverridesDefaults(t *testing.T) {
 	job := Embed(EmbedInputs{Index: idx, Revision: rev, Corpus: corpus(), Embedder: e}, defaults).Job()
 	ctr := job.Spec.Template.Spec.Containers[0]
 	gpus := ctr.Resources.Limits["nvidia.com/gpu"]
-	if ctr.Image != "own:1" || *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 60 || gpus.Value() != 2 ||
+	if ctr.Image != "own:1" || retries(job) != 0 || *job.Spec.ActiveDeadlineSeconds != 60 || gpus.Value() != 2 ||
 		job.Spec.Template.Spec.ServiceAccountName != "embedder" {
-		t.Errorf("image %s backoff %d deadline %d gpus %s sa %s", ctr.Image, *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds,
+		t.Errorf("image %s backoff %d deadline %d gpus %s sa %s", ctr.Image, retries(job), *job.Spec.ActiveDeadlineSeconds,
 			gpus.String(), job.Spec.Template.Spec.ServiceAccountName)
 	}
 	if d := (&Workload{Owner: idx, Name: "x"}).Job().Spec.ActiveDeadlineSeconds; d != nil {
@@ -479,6 +480,53 @@ func TestScratchVolumesHaveSizeLimits(t *testing.T) {
 		}
 		if env != strconv.FormatInt(tc.want, 10) {
 			t.Errorf("%s: %s=%q, want the limit %d", tc.name, plan.EnvScratchBytes, env, tc.want)
+		}
+	}
+}
+
+// retries returns a Job's retry budget: per shard for an Indexed Job, else for the Job.
+func retries(job *batchv1.Job) int32 {
+	if job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion {
+		return *job.Spec.BackoffLimitPerIndex
+	}
+	return *job.Spec.BackoffLimit
+}
+
+// Issue 56, one Job-wide retry budget: an Indexed Job gives each shard its own budget
+// (backoffLimitPerIndex, no Job-wide backoffLimit), so one failing shard fails alone; more
+// than half the shards failing stops the Job. A Job of one non-indexed pod keeps backoffLimit.
+func TestShardsHaveTheirOwnRetryBudget(t *testing.T) {
+	idx, _ := index()
+	for _, tc := range []struct {
+		shards            int32
+		component         string
+		perIndex, maxFail *int32
+		jobWide           *int32
+	}{
+		{shards: 40, component: ComponentEmbed, perIndex: ptr.To(DefaultBackoffLimit), maxFail: ptr.To[int32](20)},
+		{shards: 3, component: ComponentScan, perIndex: ptr.To(DefaultBackoffLimit), maxFail: ptr.To[int32](1)},
+		{shards: 1, component: ComponentEmbed, perIndex: ptr.To(DefaultBackoffLimit), maxFail: ptr.To[int32](0)},
+		{shards: 1, component: ComponentEvaluate, jobWide: ptr.To(DefaultBackoffLimit)},
+	} {
+		job := (&Workload{Owner: idx, Name: "x", Component: tc.component, Shards: tc.shards}).Job()
+		s := job.Spec
+		if !reflect.DeepEqual(s.BackoffLimitPerIndex, tc.perIndex) || !reflect.DeepEqual(s.MaxFailedIndexes, tc.maxFail) || !reflect.DeepEqual(s.BackoffLimit, tc.jobWide) {
+			t.Errorf("%d %s shards: backoffLimitPerIndex %v maxFailedIndexes %v backoffLimit %v; want %v %v %v", tc.shards, tc.component,
+				ptr.Deref(s.BackoffLimitPerIndex, -1), ptr.Deref(s.MaxFailedIndexes, -1), ptr.Deref(s.BackoffLimit, -1),
+				ptr.Deref(tc.perIndex, -1), ptr.Deref(tc.maxFail, -1), ptr.Deref(tc.jobWide, -1))
+		}
+	}
+}
+
+func TestIndexes(t *testing.T) {
+	for in, want := range map[string][]int{"": nil, "0": {0}, "1,3-5,7": {1, 3, 4, 5, 7}, "0-2": {0, 1, 2}} {
+		if got, err := Indexes(in); err != nil || !slices.Equal(got, want) {
+			t.Errorf("Indexes(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"a", "3-1", "1,", "-1"} {
+		if _, err := Indexes(in); err == nil {
+			t.Errorf("Indexes(%q): no error", in)
 		}
 	}
 }

@@ -58,6 +58,8 @@ type Options struct {
 	// beforeSync, set by tests, runs between planning the shard (its listing) and syncing
 	// its documents.
 	beforeSync func()
+	// opened, set by tests, receives the store once it is open.
+	opened func(*vectorstore.Store)
 }
 
 // ReadersError is a document reader that could not start (PDFium failed to load, say): no
@@ -226,6 +228,9 @@ func (b *shardBuild) open(ctx context.Context) error {
 	cfg.WriteConsistency = string(p.Weaviate.Consistency)
 	if b.store, err = vectorstore.New(cfg); err != nil {
 		return err
+	}
+	if o.opened != nil {
+		o.opened(b.store)
 	}
 	spec := vectorstore.CollectionSpec{Name: p.Collection, Revision: p.Revision, Dimensions: model.Dimension(),
 		Index: vectorIndex(p.VectorIndex)}
@@ -423,7 +428,8 @@ func (b *shardBuild) skipped(sk corpus.Skipped) {
 }
 
 // flush embeds the pending documents together and writes their chunks: new documents in one
-// upsert, a document the collection already had (or any in a sync) replaced whole.
+// upsert, the documents the collection already had (or all in a sync) replaced whole
+// together (vectorstore.Store.ReplaceDocuments: one upsert, one batched delete).
 func (b *shardBuild) flush(ctx context.Context) error {
 	if len(b.pending) == 0 {
 		return nil
@@ -438,6 +444,7 @@ func (b *shardBuild) flush(ctx context.Context) error {
 		return err
 	}
 	var batch []vectorstore.Chunk
+	replace := map[string][]vectorstore.Chunk{}
 	writeStart := time.Now()
 	defer func() { b.writeTime += time.Since(writeStart) }()
 	for i, d := range b.pending {
@@ -454,12 +461,16 @@ func (b *shardBuild) flush(ctx context.Context) error {
 		b.wrote[d.ID] = true
 		if _, had := b.states[d.ID]; p.Incremental || had {
 			// A partial (or outdated) set of chunks is rewritten whole.
-			if err := b.store.ReplaceDocument(ctx, p.Collection, d.ID, objs); err != nil {
-				return err
-			}
+			replace[d.ID] = objs
 			continue
 		}
 		batch = append(batch, objs...)
+	}
+	if len(replace) > 0 {
+		// One upsert and one stale-chunk delete for the flush, not two requests a document.
+		if err := b.store.ReplaceDocuments(ctx, p.Collection, replace); err != nil {
+			return err
+		}
 	}
 	if len(batch) > 0 {
 		if err := b.store.Upsert(ctx, p.Collection, batch); err != nil {
@@ -481,6 +492,7 @@ func (b *shardBuild) flush(ctx context.Context) error {
 func (b *shardBuild) removeStale(ctx context.Context) error {
 	p, res := &b.p, &b.res
 	var keptUnseen int64
+	var stale []string
 	for id, st := range b.states {
 		if p.Incremental && !b.seen[id] && len(b.unreadContainers) > 0 && !b.emptied[id] {
 			res.Kept++
@@ -489,12 +501,14 @@ func (b *shardBuild) removeStale(ctx context.Context) error {
 			continue
 		}
 		if (p.Incremental && !b.seen[id]) || (!p.Incremental && !b.wrote[id]) {
-			if _, err := b.store.DeleteDocument(ctx, p.Collection, id); err != nil {
-				return err
-			}
-			res.Deleted++
+			stale = append(stale, id)
 		}
 	}
+	// Batched: one filtered delete per vectorstore.DeleteBatchDocuments documents.
+	if _, err := b.store.DeleteDocuments(ctx, p.Collection, stale); err != nil {
+		return err
+	}
+	res.Deleted += int64(len(stale))
 	if len(b.unreadContainers) > 0 && p.Incremental {
 		b.log.Warn("container files not read whole: documents not seen in this sync keep their chunks",
 			"files", b.unreadContainers, "keptDocuments", keptUnseen)
