@@ -25,8 +25,11 @@ type Document struct {
 	// Source says which corpus document this is (set by the corpus walk, not by the format
 	// readers, whose output depends on the bytes only); nil outside a corpus.
 	Source *Source `json:"source,omitempty"`
-	// Metadata is reserved for the document's fields (title, dates, type, access groups)
-	// that readers and sources will add; no reader sets it yet. Values are JSON values.
+	// Metadata holds the document's fields as its format states them, under the keys the
+	// package doc lists (MetaTitle, MetaAuthor, MetaCreated, MetaModified, and the
+	// MetaNamedPrefix and MetaFrontMatterPrefix families); nil when the format holds none.
+	// Values are JSON values (string, float64, bool, []any, map[string]any), so they
+	// survive Encode and Decode unchanged.
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 

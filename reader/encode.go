@@ -7,8 +7,9 @@ import (
 
 // Version is the version of what the format readers extract. Bump it whenever a reader's
 // output for the same bytes and options changes (a fix in a reader, a new layout rule, a
-// new OCR cleanup), so that cached extractions made by older readers are not reused.
-const Version = "1"
+// new OCR cleanup, new metadata), so that cached extractions made by older readers are
+// not reused. 2: readers set Document.Metadata, and Markdown front matter is no longer text.
+const Version = "2"
 
 // EncodingFormat names the serialized form of a Document written by [Encode].
 const EncodingFormat = "ragops.dev/document/v1"

@@ -1,13 +1,15 @@
 // Package beir reads BEIR corpus.jsonl files (Thakur et al. 2021, "BEIR: A Heterogeneous
 // Benchmark for Zero-shot Evaluation of Information Retrieval Models"): one JSON object per
-// line with "_id", "text" and an optional "title".
+// line with "_id", "text" and an optional "title" and "metadata" object.
 //
 // Each line becomes one reader.Document: the title, whitespace-collapsed, as a level-1
 // heading, then a blank line, then the text exactly as stored, so byte offsets into the
 // corpus text (QMSum's annotated spans, for instance) stay valid after adding BodyStart.
 // Markdown headings in the text (as in legalqa-nl, whose laws are "# title", "## Hoofdstuk
 // 1", "### Artikel 1") join the outline after the title, found by a CommonMark parse so
-// that code-block lines never count.
+// that code-block lines never count. Document.Metadata holds the title as
+// reader.MetaTitle and each key k of "metadata" as reader.MetaNamedPrefix + k, its JSON
+// value as stored.
 //
 // Tests read the real SciFact and QMSum corpora from ../shared/datasets (relative to the
 // repository root); when they are missing the tests skip, or fail if RAGOPS_REQUIRE_ALL=1.
@@ -86,6 +88,7 @@ func ParseLine(line []byte) (id string, doc reader.Document, bodyStart int, err 
 		ID    json.RawMessage `json:"_id"`
 		Title *string         `json:"title"`
 		Text  *string         `json:"text"`
+		Meta  json.RawMessage `json:"metadata"`
 	}
 	if err := json.Unmarshal(line, &rec); err != nil {
 		return "", doc, 0, reader.Skip(reader.Corrupt, reader.MediaTypeBEIR, err, "line is not a JSON object")
@@ -114,6 +117,18 @@ func ParseLine(line []byte) (id string, doc reader.Document, bodyStart int, err 
 	doc, bodyStart = FromFields(title, *rec.Text)
 	if len(bytes.TrimSpace([]byte(doc.Text))) == 0 {
 		return id, reader.Document{}, 0, reader.Skip(reader.Empty, reader.MediaTypeBEIR, nil, "document %q has no title and no text", id)
+	}
+	doc.SetMeta(reader.MetaTitle, reader.CollapseSpace(title))
+	// "metadata" is an object in BEIR's format (often empty); anything else carries no
+	// named fields and is ignored, as the record is still a document.
+	var fields map[string]any
+	if len(rec.Meta) > 0 && json.Unmarshal(rec.Meta, &fields) == nil {
+		for k, v := range fields {
+			if doc.Metadata == nil {
+				doc.Metadata = map[string]any{}
+			}
+			doc.Metadata[reader.MetaNamedPrefix+k] = v
+		}
 	}
 	return id, doc, bodyStart, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -125,5 +126,28 @@ func TestScanBadLines(t *testing.T) {
 		if gots[i] != want[i] {
 			t.Errorf("entry %d: %+v, want %+v", i, gots[i], want[i])
 		}
+	}
+}
+
+// TestMetadataFromRecords: a record's "title" and its "metadata" object's fields reach
+// Document.Metadata, as in legalqa-nl's first record (its source file name); a
+// "metadata" that is not an object is ignored, the record still read.
+func TestMetadataFromRecords(t *testing.T) {
+	_, doc, _, err := beir.ParseLine([]byte(`{"_id": 7, "text": "x", "metadata": ["not", "an", "object"]}`))
+	if err != nil || doc.Metadata != nil || doc.Text != "x" {
+		t.Errorf("metadata not an object: doc %+v, err %v", doc, err)
+	}
+	sc := bufio.NewScanner(open(t, "legalqa-nl"))
+	sc.Buffer(nil, 64<<20)
+	if !sc.Scan() {
+		t.Fatal("legalqa-nl corpus is empty")
+	}
+	_, doc, _, err = beir.ParseLine(sc.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"title": "Afschaffingswet", "meta.source_file": "BWBR0001835_1829-06-16_0.xml"}
+	if !reflect.DeepEqual(doc.Metadata, want) {
+		t.Errorf("legalqa-nl BWBR0001835 metadata %#v, want %#v", doc.Metadata, want)
 	}
 }

@@ -40,7 +40,42 @@ func (HTML) Read(_ context.Context, data []byte, mediaType string) (reader.Docum
 	w.findNotes(root)
 	w.walk(root)
 	w.flush()
-	return w.b.Finish(mediaType), nil
+	doc := w.b.Finish(mediaType)
+	htmlMeta(root, &doc)
+	return doc, nil
+}
+
+// htmlMeta sets doc's metadata from the document's first <title> (reader.MetaTitle,
+// white space collapsed) and its <meta name content> elements (reader.MetaNamedPrefix +
+// the name lower-cased; the first of several with one name wins). Elements inside svg or
+// template content are not the document's.
+func htmlMeta(root *html.Node, doc *reader.Document) {
+	var visit func(*html.Node)
+	visit = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			switch n.DataAtom {
+			case atom.Svg, atom.Template:
+				return
+			case atom.Title:
+				if _, ok := doc.Metadata[reader.MetaTitle]; !ok {
+					doc.SetMeta(reader.MetaTitle, reader.CollapseSpace(textOf(n)))
+				}
+				return
+			case atom.Meta:
+				name := strings.ToLower(strings.TrimSpace(attr(n, "name")))
+				if name != "" && hasAttr(n, "content") {
+					if _, ok := doc.Metadata[reader.MetaNamedPrefix+name]; !ok {
+						doc.SetMeta(reader.MetaNamedPrefix+name, attr(n, "content"))
+					}
+				}
+				return
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			visit(c)
+		}
+	}
+	visit(root)
 }
 
 type htmlWalker struct {

@@ -12,6 +12,7 @@ import (
 	extast "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+	"sigs.k8s.io/yaml"
 )
 
 // Markdown reads CommonMark/GFM Markdown. Headings (ATX and setext) give the outline;
@@ -19,6 +20,12 @@ import (
 // (fenced and indented) keep their lines byte for byte inside a fence (reader.Builder.Code);
 // GFM tables become rows; footnote references become "[n]" markers with the bodies at the
 // end; raw HTML and images' URLs are dropped (image alt text is kept).
+//
+// A YAML front matter (a first line "---", then YAML up to a line "---" or "...") that
+// parses as a mapping is not text: its top-level keys go to Document.Metadata as
+// reader.MetaFrontMatterPrefix + key, its "title" and "author" (when strings) also as
+// reader.MetaTitle and reader.MetaAuthor, and the text is read from the line after it. A
+// leading block that is not a YAML mapping is read as Markdown, as before.
 type Markdown struct{}
 
 var markdownParser = goldmark.New(goldmark.WithExtensions(extension.GFM, extension.Footnote)).Parser()
@@ -32,7 +39,8 @@ func (Markdown) Read(_ context.Context, data []byte, mediaType string) (reader.D
 	if err != nil {
 		return reader.Document{}, reader.Skip(reader.Corrupt, mediaType, err, "cannot decode text")
 	}
-	src := []byte(s)
+	fm, body, hasFM := splitFrontMatter(s)
+	src := []byte(body)
 	root := markdownParser.Parse(text.NewReader(src))
 	w := &mdWalker{src: src, b: &reader.Builder{}, notes: map[int]string{}}
 	_ = ast.Walk(root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
@@ -49,7 +57,57 @@ func (Markdown) Read(_ context.Context, data []byte, mediaType string) (reader.D
 	w.block(root, "")
 	doc := w.b.Finish(mediaType)
 	doc.Encoding = enc
+	if hasFM {
+		setFrontMatter(&doc, fm)
+	}
 	return doc, nil
+}
+
+// splitFrontMatter splits a leading YAML front matter off s: its fields (nil when empty)
+// and the rest of s after its closing line. ok is false, and body s, when s does not start
+// with one or its YAML is not a mapping.
+func splitFrontMatter(s string) (fields map[string]any, body string, ok bool) {
+	first, _, found := strings.Cut(s, "\n")
+	if !found || strings.TrimRight(first, " \t\r") != "---" {
+		return nil, s, false
+	}
+	start := len(first) + 1
+	for off := start; off < len(s); {
+		line, _, more := strings.Cut(s[off:], "\n")
+		if t := strings.TrimRight(line, " \t\r"); t == "---" || t == "..." {
+			y := s[start:off]
+			if strings.TrimSpace(y) != "" {
+				if err := yaml.Unmarshal([]byte(y), &fields); err != nil || fields == nil {
+					return nil, s, false
+				}
+			}
+			if !more {
+				return fields, "", true
+			}
+			return fields, s[off+len(line)+1:], true
+		}
+		if !more {
+			break
+		}
+		off += len(line) + 1
+	}
+	return nil, s, false
+}
+
+// setFrontMatter adds a front matter's fields to doc.Metadata (see Markdown).
+func setFrontMatter(doc *reader.Document, fields map[string]any) {
+	for k, v := range fields {
+		if doc.Metadata == nil {
+			doc.Metadata = map[string]any{}
+		}
+		doc.Metadata[reader.MetaFrontMatterPrefix+k] = v
+	}
+	if t, ok := fields["title"].(string); ok {
+		doc.SetMeta(reader.MetaTitle, reader.CollapseSpace(t))
+	}
+	if a, ok := fields["author"].(string); ok {
+		doc.SetMeta(reader.MetaAuthor, a)
+	}
 }
 
 type mdWalker struct {

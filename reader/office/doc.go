@@ -56,6 +56,25 @@ func (n *node) child(local string) *node {
 	return nil
 }
 
+// childText returns the text of n's first child element named local (its text nodes
+// joined, nested elements' text included); "" when there is none.
+func (n *node) childText(local string) string {
+	k := n.child(local)
+	if k == nil {
+		return ""
+	}
+	var sb strings.Builder
+	var visit func(*node)
+	visit = func(n *node) {
+		sb.WriteString(n.Text)
+		for _, c := range n.Kids {
+			visit(c)
+		}
+	}
+	visit(k)
+	return sb.String()
+}
+
 // parseXML reads an XML document into a tree.
 func parseXML(r io.Reader) (*node, error) {
 	dec := xml.NewDecoder(r)

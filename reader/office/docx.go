@@ -54,7 +54,27 @@ func (DOCX) Read(_ context.Context, data []byte, mediaType string) (reader.Docum
 		return reader.Document{}, err
 	}
 	d.block(body)
-	return d.b.Finish(mediaType), nil
+	doc := d.b.Finish(mediaType)
+	coreProperties(p, &doc)
+	return doc, nil
+}
+
+// coreProperties sets doc's metadata from docProps/core.xml (ECMA-376 Part 2, 11: Dublin
+// Core elements): dc:title, dc:creator, dcterms:created and dcterms:modified. A missing or
+// malformed part sets nothing: metadata never makes a readable document unreadable.
+func coreProperties(p *pkg, doc *reader.Document) {
+	core, err := p.part("docProps/core.xml", false)
+	if err != nil || core == nil {
+		return
+	}
+	props := core.child("coreProperties")
+	if props == nil {
+		return
+	}
+	doc.SetMeta(reader.MetaTitle, props.childText("title"))
+	doc.SetMeta(reader.MetaAuthor, props.childText("creator"))
+	doc.SetMeta(reader.MetaCreated, reader.NormalizeDate(props.childText("created")))
+	doc.SetMeta(reader.MetaModified, reader.NormalizeDate(props.childText("modified")))
 }
 
 func (d *docxReader) readStyles(root *node) {

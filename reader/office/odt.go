@@ -36,7 +36,35 @@ func (ODT) Read(_ context.Context, data []byte, mediaType string) (reader.Docume
 	}
 	o := &odtReader{b: &reader.Builder{}}
 	o.block(content)
-	return o.b.Finish(mediaType), nil
+	doc := o.b.Finish(mediaType)
+	odfMeta(p, &doc)
+	return doc, nil
+}
+
+// odfMeta sets doc's metadata from meta.xml (ODF 1.3 part 3, 4.3 office:meta): dc:title,
+// meta:initial-creator (the author; dc:creator, who saved it last, when absent),
+// meta:creation-date and dc:date (last modified). A missing or malformed part sets
+// nothing.
+func odfMeta(p *pkg, doc *reader.Document) {
+	root, err := p.part("meta.xml", false)
+	if err != nil || root == nil {
+		return
+	}
+	m := root.child("document-meta")
+	if m != nil {
+		m = m.child("meta")
+	}
+	if m == nil {
+		return
+	}
+	author := m.childText("initial-creator")
+	if strings.TrimSpace(author) == "" {
+		author = m.childText("creator")
+	}
+	doc.SetMeta(reader.MetaTitle, m.childText("title"))
+	doc.SetMeta(reader.MetaAuthor, author)
+	doc.SetMeta(reader.MetaCreated, reader.NormalizeDate(m.childText("creation-date")))
+	doc.SetMeta(reader.MetaModified, reader.NormalizeDate(m.childText("date")))
 }
 
 // encrypted reports whether META-INF/manifest.xml has manifest:encryption-data entries.

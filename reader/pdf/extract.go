@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/klippa-app/go-pdfium"
@@ -250,7 +251,60 @@ func (r *Reader) extract(ctx context.Context, inst pdfium.Pdfium, data []byte, m
 		out = layoutWithFonts(pages, mediaType)
 	}
 	out.OCR = stats
+	docInfo(inst, doc, &out)
 	return out, nil
+}
+
+// docInfo sets out's metadata from the document information dictionary (ISO 32000-1,
+// 14.3.3): Title and Author as written, CreationDate and ModDate as RFC 3339 when they
+// parse as PDF dates (see pdfDate). A tag PDFium cannot read sets nothing.
+func docInfo(inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, out *reader.Document) {
+	get := func(tag string) string {
+		r, err := inst.FPDF_GetMetaText(&requests.FPDF_GetMetaText{Document: doc, Tag: tag})
+		if err != nil {
+			return ""
+		}
+		return r.Value
+	}
+	out.SetMeta(reader.MetaTitle, get("Title"))
+	out.SetMeta(reader.MetaAuthor, get("Author"))
+	out.SetMeta(reader.MetaCreated, pdfDate(get("CreationDate")))
+	out.SetMeta(reader.MetaModified, pdfDate(get("ModDate")))
+}
+
+// pdfDateRE matches a PDF date (ISO 32000-1, 7.9.4): "D:YYYYMMDDHHmmSSOHH'mm", every part
+// after the year optional, O one of Z, + or -; the apostrophes are optional and often
+// misplaced (a trailing one after Z, as some producers write).
+var pdfDateRE = regexp.MustCompile(`^(?:D:)?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?(?:(Z)|([+-])(\d{2})'?(\d{2})?)?'?$`)
+
+// pdfDate returns a PDF date as RFC 3339; a missing part takes its smallest value and a
+// missing zone is read as UTC. A value that does not parse is returned trimmed, as written.
+func pdfDate(s string) string {
+	s = strings.TrimSpace(s)
+	m := pdfDateRE.FindStringSubmatch(s)
+	if m == nil {
+		return s
+	}
+	num := func(i, def int) int {
+		if m[i] == "" {
+			return def
+		}
+		v, _ := strconv.Atoi(m[i])
+		return v
+	}
+	loc := time.UTC
+	if m[8] != "" {
+		off := (num(9, 0)*60 + num(10, 0)) * 60
+		if m[8] == "-" {
+			off = -off
+		}
+		loc = time.FixedZone("", off)
+	}
+	mo, d, h, mi, sec := num(2, 1), num(3, 1), num(4, 0), num(5, 0), num(6, 0)
+	if mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59 {
+		return s
+	}
+	return time.Date(num(1, 0), time.Month(mo), d, h, mi, sec, 0, loc).Format(time.RFC3339)
 }
 
 // readPage returns a page's lines, its character count (generated characters excluded)
