@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -15,6 +16,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/reconcile"
 )
 
@@ -37,6 +39,9 @@ type ChunkingStrategyReconciler struct {
 func (r *ChunkingStrategyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	var cs ragopsv1alpha1.ChunkingStrategy
 	if err := r.Get(ctx, req.NamespacedName, &cs); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetConditions(req.Namespace, "ChunkingStrategy", req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !cs.DeletionTimestamp.IsZero() {

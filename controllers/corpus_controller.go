@@ -22,6 +22,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/corpus"
+	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/reconcile"
 	"github.com/ragops/ragops/internal/workload"
@@ -79,6 +80,9 @@ func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	var c ragopsv1alpha1.Corpus
 	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
 		r.written.forget(req.NamespacedName)
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetConditions(req.Namespace, "Corpus", req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.written.behind(&c) {

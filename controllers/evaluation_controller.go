@@ -87,6 +87,7 @@ func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, req.NamespacedName, &ev); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.ForgetEvaluation(req.Namespace, req.Name)
+			metrics.ForgetConditions(req.Namespace, "Evaluation", req.Name)
 			r.written.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -32,6 +32,7 @@ import (
 	"github.com/ragops/ragops/experiment/budget"
 	"github.com/ragops/ragops/experiment/trials"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/reconcile"
 )
 
@@ -79,6 +80,9 @@ func (r *ExperimentReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	var exp ragopsv1alpha1.Experiment
 	if err := r.Get(ctx, req.NamespacedName, &exp); err != nil {
 		r.written.forget(req.NamespacedName)
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetConditions(req.Namespace, "Experiment", req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.written.behind(&exp) {

@@ -98,6 +98,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	if err := r.Get(ctx, req.NamespacedName, &idx); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			metrics.ForgetConditions(req.Namespace, "Index", req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -131,6 +132,9 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	}
 	st := &indexState{idx: &idx, events: held}
 	defer func() {
+		if st.corpus != nil {
+			metrics.SetServedCorpus(idx.Namespace, idx.Name, servedCorpusRevision(&idx), st.corpus.Status.Revision, time.Now())
+		}
 		b := idx.Status.Build
 		if b == nil {
 			metrics.SetBuildProgress(idx.Namespace, idx.Name, false, "", 0, 0)
@@ -280,6 +284,17 @@ func statusRevision(o client.Object) string {
 		return v.Status.Revision
 	case *ragopsv1alpha1.Index:
 		return v.Status.ActiveRevision
+	}
+	return ""
+}
+
+// servedCorpusRevision returns the corpus revision the Index's active revision holds (what
+// its alias serves); "" when none is active.
+func servedCorpusRevision(idx *ragopsv1alpha1.Index) string {
+	for _, rev := range idx.Status.Revisions {
+		if rev.Name == idx.Status.ActiveRevision {
+			return rev.CorpusRevision
+		}
 	}
 	return ""
 }

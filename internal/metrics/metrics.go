@@ -7,7 +7,8 @@
 // The controllers call a small API: ObserveBuild when a revision's build Job completes,
 // ObserveEmbedded for incremental corpus syncs, ObserveBuildFailure when a build or sync Job
 // fails, SetActiveRevision when the alias moves, ObserveEvaluation and SetEvaluationCompleted
-// when an Evaluation's figures land in status, and the Forget* functions when an Index, a revision or an Evaluation goes
+// when an Evaluation's figures land in status, SetConditions when an object's status is stored,
+// SetServedCorpus when the Index controller compares the served and listed corpus revisions, and the Forget* functions when an Index, a revision or an Evaluation goes
 // away (so deleted objects leave no stale series). Every function is safe for concurrent use.
 //
 // Series (all labelled by namespace plus the object's name):
@@ -29,6 +30,8 @@
 //	ragops_index_build_documents{namespace,index,revision,state}          gauge, documents done and total of the running build (state: done|total)
 //	ragops_weaviate_requests_total{operation}                             counter, the controllers' Weaviate calls
 //	ragops_weaviate_request_errors_total{operation}                       counter, those that failed
+//	ragops_index_served_corpus_behind_since_timestamp_seconds{namespace,index} gauge, Unix s since the Corpus lists content the Index does not serve; 0 while it serves the listed revision
+//	ragops_condition{namespace,kind,name,type,status,reason}             gauge, always 1: each condition of each Corpus, Index, Evaluation and Experiment
 //
 // Metric and label names follow the Prometheus naming conventions
 // (https://prometheus.io/docs/practices/naming/): base units (seconds), _total for counters,
@@ -129,6 +132,14 @@ var (
 		Namespace: Namespace, Subsystem: "weaviate", Name: "request_errors_total",
 		Help: "Calls of the controllers to Weaviate that returned an error, by operation.",
 	}, []string{"operation"})
+	servedBehindSince = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "index", Name: "served_corpus_behind_since_timestamp_seconds",
+		Help: "Unix time since which the Corpus lists a revision the Index's active revision does not hold (its served content is stale since then); 0 while it serves the listed revision.",
+	}, []string{"namespace", "index"})
+	conditions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "condition",
+		Help: "The status and reason of each condition of a ragops object (value always 1; one series per object and condition type).",
+	}, []string{"namespace", "kind", "name", "type", "status", "reason"})
 )
 
 // Collectors returns every ragops collector (for registering on another registry in tests
@@ -136,7 +147,7 @@ var (
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration,
 		tokensPerSecond, activeRevision, truncatedChunks, recall, ndcg, mrr, evaluationCompleted, qualityDropped, buildsRunning, buildDocuments,
-		weaviateRequests, weaviateErrors}
+		weaviateRequests, weaviateErrors, servedBehindSince, conditions}
 }
 
 func init() {
@@ -329,10 +340,11 @@ func ForgetIndex(namespace, index string) {
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{documentsEmbedded, chunksEmbedded, tokensEmbedded, builds, buildDuration, tokensPerSecond, activeRevision, truncatedChunks,
-		buildsRunning, buildDocuments} {
+		buildsRunning, buildDocuments, servedBehindSince} {
 		v.DeletePartialMatch(l)
 	}
 	seen.forget(namespace, index, "")
+	behind.forget(namespace, index)
 }
 
 // ForgetEvaluation removes every series of an Evaluation (call it when it is deleted, or when
@@ -368,4 +380,70 @@ func ObserveWeaviateCall(operation string, err error) {
 	if err != nil {
 		e.Inc()
 	}
+}
+
+// Condition is the part of a metav1.Condition the condition series carries.
+type Condition struct{ Type, Status, Reason string }
+
+// SetConditions records the conditions of an object of kind (Corpus, Index, Evaluation,
+// Experiment) as stored in its status: one ragops_condition series per condition type, with
+// its status and reason as labels; the series of types it no longer has, and of a type's
+// previous status or reason, are removed.
+func SetConditions(namespace, kind, name string, conds []Condition) {
+	conditions.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "kind": kind, "name": name})
+	for _, c := range conds {
+		conditions.WithLabelValues(namespace, kind, name, c.Type, c.Status, c.Reason).Set(1)
+	}
+}
+
+// ForgetConditions removes the condition series of an object (call it when it is deleted).
+func ForgetConditions(namespace, kind, name string) {
+	conditions.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "kind": kind, "name": name})
+}
+
+// behindSince remembers, per Index, since when its served corpus revision is behind the
+// listed one (in memory: after a manager restart the time restarts at the first reconcile).
+type behindSince struct {
+	mu    sync.Mutex
+	since map[[2]string]time.Time
+}
+
+var behind = &behindSince{since: map[[2]string]time.Time{}}
+
+func (b *behindSince) forget(namespace, index string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.since, [2]string{namespace, index})
+}
+
+// SetServedCorpus compares served (the corpus revision the Index's active revision holds)
+// with listed (the Corpus's status.revision) at now: while they differ the Index's
+// served_corpus_behind_since series holds the Unix time they were first seen to differ
+// (kept while the Corpus moves on again); when they match it is 0. An empty listed revision
+// (the Corpus not listed yet) changes nothing; an empty served one (nothing served yet: the
+// Index is not Ready, which its own condition reports) removes the series.
+func SetServedCorpus(namespace, index, served, listed string, now time.Time) {
+	if listed == "" {
+		return
+	}
+	behind.mu.Lock()
+	defer behind.mu.Unlock()
+	k := [2]string{namespace, index}
+	if served == "" {
+		delete(behind.since, k)
+		servedBehindSince.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "index": index})
+		return
+	}
+	g := servedBehindSince.WithLabelValues(namespace, index)
+	if served == listed {
+		delete(behind.since, k)
+		g.Set(0)
+		return
+	}
+	since, ok := behind.since[k]
+	if !ok {
+		since = now
+		behind.since[k] = since
+	}
+	g.Set(float64(since.UnixNano()) / 1e9)
 }

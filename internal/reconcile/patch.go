@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/metrics"
 )
 
 // Object is a ragops resource with conditions.
@@ -48,13 +49,16 @@ const ConflictRequeue = 200 * time.Millisecond
 // the reconcile's result: an object already gone is no error, and a Conflict with no other
 // error runs the reconcile again after 200 ms, on a fresh copy, instead of logging one.
 // stored reports whether the status the reconcile computed is the stored one (patched, or
-// unchanged).
+// unchanged); its conditions are then exported as ragops_condition series (internal/metrics),
+// which an object found gone loses.
 func (p *StatusPatcher) Done(ctx context.Context, c client.Client, rec events.EventRecorder, obj Object, res *ctrl.Result, retErr *error) (stored bool) {
 	err := p.Patch(ctx, c, rec, obj)
 	switch {
 	case err == nil:
+		exportConditions(obj)
 		return true
 	case apierrors.IsNotFound(err):
+		metrics.ForgetConditions(obj.GetNamespace(), KindOf(obj), obj.GetName())
 	case apierrors.IsConflict(err) && *retErr == nil:
 		log.FromContext(ctx).V(1).Info("status patch conflicted: the reconcile read a stale copy; running it again", "error", err.Error())
 		*res = ctrl.Result{RequeueAfter: ConflictRequeue}
@@ -80,6 +84,21 @@ func (p *StatusPatcher) Patch(ctx context.Context, c client.Client, rec events.E
 	}
 	p.emitTransitions(rec, obj, *p.before.GetConditions(), *obj.GetConditions())
 	return nil
+}
+
+// KindOf returns the kind of a ragops object (its Go type's name: Index, Corpus, ...), which
+// a typed object read from the cache carries in no field.
+func KindOf(obj client.Object) string {
+	return reflect.TypeOf(obj).Elem().Name()
+}
+
+// exportConditions sets obj's ragops_condition series to its conditions.
+func exportConditions(obj Object) {
+	var cs []metrics.Condition
+	for _, c := range *obj.GetConditions() {
+		cs = append(cs, metrics.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason})
+	}
+	metrics.SetConditions(obj.GetNamespace(), KindOf(obj), obj.GetName(), cs)
 }
 
 // statusOf returns the value of obj's Status field.

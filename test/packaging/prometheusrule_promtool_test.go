@@ -91,11 +91,13 @@ func seriesSelector(labels map[string]string) string {
 // RagopsEvaluationQualityDropped after `for` (10m), labelled with its own namespace,
 // evaluation and index (not the manager's namespace); one whose condition is False does not;
 // one whose series the manager removes (spec.alert removed, the Evaluation deleted) stops
-// firing.
+// firing. Every alert of the ragops.operations group (docs/operations.md) is tested the same
+// way, firing and not firing, over the series the manager exports after the controllers'
+// calls (operationsTests).
 func TestChartPrometheusRulePassesPromtool(t *testing.T) {
 	promtool := testenv.Need(t, "RAGOPS_PROMTOOL", "run hack/prepare.d/promtool.sh (Debian's prometheus package)")
 	var rule, monitor *unstructured.Unstructured
-	for _, o := range helmTemplate(t, "--set", "prometheusRule.enabled=true", "--set", "prometheusRule.for=10m", "--set", "serviceMonitor.enabled=true") {
+	for _, o := range helmTemplate(t, "--set", "prometheusRule.enabled=true", "--set", "prometheusRule.for=10m", "--set", "prometheusRule.notReadyFor=30m", "--set", "serviceMonitor.enabled=true") {
 		switch o.GetKind() {
 		case "PrometheusRule":
 			rule = o
@@ -125,6 +127,7 @@ func TestChartPrometheusRulePassesPromtool(t *testing.T) {
 	promtoolRun(t, promtool, dir, "check", "rules", rulesFile)
 
 	series := exportedSeries(t)
+	const runbook = "https://github.com/ragops/ragops/blob/main/docs/operations.md"
 	labelsOf := func(ev string) map[string]string { return scraped(series[ev], honor) }
 	alert := func(ev string) map[string]any {
 		return map[string]any{
@@ -132,13 +135,14 @@ func TestChartPrometheusRulePassesPromtool(t *testing.T) {
 			"exp_annotations": map[string]string{
 				"summary":     "Retrieval quality of Index besluiten dropped",
 				"description": "Evaluation search/" + ev + ": its last run is worse than its baseline run by more than spec.alert.maxDrop (upper bound of the paired 95% interval below -maxDrop); kubectl describe evaluation names both runs.",
+				"runbook_url": runbook + "#ragopsevaluationqualitydropped",
 			},
 		}
 	}
 	tests := map[string]any{
 		"rule_files":          []string{filepath.Base(rulesFile)},
 		"evaluation_interval": "1m",
-		"tests": []any{map[string]any{
+		"tests": append([]any{map[string]any{
 			"interval": "1m",
 			"input_series": []any{
 				map[string]any{"series": seriesSelector(labelsOf("nightly")), "values": "1x30"},
@@ -151,7 +155,7 @@ func TestChartPrometheusRulePassesPromtool(t *testing.T) {
 				map[string]any{"eval_time": "11m", "alertname": "RagopsEvaluationQualityDropped", "exp_alerts": []any{alert("nightly"), alert("dropped-then-removed")}},
 				map[string]any{"eval_time": "25m", "alertname": "RagopsEvaluationQualityDropped", "exp_alerts": []any{alert("nightly")}},
 			},
-		}},
+		}}, operationsTests(t, honor)...),
 	}
 	testsYAML, err := yaml.Marshal(tests)
 	if err != nil {

@@ -1,6 +1,7 @@
 package packaging
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,8 +11,10 @@ import (
 	"github.com/ragops/ragops/internal/metrics"
 )
 
-// The chart's PrometheusRule (prometheusRule.enabled) alerts on QualityDropped through a
-// metric the manager registers, and is not rendered by default.
+// The chart's PrometheusRule (prometheusRule.enabled) alerts on QualityDropped and on what
+// else docs/operations.md lists, each with a runbook_url, through metrics the manager
+// registers (controller-runtime's controller_runtime_* beside them; ragops_serve_* are the
+// model server's own), and is not rendered by default.
 func TestChartPrometheusRuleAlertsOnAnExportedMetric(t *testing.T) {
 	for _, o := range helmTemplate(t) {
 		if o.GetKind() == "PrometheusRule" {
@@ -28,27 +31,41 @@ func TestChartPrometheusRuleAlertsOnAnExportedMetric(t *testing.T) {
 			rules = append(rules, g.(map[string]any)["rules"].([]any)...)
 		}
 	}
-	if len(rules) != 1 {
-		t.Fatalf("%d alert rules, want 1", len(rules))
-	}
-	rule := rules[0].(map[string]any)
-	if rule["alert"] != "RagopsEvaluationQualityDropped" || rule["for"] != "10m" {
-		t.Errorf("rule %v, want RagopsEvaluationQualityDropped for 10m", rule)
-	}
-	names := promqlMetricNames(rule["expr"].(string))
-	if !slices.Equal(names, []string{"ragops_evaluation_quality_dropped"}) {
-		t.Fatalf("the rule queries %v", names)
-	}
+	registered := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 64)
-	for _, c := range metrics.Collectors() {
-		c.Describe(ch)
-	}
-	close(ch)
-	found := false
+	go func() {
+		for _, c := range metrics.Collectors() {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
 	for d := range ch {
-		found = found || strings.Contains(d.String(), `fqName: "ragops_evaluation_quality_dropped"`)
+		s := d.String()
+		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
+		registered[s[i:i+strings.Index(s[i:], `"`)]] = true
 	}
-	if !found {
-		t.Error("the manager registers no ragops_evaluation_quality_dropped")
+	var alerts []string
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		name, _ := rule["alert"].(string)
+		alerts = append(alerts, name)
+		if name == "RagopsEvaluationQualityDropped" && rule["for"] != "10m" {
+			t.Errorf("rule %v, want RagopsEvaluationQualityDropped for 10m", rule)
+		}
+		if ann, _ := rule["annotations"].(map[string]any); !strings.HasPrefix(fmt.Sprint(ann["runbook_url"]), "https://github.com/ragops/ragops/blob/main/docs/operations.md#"+strings.ToLower(name)) {
+			t.Errorf("%s: runbook_url %v, want docs/operations.md#%s", name, ann["runbook_url"], strings.ToLower(name))
+		}
+		for _, m := range promqlMetricNames(rule["expr"].(string)) {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_count"), "_sum"), "_bucket")
+			if !registered[m] && !registered[base] && !strings.HasPrefix(m, "controller_runtime_") && !strings.HasPrefix(m, "ragops_serve_") {
+				t.Errorf("%s queries %s, which the manager does not register", name, m)
+			}
+		}
+	}
+	want := []string{"RagopsEvaluationQualityDropped", "RagopsIndexServingStaleContent", "RagopsStalled", "RagopsIndexBuildsFailing",
+		"RagopsIndexNotReady", "RagopsGateRejected", "RagopsModelServerUnavailable", "RagopsModelServerShedding",
+		"RagopsWeaviateUnreachable", "RagopsCollectionUnderReplicated", "RagopsExperimentBudgetExhausted", "RagopsReconcileErrors"}
+	if !slices.Equal(alerts, want) {
+		t.Errorf("alerts %v, want %v", alerts, want)
 	}
 }
