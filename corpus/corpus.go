@@ -6,6 +6,15 @@
 // yields documents through the format readers (package reader), one per file or one per
 // line of a BEIR corpus.jsonl. Documents that cannot be read are reported with a reason,
 // never dropped silently.
+//
+// Each document read gets the source's fields in its reader.Document.Metadata, beside the
+// reader's (see docs/metadata.md): MetaSourcePath, MetaSourceSize, MetaSourceModified (a
+// file's modification time, an S3 object's LastModified, the Git commit's time; not for an
+// HTTP archive, whose unpacked files carry no times), MetaSourceS3Prefix (an S3 object's user
+// metadata, from the download's own response) and MetaSourceGitCommit (the checked-out
+// commit). They are set after the reader returns, so an extraction cache hit (which serves
+// every document with the same bytes) still gets the document's own fields, and they are no
+// part of the text, the ID or the hash.
 package corpus
 
 import (
@@ -23,6 +32,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +56,26 @@ type Document struct {
 	// Read is true when Doc holds the extracted document.
 	Read bool
 }
+
+// Keys of the source fields Walk adds to reader.Document.Metadata. Values are strings.
+const (
+	// MetaSourcePath is the document's path relative to the source root (the S3 prefix, the
+	// Git path, the folder); for a BEIR record, the path of its corpus.jsonl.
+	MetaSourcePath = "source.path"
+	// MetaSourceSize is its raw size in bytes as a decimal string (a BEIR record's: its line).
+	MetaSourceSize = "source.size"
+	// MetaSourceModified is when it last changed, RFC 3339 in UTC: a file's modification
+	// time (PVC, ConfigMap, folder), an S3 object's LastModified, the committer time of the
+	// checked-out Git commit. Unset for an HTTP source.
+	MetaSourceModified = "source.modified"
+	// MetaSourceS3Prefix prefixes each user metadata entry of an S3 object: x-amz-meta-k: v
+	// gives "source.s3.k" (k lower-cased) = v.
+	MetaSourceS3Prefix = "source.s3."
+	// MetaSourceGitCommit is the checked-out commit of a Git source (40 hex digits): the
+	// commit whose tree holds the file, not the last commit that changed it (a branch or tag
+	// is cloned at depth 1, without the file's history).
+	MetaSourceGitCommit = "source.git.commit"
+)
 
 // MaxBytesSetting names the field whose limit a TooLarge skip of a corpus document exceeds.
 const MaxBytesSetting = "Corpus spec.maxDocumentBytes"
@@ -84,6 +114,8 @@ type Source struct {
 	sizes  map[string]int64
 	infos  map[string]fs.FileInfo // as listed, to tell a file changed since the listing
 	listed map[string]string      // S3 objects listed, not downloaded (Listing): ID -> listing hash
+	s3objs map[string]*s3Object   // S3 objects downloaded: path -> LastModified, user metadata
+	when   time.Time              // committer time of the Git commit
 }
 
 // OpenOptions narrows what Open fetches of a remote source; the zero value fetches it whole.
@@ -126,11 +158,11 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 		}
 		s.root = dir
 	case src.S3 != nil:
-		dir, listed, err := fetchS3(ctx, src, filepath.Join(workDir, "s3"), opts)
+		dir, listed, objs, err := fetchS3(ctx, src, filepath.Join(workDir, "s3"), opts)
 		if err != nil {
 			return nil, scratchError(err)
 		}
-		s.root = dir
+		s.root, s.s3objs = dir, objs
 		s.listed = map[string]string{}
 		for _, o := range listed {
 			s.files = append(s.files, o.rel)
@@ -138,11 +170,11 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 			s.listed[o.rel] = o.hash
 		}
 	case src.Git != nil:
-		dir, commit, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
+		dir, commit, when, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
 		if err != nil {
 			return nil, scratchError(err)
 		}
-		s.root, s.commit = dir, commit
+		s.root, s.commit, s.when = dir, commit, when
 	default:
 		return nil, errors.New("plan source: none of dir, http, s3, git is set")
 	}
@@ -278,6 +310,7 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 				continue
 			}
 			doc.Source = &reader.Source{ID: d.ID, Hash: d.Hash, Size: d.Size}
+			s.addSourceMeta(&doc, rel, d.Size)
 			d.Doc, d.Read = doc, true
 		}
 		if err := visit(d); err != nil {
@@ -285,6 +318,38 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 		}
 	}
 	return nil
+}
+
+// addSourceMeta sets the source fields (MetaSource*) of the file rel in doc.Metadata, size
+// being the document's raw size in bytes. It copies the map first: a reader may share it.
+func (s *Source) addSourceMeta(doc *reader.Document, rel string, size int64) {
+	m := make(map[string]any, len(doc.Metadata)+4)
+	for k, v := range doc.Metadata {
+		m[k] = v
+	}
+	m[MetaSourcePath] = rel
+	m[MetaSourceSize] = strconv.FormatInt(size, 10)
+	var modified time.Time
+	switch {
+	case s.spec.Git != nil:
+		modified = s.when
+		m[MetaSourceGitCommit] = s.commit
+	case s.spec.S3 != nil:
+		if o := s.s3objs[rel]; o != nil {
+			modified = o.modified
+			for k, v := range o.meta {
+				m[MetaSourceS3Prefix+k] = v
+			}
+		}
+	case s.spec.HTTP == nil:
+		if info := s.infos[rel]; info != nil {
+			modified = info.ModTime()
+		}
+	}
+	if !modified.IsZero() {
+		m[MetaSourceModified] = modified.UTC().Format(time.RFC3339Nano)
+	}
+	doc.Metadata = m
 }
 
 func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep func(string) bool, need func(Document) bool, visit func(Document) error, skip func(Skipped)) error {
@@ -300,7 +365,8 @@ func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep
 		return nil
 	}
 	cr := &countingReader{r: f}
-	line, err := scanRecords(ctx, cr, rel, s.spec.MaxDocumentBytes, list, keep, need, visit, skip)
+	meta := func(doc *reader.Document, size int64) { s.addSourceMeta(doc, rel, size) }
+	line, err := scanRecords(ctx, cr, rel, s.spec.MaxDocumentBytes, list, keep, need, meta, visit, skip)
 	if err != nil {
 		return err
 	}
@@ -318,9 +384,10 @@ func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep
 
 // scanRecords visits the BEIR records of r, one JSON document per line, as Walk does for the
 // file rel: a line that does not parse is skipped as rel:line, a record over maxBytes as
-// TooLarge; a record need (nil: all) rejects is visited unread. It returns the lines read; a
-// read error (a line over beir.MaxLineBytes) ends it.
-func scanRecords(ctx context.Context, r io.Reader, rel string, maxBytes int64, list bool, keep func(string) bool, need func(Document) bool, visit func(Document) error, skip func(Skipped)) (int, error) {
+// TooLarge; a record need (nil: all) rejects is visited unread; meta (nil: none) adds source
+// fields to each record read. It returns the lines read; a read error (a line over
+// beir.MaxLineBytes) ends it.
+func scanRecords(ctx context.Context, r io.Reader, rel string, maxBytes int64, list bool, keep func(string) bool, need func(Document) bool, meta func(*reader.Document, int64), visit func(Document) error, skip func(Skipped)) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), beir.MaxLineBytes)
 	line := 0
@@ -349,6 +416,9 @@ func scanRecords(ctx context.Context, r io.Reader, rel string, maxBytes int64, l
 		d := Document{ID: id, Hash: hashOf(raw), Size: int64(len(raw))}
 		if !list && (need == nil || need(d)) {
 			doc.Source = &reader.Source{ID: d.ID, Hash: d.Hash, Size: d.Size}
+			if meta != nil {
+				meta(&doc, d.Size)
+			}
 			d.Doc, d.Read = doc, true
 		}
 		if err := visit(d); err != nil {
@@ -391,7 +461,7 @@ func List(ctx context.Context, files map[string][]byte, src plan.Source) (docs [
 	for _, name := range names {
 		data := files[name]
 		if s.isBEIR(name) {
-			if _, err := scanRecords(ctx, bytes.NewReader(data), name, src.MaxDocumentBytes, true, nil, nil, visit, skip); err != nil {
+			if _, err := scanRecords(ctx, bytes.NewReader(data), name, src.MaxDocumentBytes, true, nil, nil, nil, visit, skip); err != nil {
 				return nil, nil, err
 			}
 			continue

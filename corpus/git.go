@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -27,7 +28,8 @@ var commitRef = regexp.MustCompile(`^[0-9a-f]{4,40}$`)
 
 // fetchGit clones src.Git into dir (emptied first; the .git folder is removed after checkout)
 // and returns the source root (dir joined
-// with the Git path) and the checked-out commit hash (40 hex digits), which it also logs.
+// with the Git path), the checked-out commit hash (40 hex digits), which it also logs, and
+// that commit's committer time.
 //
 // The ref is looked up among the repository's advertised refs: a branch (refs/heads/<ref>)
 // or a tag (refs/tags/<ref>; a full "refs/..." name also works) is cloned shallowly (depth
@@ -39,7 +41,7 @@ var commitRef = regexp.MustCompile(`^[0-9a-f]{4,40}$`)
 // Errors: an unreachable repository or refused credentials, a ref that is no branch, tag or
 // commit (the error names it), a path that escapes the repository or is not a folder, a
 // selected file that is a symbolic link to outside the repository.
-func fetchGit(ctx context.Context, src plan.Source, dir string) (root, commit string, err error) {
+func fetchGit(ctx context.Context, src plan.Source, dir string) (root, commit string, when time.Time, err error) {
 	g := src.Git
 	name := redactURL(g.URL)
 	ref := g.Ref
@@ -49,22 +51,22 @@ func fetchGit(ctx context.Context, src plan.Source, dir string) (root, commit st
 	var auth transport.AuthMethod
 	if user, pass := os.Getenv(plan.EnvGitUsername), os.Getenv(plan.EnvGitPassword); user != "" || pass != "" {
 		if !strings.HasPrefix(g.URL, "http://") && !strings.HasPrefix(g.URL, "https://") {
-			return "", "", fmt.Errorf("source %s: $%s/$%s are set but only http(s) URLs take a username and password", name, plan.EnvGitUsername, plan.EnvGitPassword)
+			return "", "", time.Time{}, fmt.Errorf("source %s: $%s/$%s are set but only http(s) URLs take a username and password", name, plan.EnvGitUsername, plan.EnvGitPassword)
 		}
 		auth = &githttp.BasicAuth{Username: user, Password: pass}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return "", "", err
+		return "", "", time.Time{}, err
 	}
 	refName, err := resolveRef(ctx, g.URL, ref, auth)
 	if err != nil {
-		return "", "", fmt.Errorf("source %s: %w", name, err)
+		return "", "", time.Time{}, fmt.Errorf("source %s: %w", name, err)
 	}
 	opts := &git.CloneOptions{URL: g.URL, Auth: auth, Tags: git.NoTags}
 	isCommit := refName == ""
 	if isCommit {
 		if !commitRef.MatchString(ref) {
-			return "", "", fmt.Errorf("source %s: ref %q is no branch, tag or commit hash of the repository", name, ref)
+			return "", "", time.Time{}, fmt.Errorf("source %s: ref %q is no branch, tag or commit hash of the repository", name, ref)
 		}
 		opts.NoCheckout = true
 		opts.Tags = git.AllTags
@@ -75,40 +77,45 @@ func fetchGit(ctx context.Context, src plan.Source, dir string) (root, commit st
 	}
 	repo, err := git.PlainCloneContext(ctx, dir, false, opts)
 	if err != nil {
-		return "", "", fmt.Errorf("source %s: clone ref %q: %w", name, ref, err)
+		return "", "", time.Time{}, fmt.Errorf("source %s: clone ref %q: %w", name, ref, err)
 	}
 	if isCommit {
 		h, err := repo.ResolveRevision(plumbing.Revision(ref))
 		if err != nil {
-			return "", "", fmt.Errorf("source %s: ref %q is no branch, tag or commit of the repository: %w", name, ref, err)
+			return "", "", time.Time{}, fmt.Errorf("source %s: ref %q is no branch, tag or commit of the repository: %w", name, ref, err)
 		}
 		wt, err := repo.Worktree()
 		if err != nil {
-			return "", "", err
+			return "", "", time.Time{}, err
 		}
 		if err := wt.Checkout(&git.CheckoutOptions{Hash: *h, Force: true}); err != nil {
-			return "", "", fmt.Errorf("source %s: check out commit %s: %w", name, h, err)
+			return "", "", time.Time{}, fmt.Errorf("source %s: check out commit %s: %w", name, h, err)
 		}
 	}
 	head, err := repo.Head()
 	if err != nil {
-		return "", "", fmt.Errorf("source %s: HEAD after clone: %w", name, err)
+		return "", "", time.Time{}, fmt.Errorf("source %s: HEAD after clone: %w", name, err)
 	}
 	commit = head.Hash().String()
+	c, err := repo.CommitObject(head.Hash())
+	if err != nil {
+		return "", "", time.Time{}, fmt.Errorf("source %s: commit %s: %w", name, commit, err)
+	}
+	when = c.Committer.When
 	// The working tree is all a worker reads; without .git, Open cannot list its objects.
 	if err := os.RemoveAll(filepath.Join(dir, git.GitDirName)); err != nil {
-		return "", "", err
+		return "", "", time.Time{}, err
 	}
 	slog.Default().InfoContext(ctx, "git source checked out", "url", name, "ref", ref, "commit", commit)
 
 	root, err = gitRoot(dir, g.Path)
 	if err != nil {
-		return "", "", fmt.Errorf("source %s: %w", name, err)
+		return "", "", time.Time{}, fmt.Errorf("source %s: %w", name, err)
 	}
 	if err := checkLinks(dir, root, src.Include, src.Exclude); err != nil {
-		return "", "", fmt.Errorf("source %s: %w", name, err)
+		return "", "", time.Time{}, fmt.Errorf("source %s: %w", name, err)
 	}
-	return root, commit, nil
+	return root, commit, when, nil
 }
 
 // resolveRef lists the refs the repository advertises and returns the full name of ref as a

@@ -142,7 +142,7 @@ func TestGitClonesBranchTagAndCommit(t *testing.T) {
 	for _, c := range cases {
 		work := t.TempDir()
 		src := plan.Source{Git: &ragopsv1alpha1.GitSource{URL: url, Ref: c.ref, Path: "docs"}}
-		root, commit, err := fetchGit(context.Background(), src, filepath.Join(work, "git"))
+		root, commit, _, err := fetchGit(context.Background(), src, filepath.Join(work, "git"))
 		if err != nil {
 			t.Errorf("ref %s: %v", c.ref, err)
 			continue
@@ -343,7 +343,7 @@ func TestGitHTTPBasicAuth(t *testing.T) {
 	}
 	t.Setenv(plan.EnvGitPassword, "s3cret")
 	work := t.TempDir()
-	root, commit, err := fetchGit(context.Background(), src, filepath.Join(work, "git"))
+	root, commit, _, err := fetchGit(context.Background(), src, filepath.Join(work, "git"))
 	if err != nil {
 		t.Fatal(err)
 	}

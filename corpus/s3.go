@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"golang.org/x/sync/errgroup"
@@ -20,8 +21,10 @@ import (
 const s3Downloads = 4
 
 // fetchS3 lists the objects of src.S3 under its prefix and downloads the selected ones into
-// dir (emptied first), each at its key relative to the prefix. It returns dir and the objects
-// listed but not downloaded (opts.Listing), sorted by path.
+// dir (emptied first), each at its key relative to the prefix. It returns dir, the objects
+// listed but not downloaded (opts.Listing), sorted by path, and the source fields of each
+// downloaded object by path (its listed LastModified, and the user metadata the GET's
+// response headers carry: no request beyond the download).
 //
 // opts.Keep leaves out, before any download, the objects whose relative path it does not keep
 // (a build shard's other documents); a BEIR file is downloaded whatever Keep says. With
@@ -38,12 +41,12 @@ const s3Downloads = 4
 // (wrong credentials, missing bucket), a key that escapes dir or collides with another, a
 // selection over MaxDownloadBytes in total, or over the worker's scratch volume (Scratch),
 // naming it and its limit, before anything is downloaded.
-func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions) (string, []listedObject, error) {
+func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions) (string, []listedObject, map[string]*s3Object, error) {
 	s3 := src.S3
 	name := "s3://" + s3.Bucket + "/" + s3.Prefix
 	creds, err := s3Credentials(s3)
 	if err != nil {
-		return "", nil, fmt.Errorf("source %s: %w", name, err)
+		return "", nil, nil, fmt.Errorf("source %s: %w", name, err)
 	}
 	client, err := minio.New(s3.Endpoint, &minio.Options{
 		Creds:  creds,
@@ -51,25 +54,26 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		Region: s3.Region,
 	})
 	if err != nil {
-		return "", nil, fmt.Errorf("source %s: endpoint %q: %w", name, s3.Endpoint, err)
+		return "", nil, nil, fmt.Errorf("source %s: endpoint %q: %w", name, s3.Endpoint, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	probe := &Source{spec: src}
 	space, spaceName := Scratch()
 	var (
 		todo   []download
+		objs   = map[string]*s3Object{}
 		listed []listedObject
 		dests  = map[string]string{} // cleaned relative path -> key
 		total  int64
 	)
 	for obj := range client.ListObjects(ctx, s3.Bucket, minio.ListObjectsOptions{Prefix: s3.Prefix, Recursive: true}) {
 		if obj.Err != nil {
-			return "", nil, fmt.Errorf("source %s: list objects at %s: %w", name, s3.Endpoint, obj.Err)
+			return "", nil, nil, fmt.Errorf("source %s: list objects at %s: %w", name, s3.Endpoint, obj.Err)
 		}
 		if strings.HasSuffix(obj.Key, "/") { // folder marker
 			continue
@@ -80,17 +84,17 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		}
 		clean := path.Clean(rel)
 		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
-			return "", nil, fmt.Errorf("source %s: object key %q escapes the prefix", name, obj.Key)
+			return "", nil, nil, fmt.Errorf("source %s: object key %q escapes the prefix", name, obj.Key)
 		}
 		ok, err := Selected(clean, src.Include, src.Exclude)
 		if err != nil {
-			return "", nil, fmt.Errorf("source %s: %w", name, err)
+			return "", nil, nil, fmt.Errorf("source %s: %w", name, err)
 		}
 		if !ok {
 			continue
 		}
 		if other, dup := dests[clean]; dup {
-			return "", nil, fmt.Errorf("source %s: object keys %q and %q both map to %s", name, other, obj.Key, clean)
+			return "", nil, nil, fmt.Errorf("source %s: object keys %q and %q both map to %s", name, other, obj.Key, clean)
 		}
 		dests[clean] = obj.Key
 		beir := probe.isBEIR(clean)
@@ -103,18 +107,20 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		}
 		if max := src.MaxDocumentBytes; max > 0 && obj.Size > max && !beir {
 			if err := placeholder(filepath.Join(dir, filepath.FromSlash(clean)), obj.Size); err != nil {
-				return "", nil, fmt.Errorf("source %s: object %q: %w", name, obj.Key, err)
+				return "", nil, nil, fmt.Errorf("source %s: object %q: %w", name, obj.Key, err)
 			}
 			continue
 		}
 		total += obj.Size
 		if total > MaxDownloadBytes {
-			return "", nil, fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
+			return "", nil, nil, fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
 		}
 		if space > 0 && total > space {
-			return "", nil, fmt.Errorf("source %s: the objects to download exceed %s (%d bytes and more)", name, spaceName, total)
+			return "", nil, nil, fmt.Errorf("source %s: the objects to download exceed %s (%d bytes and more)", name, spaceName, total)
 		}
-		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean))})
+		o := &s3Object{modified: obj.LastModified}
+		objs[clean] = o
+		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean)), obj: o})
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s3Downloads)
@@ -127,9 +133,9 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	return dir, listed, nil
+	return dir, listed, objs, nil
 }
 
 // listedObject is an S3 object listed but not downloaded: its path relative to the prefix,
@@ -148,14 +154,24 @@ func listingHash(key, etag string, size int64) string {
 	return hashOf([]byte(fmt.Sprintf("s3\x00%s\x00%s\x00%d", key, strings.Trim(etag, `"`), size)))
 }
 
-// download is one object to fetch: its key, listed size in bytes and destination file.
+// s3Object holds the source fields of a downloaded object: its listed LastModified and its
+// user metadata (x-amz-meta-* headers of the GET, names without the prefix, lower-cased).
+type s3Object struct {
+	modified time.Time
+	meta     map[string]string
+}
+
+// download is one object to fetch: its key, listed size in bytes, destination file and
+// where its source fields go.
 type download struct {
 	key  string
 	size int64
 	dst  string
+	obj  *s3Object
 }
 
-// run writes the object to d.dst and checks that its size is the listed one.
+// run writes the object to d.dst, checks that its size is the listed one and records the
+// user metadata of the GET's response in d.obj (Stat after the read sends no request).
 func (d download) run(ctx context.Context, client *minio.Client, bucket string) error {
 	r, err := client.GetObject(ctx, bucket, d.key, minio.GetObjectOptions{})
 	if err != nil {
@@ -168,6 +184,19 @@ func (d download) run(ctx context.Context, client *minio.Client, bucket string) 
 	}
 	if cr.n != d.size {
 		return fmt.Errorf("downloaded %d bytes, listed as %d", cr.n, d.size)
+	}
+	if d.obj == nil {
+		return nil
+	}
+	info, err := r.Stat()
+	if err != nil {
+		return err
+	}
+	for k, v := range info.UserMetadata {
+		if d.obj.meta == nil {
+			d.obj.meta = map[string]string{}
+		}
+		d.obj.meta[strings.ToLower(k)] = v
 	}
 	return nil
 }
