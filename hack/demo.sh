@@ -306,7 +306,9 @@ if [[ -z "$experiments" ]]; then
 fi
 
 step "query an Index as an app does: text in, through the alias, the revision's model server embedding it"
-idx=$(kc get indexes -n "$ns" -o jsonpath='{range .items[?(@.status.alias)]}{.metadata.name}{"\n"}{end}' | head -n1)
+# The first Index that serves through an alias (no `| head`: under pipefail, kubectl writing on
+# after head has exited ends the script with SIGPIPE, 141).
+read -r idx _ <<<"$(kc get indexes -n "$ns" -o jsonpath='{range .items[?(@.status.alias)]}{.metadata.name}{" "}{end}')" || true
 question=$(head -n1 "$data/$dataset/queries.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["text"])')
 if [[ -n "$idx" ]]; then
 	alias=$(kc get index "$idx" -n "$ns" -o jsonpath='{.status.alias}')
