@@ -16,7 +16,8 @@ if ! ok; then
 	apt-get install -y -qq --no-install-recommends prometheus >&2
 	ok || { echo "promtool.sh: installed but promtool does not run" >&2; exit 1; }
 fi
-version=$(promtool --version 2>&1 | head -n1)
+version=$(promtool --version 2>&1)
+version=${version%%$'\n'*} # the first line (no `| head`: SIGPIPE under pipefail)
 if [[ $version != "promtool, version 2."* && $version != "promtool, version 3."* ]]; then
 	echo "promtool.sh: need promtool 2 or 3, found: $version" >&2
 	exit 1
