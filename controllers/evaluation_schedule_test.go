@@ -93,25 +93,8 @@ func TestScheduledRunsKeepHistoryAndAlertOnADrop(t *testing.T) {
 	}
 	// The chart's PrometheusRule alerts on this series.
 	eventually(t, 10*time.Second, "ragops_evaluation_quality_dropped 1", func() (bool, error) {
-		mfs, err := crmetrics.Registry.Gather()
-		if err != nil {
-			return false, err
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != "ragops_evaluation_quality_dropped" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				labels := map[string]string{}
-				for _, l := range m.GetLabel() {
-					labels[l.GetName()] = l.GetValue()
-				}
-				if labels["namespace"] == ns && labels["evaluation"] == ev.Name && labels["index"] == "besluiten" {
-					return m.GetGauge().GetValue() == 1, nil
-				}
-			}
-		}
-		return false, nil
+		v, index, found := qualityGauge(t, ns, ev.Name)
+		return found && index == "besluiten" && v == 1, nil
 	})
 	eventually(t, 30*time.Second, "a Warning Event QualityDropped", func() (bool, error) {
 		var evs eventsv1.EventList

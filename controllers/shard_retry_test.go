@@ -20,30 +20,10 @@ import (
 )
 
 // playShardPod creates a finished pod of one completion index of an Indexed Job (attempt n
-// of that index), succeeded with exit code 0, failed otherwise, as the kubelet leaves it.
+// of that index), as playPod does.
 func playShardPod(t *testing.T, job *batchv1.Job, index, n int, exitCode int32, msg string) {
 	t.Helper()
-	ctx := context.Background()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d-%d", job.Name, index, n),
-			Labels: podLabels(job), OwnerReferences: controlledBy(job),
-			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(index)}},
-		Spec: *job.Spec.Template.Spec.DeepCopy(),
-	}
-	if err := env.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	phase := corev1.PodSucceeded
-	if exitCode != 0 {
-		phase = corev1.PodFailed
-	}
-	pod.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
-		Name: job.Spec.Template.Spec.Containers[0].Name, Image: "ragops:test",
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Message: msg, Reason: "Error"}},
-	}}}
-	if err := env.Client.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	playPod(t, job, fmt.Sprintf("%s-%d-%d", job.Name, index, n), index, "", exitCode, msg)
 }
 
 // Issue 56, one Job-wide retry budget: a build of three shards whose shard 1 fails on every

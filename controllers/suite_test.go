@@ -375,29 +375,37 @@ func finishJobAt(t *testing.T, job *batchv1.Job, now metav1.Time, exitCode int32
 // not empty, as finishJob does.
 func playPods(t *testing.T, job *batchv1.Job, node string, exitCode int32, messages ...string) {
 	t.Helper()
-	ctx := context.Background()
 	for i, msg := range messages {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
-				Labels: podLabels(job), OwnerReferences: controlledBy(job),
-				Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
-			Spec: *job.Spec.Template.Spec.DeepCopy(),
-		}
-		pod.Spec.NodeName = node
-		if err := env.Client.Create(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-		phase := corev1.PodSucceeded
-		if exitCode != 0 {
-			phase = corev1.PodFailed
-		}
-		pod.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
-			Name: job.Spec.Template.Spec.Containers[0].Name, Image: "ragops:test",
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Message: msg, Reason: "Completed"}},
-		}}}
-		if err := env.Client.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
+		playPod(t, job, fmt.Sprintf("%s-%d", job.Name, i), i, node, exitCode, msg)
+	}
+}
+
+// playPod creates the finished pod name of completion index index of job, controlled by the
+// Job and bound to node when not empty: succeeded with exit code 0, failed otherwise, with
+// msg as its termination message, as the kubelet leaves it.
+func playPod(t *testing.T, job *batchv1.Job, name string, index int, node string, exitCode int32, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: name,
+			Labels: podLabels(job), OwnerReferences: controlledBy(job),
+			Annotations: map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(index)}},
+		Spec: *job.Spec.Template.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = node
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	phase, reason := corev1.PodSucceeded, "Completed"
+	if exitCode != 0 {
+		phase, reason = corev1.PodFailed, "Error"
+	}
+	pod.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: job.Spec.Template.Spec.Containers[0].Name, Image: "ragops:test",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Message: msg, Reason: reason}},
+	}}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -68,22 +68,7 @@ func storeFor(t *testing.T, srv *weaviatetest.Server, cfg Config) *Store {
 // the repository root.
 func scifactDocs(t testing.TB, n int) (ids, texts []string) {
 	t.Helper()
-	base := os.Getenv("RAGOPS_DATASETS")
-	if base == "" {
-		root, err := weaviatetest.FindModuleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		base = filepath.Join(root, "..", "shared", "datasets")
-	}
-	f, err := os.Open(filepath.Join(base, "scifact", "corpus.jsonl"))
-	if err != nil {
-		msg := "SciFact corpus missing: " + err.Error() + " (set RAGOPS_DATASETS to the folder holding scifact/)"
-		if os.Getenv(weaviatetest.EnvRequireAll) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	f := openDatasetCorpus(t, "scifact")
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -153,4 +138,28 @@ func chunkDocs(t testing.TB, ids, texts []string, dims int) []Chunk {
 func hashOf(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:8])
+}
+
+// openDatasetCorpus opens a data set's corpus.jsonl: $RAGOPS_DATASETS/<name>, else
+// ../shared/datasets/<name> beside the repository root. Without it the test skips, or fails
+// under RAGOPS_REQUIRE_ALL=1.
+func openDatasetCorpus(t testing.TB, name string) *os.File {
+	t.Helper()
+	base := os.Getenv("RAGOPS_DATASETS")
+	if base == "" {
+		root, err := weaviatetest.FindModuleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base = filepath.Join(root, "..", "shared", "datasets")
+	}
+	f, err := os.Open(filepath.Join(base, name, "corpus.jsonl"))
+	if err != nil {
+		msg := name + " corpus missing: " + err.Error() + " (set RAGOPS_DATASETS to the folder holding " + name + "/)"
+		if os.Getenv(weaviatetest.EnvRequireAll) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return f
 }

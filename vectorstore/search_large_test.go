@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
@@ -18,22 +16,7 @@ import (
 // MiniLM tokens of Dutch.
 func legalChunks(t *testing.T, n int) []Chunk {
 	t.Helper()
-	base := os.Getenv("RAGOPS_DATASETS")
-	if base == "" {
-		root, err := weaviatetest.FindModuleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		base = filepath.Join(root, "..", "shared", "datasets")
-	}
-	f, err := os.Open(filepath.Join(base, "legalqa-nl", "corpus.jsonl"))
-	if err != nil {
-		msg := "legalqa-nl corpus missing: " + err.Error() + " (set RAGOPS_DATASETS to the folder holding legalqa-nl/)"
-		if os.Getenv(weaviatetest.EnvRequireAll) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	f := openDatasetCorpus(t, "legalqa-nl")
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
