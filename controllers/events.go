@@ -17,23 +17,28 @@ var problemReasons = map[string]bool{
 	ReasonCleanupFailed: true, ReasonSourceUnreadable: true, ReasonJobConflict: true,
 }
 
+// positivePolarity are the condition types other than Ready whose True is the healthy
+// state: True never needs a person.
+var positivePolarity = map[string]bool{
+	ragopsv1alpha1.ConditionServingReady: true, ragopsv1alpha1.ConditionServingSettingsApplied: true,
+	ConditionResultsStored: true,
+}
+
 // needsAPerson reports whether a condition calls for a Warning Event: Stalled=True,
-// ResultsStored=False for a refused or lost set, a DeletionBlocked or UnderReplicated that is not just waiting for pods to stop, or Ready=False
-// for one of problemReasons. Ready=False while building, gating, syncing or waiting for a
-// Corpus or Index is progress (Normal).
+// ResultsStored=False for a refused or lost set, a DeletionBlocked or UnderReplicated that is
+// not just waiting for pods to stop, or Ready=False for one of problemReasons. Ready=False
+// while building, gating, syncing or waiting for a Corpus or Index is progress (Normal), and
+// a positive-polarity condition (positivePolarity) is informational.
 func needsAPerson(c metav1.Condition) bool {
 	switch {
 	case c.Type == ConditionResultsStored:
-		// Positive polarity: a lost or refused set needs a person, not a stored one.
+		// A lost or refused set needs a person, not a stored one.
 		return c.Status == metav1.ConditionFalse && (c.Reason == ReasonResultsUnavailable || c.Reason == ReasonResultsRefused)
-	case c.Status != metav1.ConditionTrue && c.Type != ragopsv1alpha1.ConditionReady:
-		return false
 	case c.Type == ragopsv1alpha1.ConditionReady:
 		return c.Status == metav1.ConditionFalse && problemReasons[c.Reason]
-	case c.Type == ragopsv1alpha1.ConditionReconciling:
+	case positivePolarity[c.Type], c.Status != metav1.ConditionTrue:
 		return false
-	case c.Type == ragopsv1alpha1.ConditionServingSettingsApplied:
-		// Informational, positive polarity: whose settings a shared model server runs.
+	case c.Type == ragopsv1alpha1.ConditionReconciling:
 		return false
 	case c.Type == ragopsv1alpha1.ConditionDeletionBlocked:
 		return c.Reason != ReasonDeleting
