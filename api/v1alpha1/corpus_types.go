@@ -78,6 +78,95 @@ type CorpusSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	OCR *OCRSpec `json:"ocr,omitempty"`
+	// Metadata declares the document fields that become properties of every chunk of the
+	// document in the Index collections (filterable in Weaviate; numbers and dates also by
+	// range). See docs/metadata.md.
+	// +optional
+	Metadata *MetadataSpec `json:"metadata,omitempty"`
+}
+
+// MetadataSpec declares which document fields become chunk properties, and where sidecar
+// files are.
+type MetadataSpec struct {
+	// Fields become chunk properties, in this order.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Fields []MetadataField `json:"fields,omitempty"`
+	// SidecarSuffix names a document's sidecar file: the document's path with this suffix
+	// appended (report.pdf -> report.pdf.meta.json). It holds one JSON or YAML mapping whose
+	// top-level keys fields read with from.sidecar. Files ending in it are not documents.
+	// +optional
+	// +kubebuilder:default=".meta.json"
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^\.[A-Za-z0-9._-]+$`
+	SidecarSuffix string `json:"sidecarSuffix,omitempty"`
+}
+
+// MetadataFieldType is the Weaviate data type of a metadata property.
+// +kubebuilder:validation:Enum=text;text[];int;number;boolean;date
+type MetadataFieldType string
+
+// Metadata field types (Weaviate data types). Values are parsed from their source: text as
+// is; int and number from JSON numbers or decimal strings; boolean from true/false; date from
+// RFC 3339, a date (2006-01-02, midnight UTC) or a year (2006, 1 January UTC); text[] from a
+// list or a single value.
+const (
+	MetadataText      MetadataFieldType = "text"
+	MetadataTextArray MetadataFieldType = "text[]"
+	MetadataInt       MetadataFieldType = "int"
+	MetadataNumber    MetadataFieldType = "number"
+	MetadataBoolean   MetadataFieldType = "boolean"
+	MetadataDate      MetadataFieldType = "date"
+)
+
+// MetadataField is one chunk property taken from each document.
+// +kubebuilder:validation:XValidation:rule="[has(self.from.reader), has(self.from.source), has(self.from.path), has(self.from.sidecar)].filter(x, x).size() == 1",fieldPath=".from",message="from must set exactly one of reader, source, path, sidecar"
+// +kubebuilder:validation:XValidation:rule="!has(self.from.path) || self.from.path.contains('{' + self.name + '}')",fieldPath=".from.path",message="from.path must capture the field: it must contain {<name>}"
+type MetadataField struct {
+	// Name of the property: a Weaviate property name (a letter or _, then letters, digits and
+	// _), not one of ragops's own chunk properties.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[_A-Za-z][_0-9A-Za-z]*$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['text', 'docId', 'chunkOrdinal', 'start', 'end', 'headingPath', 'revision', 'pageStart', 'pageEnd', 'docHash', 'metaHash', 'groups', 'id', '_id', '_additional'])",message="name is one of ragops's own chunk properties"
+	Name string `json:"name"`
+	// Type of the property.
+	Type MetadataFieldType `json:"type"`
+	// From says where the value comes from.
+	From MetadataSource `json:"from"`
+}
+
+// MetadataSource is where a metadata field's value comes from: exactly one of its fields.
+type MetadataSource struct {
+	// Reader is a key of the fields the format reader returns: title, author, created,
+	// modified, meta.<name>, frontmatter.<key> (docs/metadata.md).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Reader string `json:"reader,omitempty"`
+	// Source is a key of the source's fields: source.path, source.size, source.modified,
+	// source.s3.<name>, source.git.commit.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('source.')",message="source fields start with source."
+	Source string `json:"source,omitempty"`
+	// Path is a pattern matched against the start of the document's path: segments
+	// separated by /, each literal text, * (any text within a segment) and {name} captures
+	// (one segment's text, or its part between literals). The field takes its own capture:
+	// moties/{year}/ gives year 2019 for moties/2019/a.pdf. A pattern ending in / matches
+	// any path below; otherwise the whole path. A path that does not match sets nothing.
+	// +optional
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=512
+	Path string `json:"path,omitempty"`
+	// Sidecar is a top-level key of the document's sidecar file (spec.metadata.sidecarSuffix).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Sidecar string `json:"sidecar,omitempty"`
 }
 
 // OCRMode says which pages are read by OCR.

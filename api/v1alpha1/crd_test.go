@@ -167,6 +167,33 @@ func TestBadSpecsAreRejected(t *testing.T) {
 		{"corpus ocr minConfidence above 100", "ragops_v1alpha1_corpus.yaml",
 			[]mutation{set("spec.ocr", map[string]any{"minConfidence": int64(101)})},
 			[]string{"spec.ocr.minConfidence", "should be less than or equal to 100"}},
+		{"metadata field with two froms", "ragops_v1alpha1_corpus.yaml",
+			[]mutation{set("spec.metadata", metadataFields(map[string]any{"name": "title", "type": "text",
+				"from": map[string]any{"reader": "title", "sidecar": "title"}}))},
+			[]string{"spec.metadata.fields[0].from", "from must set exactly one of reader, source, path, sidecar"}},
+		{"metadata field with no from", "ragops_v1alpha1_corpus.yaml",
+			[]mutation{set("spec.metadata", metadataFields(map[string]any{"name": "title", "type": "text", "from": map[string]any{}}))},
+			[]string{"spec.metadata.fields[0].from", "from must set exactly one of reader, source, path, sidecar"}},
+		{"metadata path pattern without the field's capture", "ragops_v1alpha1_corpus.yaml",
+			[]mutation{set("spec.metadata", metadataFields(map[string]any{"name": "year", "type": "int",
+				"from": map[string]any{"path": "moties/{jaar}/"}}))},
+			[]string{"spec.metadata.fields[0].from.path", "from.path must capture the field"}},
+		{"metadata field named like a chunk property", "ragops_v1alpha1_corpus.yaml",
+			[]mutation{set("spec.metadata", metadataFields(map[string]any{"name": "docId", "type": "text",
+				"from": map[string]any{"reader": "title"}}))},
+			[]string{"spec.metadata.fields[0].name", "one of ragops's own chunk properties"}},
+		{"metadata field name not a property name", "ragops_v1alpha1_corpus.yaml",
+			[]mutation{set("spec.metadata", metadataFields(map[string]any{"name": "publication-date", "type": "date",
+				"from": map[string]any{"reader": "created"}}))},
+			[]string{"spec.metadata.fields[0].name", "should match"}},
+		{"metadata field of an unknown type", "ragops_v1alpha1_corpus.yaml",
+			[]mutation{set("spec.metadata", metadataFields(map[string]any{"name": "year", "type": "year",
+				"from": map[string]any{"sidecar": "year"}}))},
+			[]string{"spec.metadata.fields[0].type", "Unsupported value"}},
+		{"metadata source field outside source.", "ragops_v1alpha1_corpus.yaml",
+			[]mutation{set("spec.metadata", metadataFields(map[string]any{"name": "changed", "type": "date",
+				"from": map[string]any{"source": "modified"}}))},
+			[]string{"spec.metadata.fields[0].from.source", "source fields start with source."}},
 		{"overlap equal to size", "ragops_v1alpha1_chunkingstrategy.yaml",
 			[]mutation{set("spec.size", int64(256)), set("spec.overlap", int64(256))},
 			[]string{"spec.overlap", "overlap must be less than size"}},
@@ -312,5 +339,39 @@ func TestInstalledCRDsShowColumnsAndShortNames(t *testing.T) {
 		if c.Name == "Recall@10" && (c.JSONPath != ".status.recallAt10" || c.Type != "number") {
 			t.Errorf("Recall@10 column = %+v", c)
 		}
+	}
+}
+
+// metadataFields is a Corpus spec.metadata declaring fields.
+func metadataFields(fields ...map[string]any) map[string]any {
+	list := make([]any, len(fields))
+	for i, f := range fields {
+		list[i] = f
+	}
+	return map[string]any{"fields": list}
+}
+
+// Issue 52: one field of each origin is admitted, and the sidecar suffix is defaulted.
+func TestMetadataFieldsAreAccepted(t *testing.T) {
+	ctx := context.Background()
+	u := loadSample(t, "ragops_v1alpha1_corpus.yaml")
+	ensureNamespace(t, u.GetNamespace())
+	u.SetName("metadata-fields")
+	set("spec.metadata", metadataFields(
+		map[string]any{"name": "title", "type": "text", "from": map[string]any{"reader": "title"}},
+		map[string]any{"name": "changed", "type": "date", "from": map[string]any{"source": "source.modified"}},
+		map[string]any{"name": "year", "type": "int", "from": map[string]any{"path": "moties/{year}/"}},
+		map[string]any{"name": "type", "type": "text", "from": map[string]any{"sidecar": "type"}},
+	))(u.Object)
+	if err := env.Client.Create(ctx, u); err != nil {
+		t.Fatalf("rejected: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, u) })
+	var c ragopsv1alpha1.Corpus
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, &c); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.Spec.Metadata; m == nil || len(m.Fields) != 4 || m.SidecarSuffix != ".meta.json" || m.Fields[2].From.Path != "moties/{year}/" {
+		t.Errorf("stored metadata = %+v", c.Spec.Metadata)
 	}
 }
