@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/grpc/common"
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 )
@@ -55,6 +56,11 @@ type Query struct {
 	// nearText, ModeHybrid as hybrid without a vector. Vector must be empty. Through an alias
 	// the query is embedded by the model of the collection the alias points at.
 	EmbedText bool
+	// Where restricts the search to the chunks it matches (a Weaviate where filter, e.g.
+	// on metadata properties); nil matches all.
+	Where *filters.WhereBuilder
+	// Properties are further properties (metadata) returned in each Hit.Properties.
+	Properties []string
 }
 
 // Hit is one retrieved chunk, best first.
@@ -77,6 +83,9 @@ type Hit struct {
 	Score float32
 	// Distance is the vector distance (ModeDense only).
 	Distance float32
+	// Properties holds the Query.Properties the chunk has (string, []string, int64, float64,
+	// bool; dates as RFC 3339 strings).
+	Properties map[string]any
 }
 
 func (q *Query) validate(target string) error {
@@ -133,6 +142,7 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 	if q.WithText {
 		props = append(props, PropText)
 	}
+	props = append(props, q.Properties...)
 	// The request weaviate-go-client v5.7.3's graphql.Search builds (togrpc) for these
 	// arguments, sent over the Store's own connection (searchconn.go).
 	req := &pb.SearchRequest{
@@ -144,6 +154,9 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 		Uses_123Api:      true,
 		Uses_125Api:      true,
 		Uses_127Api:      true,
+	}
+	if q.Where != nil {
+		req.Filters = q.Where.ToGRPC()
 	}
 	switch q.Mode {
 	case ModeDense:
@@ -193,6 +206,14 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 		h.PageStart = intValue(p[PropPageStart])
 		h.PageEnd = intValue(p[PropPageEnd])
 		h.HeadingPath = p[PropHeadingPath].GetListValue().GetTextValues().GetValues()
+		for _, name := range q.Properties {
+			if v := valueOf(p[name]); v != nil {
+				if h.Properties == nil {
+					h.Properties = map[string]any{}
+				}
+				h.Properties[name] = v
+			}
+		}
 		if q.Mode == ModeDense {
 			h.Distance = r.GetMetadata().GetDistance()
 			h.Score = 1 - h.Distance
@@ -215,6 +236,27 @@ func (s *Store) dimensionsOf(ctx context.Context, target string) int {
 		}
 	}
 	return 0
+}
+
+// valueOf returns a scalar or text-list property value as Go value, nil when absent.
+func valueOf(v *pb.Value) any {
+	switch x := v.GetKind().(type) {
+	case *pb.Value_TextValue:
+		return x.TextValue
+	case *pb.Value_IntValue:
+		return x.IntValue
+	case *pb.Value_NumberValue:
+		return x.NumberValue
+	case *pb.Value_BoolValue:
+		return x.BoolValue
+	case *pb.Value_DateValue:
+		return x.DateValue
+	case *pb.Value_ListValue:
+		if t := x.ListValue.GetTextValues(); t != nil {
+			return t.GetValues()
+		}
+	}
+	return nil
 }
 
 // intValue returns an int or number property's value, 0 when absent.

@@ -30,6 +30,12 @@ type Chunk struct {
 	DocHash string
 	// Vector is the embedding; its length must equal the collection's dimensions.
 	Vector []float32
+	// Properties are the document's metadata properties (name -> string, []string, int64,
+	// float64, bool, or an RFC 3339 date string), set on the object beside ragops's own;
+	// the collection must have them ([Store.EnsureProperties]). May be nil.
+	Properties map[string]any
+	// MetaHash is stored as PropMetaHash when not empty.
+	MetaHash string
 }
 
 // chunkNamespace is the UUIDv5 namespace of chunk IDs: UUIDv5(URL namespace, "https://ragops.dev/chunk").
@@ -67,22 +73,31 @@ func (c *Chunk) object(collection, revision string) *models.Object {
 	if hp == nil {
 		hp = []string{}
 	}
+	props := map[string]any{
+		PropText:         c.Text,
+		PropDocID:        c.DocID,
+		PropChunkOrdinal: int64(c.Ordinal),
+		PropStart:        int64(c.Start),
+		PropEnd:          int64(c.End),
+		PropHeadingPath:  hp,
+		PropRevision:     revision,
+		PropPageStart:    int64(c.PageStart),
+		PropPageEnd:      int64(c.PageEnd),
+		PropDocHash:      c.DocHash,
+	}
+	for k, v := range c.Properties {
+		if _, own := props[k]; !own {
+			props[k] = v
+		}
+	}
+	if c.MetaHash != "" {
+		props[PropMetaHash] = c.MetaHash
+	}
 	return &models.Object{
-		Class: collection,
-		ID:    strfmt.UUID(ChunkID(revision, c.DocID, c.Ordinal).String()),
-		Properties: map[string]any{
-			PropText:         c.Text,
-			PropDocID:        c.DocID,
-			PropChunkOrdinal: int64(c.Ordinal),
-			PropStart:        int64(c.Start),
-			PropEnd:          int64(c.End),
-			PropHeadingPath:  hp,
-			PropRevision:     revision,
-			PropPageStart:    int64(c.PageStart),
-			PropPageEnd:      int64(c.PageEnd),
-			PropDocHash:      c.DocHash,
-		},
-		Vector: c.Vector,
+		Class:      collection,
+		ID:         strfmt.UUID(ChunkID(revision, c.DocID, c.Ordinal).String()),
+		Properties: props,
+		Vector:     c.Vector,
 	}
 }
 
