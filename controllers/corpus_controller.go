@@ -198,7 +198,7 @@ func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.
 	}
 	// Listed as a scan Job lists the same files on a volume (one formula for every source):
 	// the format decides whether a .jsonl is one BEIR record per line.
-	listed, skips, err := corpus.List(ctx, files, plan.Source{Format: c.Spec.Format, Include: c.Spec.Include, Exclude: c.Spec.Exclude, MaxDocumentBytes: c.Spec.MaxDocumentBytes})
+	listed, skips, err := corpus.List(ctx, files, plan.Source{Format: c.Spec.Format, Include: c.Spec.Include, Exclude: c.Spec.Exclude, MaxDocumentBytes: c.Spec.MaxDocumentBytes, Metadata: c.Spec.Metadata})
 	if err != nil {
 		return reconcile.Stalled(ReasonSourceUnreadable, fmt.Sprintf("ConfigMap %s: %v", cm.Name, err)), nil
 	}

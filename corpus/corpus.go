@@ -55,6 +55,10 @@ type Document struct {
 	Doc reader.Document
 	// Read is true when Doc holds the extracted document.
 	Read bool
+	// SidecarHash is the hash of the document's sidecar file (plan.Source.SidecarSuffix; as
+	// Hash, or the listing hash of a listed S3 object), "" when it has none. It is part of
+	// the Revision, so a sidecar edit is a new corpus revision (a sync).
+	SidecarHash string
 }
 
 // Keys of the source fields Walk adds to reader.Document.Metadata. Values are strings.
@@ -116,6 +120,10 @@ type Source struct {
 	listed map[string]string      // S3 objects listed, not downloaded (Listing): ID -> listing hash
 	s3objs map[string]*s3Object   // S3 objects downloaded: path -> LastModified, user metadata
 	when   time.Time              // committer time of the Git commit
+	// sidecar is the suffix of sidecar files ("" when no field reads one); sidecars maps a
+	// document path to its sidecar's path.
+	sidecar  string
+	sidecars map[string]string
 }
 
 // OpenOptions narrows what Open fetches of a remote source; the zero value fetches it whole.
@@ -147,7 +155,12 @@ func Open(ctx context.Context, src plan.Source, workDir string, read DocumentRea
 
 // OpenWith opens src as Open does, fetching of an S3 source only what opts selects.
 func OpenWith(ctx context.Context, src plan.Source, workDir string, read DocumentReader, opts OpenOptions) (*Source, error) {
-	s := &Source{spec: src, read: read, sizes: map[string]int64{}, infos: map[string]fs.FileInfo{}}
+	s := &Source{spec: src, read: read, sizes: map[string]int64{}, infos: map[string]fs.FileInfo{},
+		sidecar: src.SidecarSuffix(), sidecars: map[string]string{}}
+	if keep := opts.Keep; keep != nil && s.sidecar != "" {
+		// A document's sidecar is fetched with it.
+		opts.Keep = func(id string) bool { return keep(s.documentOf(id)) }
+	}
 	switch {
 	case src.Dir != "":
 		s.root = src.Dir
@@ -165,9 +178,13 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 		s.root, s.s3objs = dir, objs
 		s.listed = map[string]string{}
 		for _, o := range listed {
+			s.listed[o.rel] = o.hash
+			if doc := s.documentOf(o.rel); doc != o.rel {
+				s.sidecars[doc] = o.rel
+				continue
+			}
 			s.files = append(s.files, o.rel)
 			s.sizes[o.rel] = o.size
-			s.listed[o.rel] = o.hash
 		}
 	case src.Git != nil:
 		dir, commit, when, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
@@ -193,7 +210,7 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 		if strings.HasPrefix(d.Name(), "..") {
 			return nil
 		}
-		ok, err := Selected(rel, src.Include, src.Exclude)
+		ok, err := selected(src, rel)
 		if err != nil || !ok {
 			return err
 		}
@@ -202,6 +219,10 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 			return fmt.Errorf("stat %s: %w", rel, err)
 		}
 		if !info.Mode().IsRegular() {
+			return nil
+		}
+		if doc := s.documentOf(rel); doc != rel {
+			s.sidecars[doc] = rel
 			return nil
 		}
 		s.files = append(s.files, rel)
@@ -214,6 +235,74 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 	}
 	sort.Strings(s.files)
 	return s, nil
+}
+
+// documentOf returns the document a sidecar file rel belongs to, rel itself for any other file.
+func (s *Source) documentOf(rel string) string {
+	if doc, ok := strings.CutSuffix(rel, s.sidecar); ok && s.sidecar != "" && doc != "" && !strings.HasSuffix(doc, "/") {
+		return doc
+	}
+	return rel
+}
+
+// selected applies src's include and exclude globs to a file; a sidecar file is selected
+// with its document.
+func selected(src plan.Source, rel string) (bool, error) {
+	if suffix := src.SidecarSuffix(); suffix != "" {
+		if doc, ok := strings.CutSuffix(rel, suffix); ok && doc != "" && !strings.HasSuffix(doc, "/") {
+			rel = doc
+		}
+	}
+	return Selected(rel, src.Include, src.Exclude)
+}
+
+// Sidecar returns the raw sidecar file of document id (plan.Source.SidecarSuffix), nil when
+// it has none or no field reads sidecars.
+//
+// Errors: the sidecar is listed but cannot be read.
+func (s *Source) Sidecar(id string) ([]byte, error) {
+	rel, ok := s.sidecars[id]
+	if !ok {
+		return nil, nil
+	}
+	if _, listed := s.listed[rel]; listed {
+		if _, fetched := s.s3objs[rel]; !fetched {
+			return nil, fmt.Errorf("sidecar %s: only listed, not downloaded", rel)
+		}
+	}
+	return os.ReadFile(filepath.Join(s.root, filepath.FromSlash(rel)))
+}
+
+// sidecarHash returns the hash of document rel's sidecar ("" with none): its listing hash
+// when it was only listed, else its bytes'.
+func (s *Source) sidecarHash(rel string) string {
+	side, ok := s.sidecars[rel]
+	if !ok {
+		return ""
+	}
+	if h, listed := s.listed[side]; listed {
+		if _, fetched := s.s3objs[side]; !fetched {
+			return h
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(s.root, filepath.FromSlash(side)))
+	if err != nil {
+		return "unreadable"
+	}
+	return hashOf(b)
+}
+
+// SourceFields returns the source fields (MetaSource*) a walk adds to document id's
+// Metadata, without reading the document: what a sync compares for a document it does not
+// read. nil for a BEIR record (its fields come with its line).
+func (s *Source) SourceFields(id string) map[string]any {
+	size, ok := s.sizes[id]
+	if !ok {
+		return nil
+	}
+	var doc reader.Document
+	s.addSourceMeta(&doc, id, size)
+	return doc.Metadata
 }
 
 // Root is the folder the source was materialised in.
@@ -285,7 +374,7 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 			if !list {
 				return fmt.Errorf("document %s: only listed (OpenOptions.Listing), not downloaded", rel)
 			}
-			if err := visit(Document{ID: rel, Hash: h, Size: s.sizes[rel]}); err != nil {
+			if err := visit(Document{ID: rel, Hash: h, Size: s.sizes[rel], SidecarHash: s.sidecarHash(rel)}); err != nil {
 				return err
 			}
 			continue
@@ -295,7 +384,7 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 			skip(Skipped{ID: rel, Reason: "Unreadable", Err: err})
 			continue
 		}
-		d := Document{ID: rel, Hash: hashOf(data), Size: int64(len(data))}
+		d := Document{ID: rel, Hash: hashOf(data), Size: int64(len(data)), SidecarHash: s.sidecarHash(rel)}
 		if !list && (need == nil || need(d)) {
 			if s.read == nil {
 				return fmt.Errorf("document %s: no document reader configured", rel)
@@ -441,15 +530,19 @@ func scanRecords(ctx context.Context, r io.Reader, rel string, maxBytes int64, l
 // revision a scan of the folder reports. Doc is unset; skipped documents come with reasons.
 // Errors: a bad glob, a read error inside a BEIR file (a line over beir.MaxLineBytes).
 func List(ctx context.Context, files map[string][]byte, src plan.Source) (docs []Document, skipped []Skipped, err error) {
-	s := &Source{spec: src}
+	s := &Source{spec: src, sidecar: src.SidecarSuffix(), sidecars: map[string]string{}}
 	names := make([]string, 0, len(files))
 	for name := range files {
 		if strings.HasPrefix(name, "..") {
 			continue
 		}
-		ok, err := Selected(name, src.Include, src.Exclude)
+		ok, err := selected(src, name)
 		if err != nil {
 			return nil, nil, err
+		}
+		if doc := s.documentOf(name); doc != name {
+			s.sidecars[doc] = name
+			continue
 		}
 		if ok {
 			names = append(names, name)
@@ -470,7 +563,11 @@ func List(ctx context.Context, files map[string][]byte, src plan.Source) (docs [
 			skip(Skipped{ID: name, Reason: string(reader.TooLarge), Err: reader.TooLargeSkip("", int64(len(data)), max, MaxBytesSetting)})
 			continue
 		}
-		_ = visit(Document{ID: name, Hash: hashOf(data), Size: int64(len(data))})
+		d := Document{ID: name, Hash: hashOf(data), Size: int64(len(data))}
+		if side, ok := s.sidecars[name]; ok {
+			d.SidecarHash = hashOf(files[side])
+		}
+		_ = visit(d)
 	}
 	return docs, skipped, nil
 }
@@ -500,13 +597,17 @@ func hashOf(b []byte) string {
 }
 
 // Revision returns a content revision of a document listing: the first 12 hex digits of
-// SHA-256 over the sorted (ID, hash) pairs.
+// SHA-256 over the sorted (ID, hash) pairs, with the sidecar hash of documents that have one.
 func Revision(docs []Document) string {
 	sorted := make([]Document, len(docs))
 	copy(sorted, docs)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
 	h := sha256.New()
 	for _, d := range sorted {
+		if d.SidecarHash != "" {
+			fmt.Fprintf(h, "%s\x00%s\x00%s\n", d.ID, d.Hash, d.SidecarHash)
+			continue
+		}
 		fmt.Fprintf(h, "%s\x00%s\n", d.ID, d.Hash)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]

@@ -86,7 +86,7 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
 			return "", nil, nil, fmt.Errorf("source %s: object key %q escapes the prefix", name, obj.Key)
 		}
-		ok, err := Selected(clean, src.Include, src.Exclude)
+		ok, err := selected(src, clean)
 		if err != nil {
 			return "", nil, nil, fmt.Errorf("source %s: %w", name, err)
 		}

@@ -88,6 +88,27 @@ type Source struct {
 	// OCR configures text recognition of scanned pages; nil means the API defaults (Auto,
 	// nld+eng, 300 DPI, minConfidence 70).
 	OCR *ragopsv1alpha1.OCRSpec `json:"ocr,omitempty"`
+	// Metadata declares the document fields that become chunk properties (Corpus
+	// spec.metadata); nil: none.
+	Metadata *ragopsv1alpha1.MetadataSpec `json:"metadata,omitempty"`
+}
+
+// SidecarSuffix is the suffix of the sidecar files of src's documents (Metadata's, default
+// .meta.json) when a declared field reads one, else "": such files are no documents.
+func (s Source) SidecarSuffix() string {
+	m := s.Metadata
+	if m == nil {
+		return ""
+	}
+	for _, f := range m.Fields {
+		if f.From.Sidecar != "" {
+			if m.SidecarSuffix == "" {
+				return ".meta.json"
+			}
+			return m.SidecarSuffix
+		}
+	}
+	return ""
 }
 
 // Weaviate is a Weaviate endpoint; the API key, if any, is in $WEAVIATE_API_KEY.

@@ -92,6 +92,7 @@ func SecretEnv(name string, ref ragopsv1alpha1.SecretKeySelector) corev1.EnvVar 
 func (w *Workload) MountCorpus(c *ragopsv1alpha1.Corpus, src *plan.Source) {
 	src.Format, src.Include, src.Exclude, src.MaxDocumentBytes = c.Spec.Format, c.Spec.Include, c.Spec.Exclude, c.Spec.MaxDocumentBytes
 	src.OCR = c.Spec.OCR
+	src.Metadata = c.Spec.Metadata
 	src.Dir = w.MountSource("corpus", plan.CorpusDir, c.Spec.PVC, c.Spec.ConfigMap)
 	src.HTTP, src.S3, src.Git = c.Spec.HTTP, c.Spec.S3, c.Spec.Git
 	w.fetchesCorpus(c)
