@@ -555,6 +555,11 @@ type RevisionStatus struct {
 	// Skipped counts documents left out, by reason (Encrypted, Corrupt, Empty, NoTextLayer, TooLarge, OCRFailed, ...).
 	// +optional
 	Skipped map[string]int64 `json:"skipped,omitempty"`
+	// InvalidMetadata counts the documents of the last build or sync written with a declared
+	// metadata field (Corpus spec.metadata.fields) left unset because its value did not parse,
+	// by "<field>/<reason>" (reasons InvalidValue, InvalidSidecar). The documents are indexed.
+	// +optional
+	InvalidMetadata map[string]int64 `json:"invalidMetadata,omitempty"`
 	// OCR counts the pages read by OCR in the revision's last build or corpus sync (documents
 	// found unchanged or in the extraction cache run no OCR and count none).
 	// +optional

@@ -1780,6 +1780,13 @@ func (in *RevisionStatus) DeepCopyInto(out *RevisionStatus) {
 			(*out)[key] = val
 		}
 	}
+	if in.InvalidMetadata != nil {
+		in, out := &in.InvalidMetadata, &out.InvalidMetadata
+		*out = make(map[string]int64, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.OCR != nil {
 		in, out := &in.OCR, &out.OCR
 		*out = new(OCRStatus)

@@ -228,6 +228,13 @@ type BuildResult struct {
 	// chunks). The controller compares the collection's count with their sum; nil from a
 	// worker that does not report it (a sync is then not checked).
 	ShardChunks *int64 `json:"shardChunks,omitempty"`
+	// MetadataUpdated counts documents of a sync whose bytes were unchanged but whose
+	// metadata (a sidecar, a source field, the field declarations) changed: their chunks'
+	// properties were rewritten without embedding. Not in Documents nor Unchanged.
+	MetadataUpdated int64 `json:"metadataUpdated,omitempty"`
+	// InvalidMetadata counts the documents written with a declared metadata field left unset
+	// because its value did not parse, by "<field>/<reason>" (pipeline/docmeta reasons).
+	InvalidMetadata map[string]int64 `json:"invalidMetadata,omitempty"`
 	// Kept counts documents of an incremental sync that failed to read (or chunk) and kept
 	// their previous chunks; they are also in Skipped by reason.
 	Kept    int64            `json:"kept,omitempty"`

@@ -23,6 +23,7 @@ import (
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/evaluator"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/pipeline/docmeta"
 	"github.com/ragops/ragops/pipeline/extractcache"
 	"github.com/ragops/ragops/pipeline/progress"
 	"github.com/ragops/ragops/reader"
@@ -139,6 +140,8 @@ type shardBuild struct {
 	chunker chunkers.Chunker
 	store   *vectorstore.Store
 	closers []func()
+	// fields are the Corpus's metadata field declarations (nil: none).
+	fields *docmeta.Fields
 
 	// Set by planShard.
 	src *corpus.Source
@@ -150,7 +153,12 @@ type shardBuild struct {
 	// hashes in an incremental sync (nil in a build).
 	states   map[string]vectorstore.DocumentState
 	existing map[string]string
-	prog     *progress.Logger
+	// metaHashes are the metadata hashes the collection holds (with fields declared);
+	// metaNow caches the documents' current ones.
+	metaHashes, metaNow map[string]string
+	// metaUpdates are documents whose properties wait for the next flush, without embedding.
+	metaUpdates map[string]vectorstore.DocumentProperties
+	prog        *progress.Logger
 
 	seen    map[string]bool // incremental: documents still in the corpus
 	emptied map[string]bool // read, with no text: their chunks go
@@ -243,7 +251,13 @@ func (b *shardBuild) open(ctx context.Context) error {
 		// A resumed build or a sync keeps the collection's wiring (Weaviate refuses to change it).
 		spec.Vectorizer = info.Vectorizer
 	}
-	return b.store.EnsureCollection(ctx, spec)
+	if err := b.store.EnsureCollection(ctx, spec); err != nil {
+		return err
+	}
+	if b.fields, err = docmeta.Compile(p.Source.Metadata); err != nil {
+		return err
+	}
+	return b.store.EnsureProperties(ctx, p.Collection, b.fields.Properties())
 }
 
 // planShard opens the corpus and counts the shard's documents, and reads what the collection
@@ -297,6 +311,12 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	if b.states, err = b.store.DocumentStates(ctx, p.Collection, 0, b.mine); err != nil {
 		return err
 	}
+	b.metaNow, b.metaUpdates = map[string]string{}, map[string]vectorstore.DocumentProperties{}
+	if b.fields != nil && len(b.states) > 0 {
+		if b.metaHashes, err = b.store.DocumentMetaHashes(ctx, p.Collection, 0, b.mine); err != nil {
+			return err
+		}
+	}
 	if p.Incremental {
 		b.existing = make(map[string]string, len(b.states))
 		for id, st := range b.states {
@@ -324,7 +344,11 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	}
 	// Reading is the walk's time outside its callbacks.
 	b.visited = time.Now()
-	err := b.src.WalkChanged(wctx, b.mine, func(d corpus.Document) bool { return !b.unchanged(d) }, func(d corpus.Document) error {
+	need := func(d corpus.Document) bool {
+		// A metadata-only change reads the document only for the reader's fields.
+		return !b.rawUnchanged(d) || !b.metaSame(d) && b.fields.NeedsReader()
+	}
+	err := b.src.WalkChanged(wctx, b.mine, need, func(d corpus.Document) error {
 		b.readTime += time.Since(b.visited)
 		defer func() { b.visited = time.Now() }()
 		return b.document(ctx, d)
@@ -348,23 +372,100 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := b.flushMetadata(ctx); err != nil {
+		return err
+	}
 	return b.flush(ctx)
 }
 
-// unchanged reports whether a sync holds document d as it is now: its chunks agree on d's raw
-// hash and are contiguous. Such a document is not read (see corpus.Source.WalkChanged).
-func (b *shardBuild) unchanged(d corpus.Document) bool {
+// flushMetadata rewrites the properties of the documents whose metadata alone changed.
+func (b *shardBuild) flushMetadata(ctx context.Context) error {
+	if len(b.metaUpdates) == 0 {
+		return nil
+	}
+	writeStart := time.Now()
+	defer func() { b.writeTime += time.Since(writeStart) }()
+	if err := b.store.UpdateProperties(ctx, b.p.Collection, b.fields.Names(), b.metaUpdates); err != nil {
+		return err
+	}
+	clear(b.metaUpdates)
+	return nil
+}
+
+// rawUnchanged reports whether a sync holds document d's bytes as they are now: its chunks
+// agree on d's raw hash and are contiguous. Such a document is not embedded, and not read
+// (see corpus.Source.WalkChanged) unless its metadata changed and a field reads the reader's.
+func (b *shardBuild) rawUnchanged(d corpus.Document) bool {
 	st, had := b.states[d.ID]
 	return b.p.Incremental && had && st.Consistent() && st.Hash == d.Hash
+}
+
+// metaSame reports whether the collection holds document d's metadata hash as it is now
+// (always, with no fields declared).
+func (b *shardBuild) metaSame(d corpus.Document) bool {
+	return b.fields == nil || b.metaHashes[d.ID] == b.metaHash(d)
+}
+
+// metaHash is document d's current metadata hash (docmeta.Fields.Hash), computed once.
+func (b *shardBuild) metaHash(d corpus.Document) string {
+	if h, ok := b.metaNow[d.ID]; ok {
+		return h
+	}
+	in := b.metaInputs(d)
+	in.Fields = b.src.SourceFields(d.ID) // what an unread document has too
+	h := b.fields.Hash(in)
+	b.metaNow[d.ID] = h
+	return h
+}
+
+// metaInputs are what document d's metadata fields are taken from: the reader's and source's
+// fields (the source's only when d was not read), its path and its sidecar.
+func (b *shardBuild) metaInputs(d corpus.Document) docmeta.Inputs {
+	in := docmeta.Inputs{Path: d.ID, Fields: d.Doc.Metadata}
+	if !d.Read {
+		in.Fields = b.src.SourceFields(d.ID)
+	}
+	if b.fields.SidecarSuffix() != "" {
+		side, err := b.src.Sidecar(d.ID)
+		if err != nil {
+			b.log.Warn("sidecar unreadable: its fields are unset", "document", d.ID, "error", err)
+		}
+		in.Sidecar = side
+	}
+	return in
+}
+
+// properties returns document d's metadata properties, counting the fields that did not parse.
+func (b *shardBuild) properties(d corpus.Document) map[string]any {
+	props, fails := b.fields.Values(b.metaInputs(d))
+	for _, f := range fails {
+		if b.res.InvalidMetadata == nil {
+			b.res.InvalidMetadata = map[string]int64{}
+		}
+		b.res.InvalidMetadata[f.Field+"/"+f.Reason]++
+		b.log.Warn("metadata field left unset", "document", d.ID, "field", f.Field, "reason", f.Reason, "value", f.Value)
+	}
+	return props
 }
 
 // document syncs one document of the walk (see syncDocuments): unchanged ones unread.
 func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 	res := &b.res
 	b.seen[d.ID] = true
-	if b.unchanged(d) {
-		res.Unchanged++
-		b.shardChunks += int64(b.states[d.ID].Chunks)
+	if b.rawUnchanged(d) {
+		chunks := b.states[d.ID].Chunks
+		b.shardChunks += int64(chunks)
+		if b.metaSame(d) {
+			res.Unchanged++
+			return nil
+		}
+		// Only the metadata changed: the chunks' properties are rewritten, nothing embedded.
+		res.MetadataUpdated++
+		b.done++
+		b.metaUpdates[d.ID] = vectorstore.DocumentProperties{Chunks: chunks, Properties: b.properties(d), MetaHash: b.metaHash(d)}
+		if len(b.metaUpdates) >= embedBatchDocuments*4 {
+			return b.flushMetadata(ctx)
+		}
 		return nil
 	}
 	if !d.Read {
@@ -391,7 +492,7 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		b.log.Warn("document skipped", "document", d.ID, "reason", reader.Empty)
 		return nil
 	}
-	if st, had := b.states[d.ID]; !p.Incremental && had && st.Complete(d.Hash, len(chunks)) {
+	if st, had := b.states[d.ID]; !p.Incremental && had && st.Complete(d.Hash, len(chunks)) && b.metaSame(d) {
 		// Written whole by an earlier run of this revision: not embedded again.
 		res.Resumed++
 		res.ResumedTokens += b.model.DocumentTokens([]embedder.Document{{Text: d.Doc.Text, Chunks: chunks}}, b.mode)
@@ -449,11 +550,17 @@ func (b *shardBuild) flush(ctx context.Context) error {
 	defer func() { b.writeTime += time.Since(writeStart) }()
 	for i, d := range b.pending {
 		var objs []vectorstore.Chunk
+		var props map[string]any
+		var metaHash string
+		if b.fields != nil {
+			props, metaHash = b.properties(d), b.metaHash(d)
+		}
 		for j, c := range b.pendingChunks[i] {
 			first, last, _ := d.Doc.PageRange(c.Start, c.End)
 			objs = append(objs, vectorstore.Chunk{
 				DocID: d.ID, Ordinal: c.Ordinal, Start: c.Start, End: c.End, Text: c.Text(d.Doc.Text),
 				HeadingPath: c.HeadingPath, PageStart: first, PageEnd: last, DocHash: d.Hash, Vector: vecs[i][j],
+				Properties: props, MetaHash: metaHash,
 			})
 			res.StoredBytes += int64(len(objs[j].Text) + 4*len(vecs[i][j]))
 		}
