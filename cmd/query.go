@@ -23,6 +23,7 @@ func newQueryCommand() *cobra.Command {
 		k                                         int
 		alpha                                     float32
 		timeout                                   time.Duration
+		where                                     []string
 	)
 	c := &cobra.Command{
 		Use:   "query [flags] TEXT",
@@ -30,7 +31,15 @@ func newQueryCommand() *cobra.Command {
 		Long: `query finds the Index's Weaviate (spec.weaviate, through the kubeconfig) and sends TEXT through the
 Index's alias: dense as nearText and hybrid with text only, embedded by the active revision's own
 model server, or bm25. It prints rank, score, document ID, byte span, pages, heading path and the
-first words of each chunk, or JSON with -o json.`,
+first words of each chunk, or JSON with -o json (with the chunks' metadata properties when
+filtered).
+
+--where filters on the chunks' properties (the Corpus's spec.metadata.fields, and docId), each
+PROPERTY OP VALUE with OP one of = != < <= > >= ~; repeated conditions are ANDed:
+  --where 'type=motie|amendement' --where 'datum>=2018-01-01' --where 'datum<2023'
+Values are typed by the property (int, number, boolean, date as RFC 3339, 2006-01-02 or a
+year); = on a text[] property matches any of the values; ~ is Like (* and ?). See
+docs/querying.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := query.ParseMode(mode)
@@ -84,7 +93,7 @@ first words of each chunk, or JSON with -o json.`,
 			if err != nil {
 				return err
 			}
-			hits, err := query.Run(ctx, store, target.Alias, query.Request{Text: args[0], Mode: m, K: k, Alpha: alpha})
+			hits, err := query.Run(ctx, store, target.Alias, query.Request{Text: args[0], Mode: m, K: k, Alpha: alpha, Where: where})
 			if err != nil {
 				return err
 			}
@@ -102,6 +111,7 @@ first words of each chunk, or JSON with -o json.`,
 	f.StringVarP(&output, "output", "o", query.FormatTable, "table or json")
 	f.StringVar(&weaviateURL, "weaviate-url", "", "Weaviate HTTP URL instead of the Index's spec.weaviate.url (no Kubernetes lookup; API key from $"+vectorstore.EnvAPIKey+")")
 	f.StringVar(&grpcAddress, "weaviate-grpc-address", "", "Weaviate gRPC host:port with --weaviate-url (default the URL's host, port 50051)")
+	f.StringArrayVar(&where, "where", nil, "filter PROPERTY OP VALUE (OP = != < <= > >= ~), repeatable, ANDed; e.g. --where 'datum>=2018-01-01'")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "time limit of the lookup and the query")
 	_ = c.MarkFlagRequired("index")
 	return c

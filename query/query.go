@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -117,6 +118,8 @@ type Request struct {
 	// K is the number of chunks; Alpha weighs hybrid (1 dense, 0 BM25).
 	K     int
 	Alpha float32
+	// Where are filter conditions, ANDed (see ParseWhere): only chunks matching all are ranked.
+	Where []string
 }
 
 // Run runs req through alias and returns the hits, best first, with their chunk text.
@@ -128,6 +131,16 @@ func Run(ctx context.Context, s *vectorstore.Store, alias string, req Request) (
 		return nil, fmt.Errorf("query: want a non-empty text and k >= 1, have %q and %d", req.Text, req.K)
 	}
 	q := vectorstore.Query{Mode: req.Mode, Text: req.Text, Limit: req.K, WithText: true}
+	if len(req.Where) > 0 {
+		types, err := s.PropertyTypes(ctx, alias)
+		if err != nil {
+			return nil, err
+		}
+		if q.Where, err = ParseWhere(req.Where, types); err != nil {
+			return nil, err
+		}
+		q.Properties = metadataProperties(types)
+	}
 	switch req.Mode {
 	case vectorstore.ModeBM25:
 	case vectorstore.ModeDense, vectorstore.ModeHybrid:
@@ -152,6 +165,24 @@ func Run(ctx context.Context, s *vectorstore.Store, alias string, req Request) (
 	return s.Search(ctx, alias, q)
 }
 
+// ownProperties are the chunk properties ragops itself writes; the others are metadata.
+var ownProperties = []string{vectorstore.PropText, vectorstore.PropDocID, vectorstore.PropChunkOrdinal, vectorstore.PropStart,
+	vectorstore.PropEnd, vectorstore.PropHeadingPath, vectorstore.PropRevision, vectorstore.PropPageStart, vectorstore.PropPageEnd,
+	vectorstore.PropDocHash, vectorstore.PropMetaHash}
+
+// metadataProperties returns the names of types that are not ragops's own chunk properties
+// (the Corpus's declared metadata fields), sorted.
+func metadataProperties(types map[string]string) []string {
+	var out []string
+	for name := range types {
+		if !slices.Contains(ownProperties, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Formats of Print.
 const (
 	FormatTable = "table"
@@ -174,6 +205,8 @@ type Result struct {
 	HeadingPath []string `json:"headingPath,omitempty"`
 	Revision    string   `json:"revision"`
 	Text        string   `json:"text"`
+	// Properties are the chunk's metadata properties, returned with --where.
+	Properties map[string]any `json:"properties,omitempty"`
 }
 
 // Results converts hits to ranked Results.
@@ -181,7 +214,8 @@ func Results(hits []vectorstore.Hit) []Result {
 	out := make([]Result, len(hits))
 	for i, h := range hits {
 		out[i] = Result{Rank: i + 1, Score: h.Score, DocID: h.DocID, Chunk: h.Ordinal, Start: h.Start, End: h.End,
-			PageStart: h.PageStart, PageEnd: h.PageEnd, HeadingPath: h.HeadingPath, Revision: h.Revision, Text: h.Text}
+			PageStart: h.PageStart, PageEnd: h.PageEnd, HeadingPath: h.HeadingPath, Revision: h.Revision, Text: h.Text,
+			Properties: h.Properties}
 	}
 	return out
 }
