@@ -214,7 +214,7 @@ func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.
 		skipped[sk.Reason]++
 	}
 	docs := int64(len(listed))
-	rev := corpus.Revision(listed)
+	rev := corpus.WithMetadata(corpus.Revision(listed), c.Spec.Metadata)
 	if rev != c.Status.Revision || c.Status.LastSyncTime == nil {
 		c.Status.LastSyncTime = &metav1.Time{Time: r.now().Truncate(time.Second)}
 	}

@@ -23,6 +23,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -611,6 +612,18 @@ func Revision(docs []Document) string {
 		fmt.Fprintf(h, "%s\x00%s\n", d.ID, d.Hash)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// WithMetadata folds the metadata field declarations m into a listing's revision: a new or
+// changed declaration is a new corpus revision, so the Indexes sync and rewrite their
+// chunks' properties (without embedding). A corpus without declarations keeps rev.
+func WithMetadata(rev string, m *ragopsv1alpha1.MetadataSpec) string {
+	if m == nil || len(m.Fields) == 0 {
+		return rev
+	}
+	raw, _ := json.Marshal(m)
+	sum := sha256.Sum256(append([]byte(rev+"\x00"), raw...))
+	return hex.EncodeToString(sum[:])[:12]
 }
 
 // Selected applies include and exclude globs (path.Match, with "**/" for any leading

@@ -84,6 +84,14 @@ func TestSidecarFilesBelongToTheirDocument(t *testing.T) {
 	if rev2 == rev || strings.Join(ids2, ",") != strings.Join(ids, ",") || readAll(t, s)["moties/a.md"].Hash != hashA {
 		t.Errorf("after a sidecar edit: revision %s (was %s), documents %v, a.md hash kept: want a new revision, same documents and hash", rev2, rev, ids2)
 	}
+	// A declaration change is a new revision too (the Indexes sync their properties); no
+	// declarations keep the listing's revision.
+	more := sidecarMetadata.DeepCopy()
+	more.Fields = append(more.Fields, ragopsv1alpha1.MetadataField{Name: "title", Type: ragopsv1alpha1.MetadataText,
+		From: ragopsv1alpha1.MetadataSource{Reader: "title"}})
+	if WithMetadata(rev2, nil) != rev2 || WithMetadata(rev2, sidecarMetadata) == rev2 || WithMetadata(rev2, more) == WithMetadata(rev2, sidecarMetadata) {
+		t.Error("WithMetadata: want the listing's revision without declarations, another one per declaration set")
+	}
 	src.Include, src.Metadata = nil, nil
 	ids, _ = listing(t, open(src))
 	if len(ids) != 3 {

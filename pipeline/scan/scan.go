@@ -35,7 +35,7 @@ func Run(ctx context.Context, log *slog.Logger, src plan.Source, workDir string)
 		res.Skipped = nil
 	}
 	res.Documents = int64(len(docs))
-	res.Revision = corpus.Revision(docs)
+	res.Revision = corpus.WithMetadata(corpus.Revision(docs), src.Metadata)
 	res.Commit = s.Commit()
 	log.Info("scanned", "root", s.Root(), "documents", res.Documents, "bytes", res.Bytes, "revision", res.Revision, "commit", res.Commit)
 	return res, nil
