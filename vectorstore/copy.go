@@ -2,10 +2,10 @@ package vectorstore
 
 import (
 	"context"
-	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
-	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 )
 
 // CopyStats is what [Store.CopyCollection] wrote.
@@ -48,7 +48,21 @@ func (s *Store) CopyCollection(ctx context.Context, from, to string, pageSize in
 	if src.Dimensions != dst.Dimensions {
 		return CopyStats{}, &DimensionError{Op: "copy", Collection: to, Expected: dst.Dimensions, Actual: src.Dimensions}
 	}
-	props := []string{PropText, PropDocID, PropChunkOrdinal, PropStart, PropEnd, PropHeadingPath, PropPageStart, PropPageEnd, PropDocHash}
+	// The metadata properties (and their values, with every other property) come along.
+	types, err := s.PropertyTypes(ctx, from)
+	if err != nil {
+		return CopyStats{}, err
+	}
+	var meta []Property
+	for name, dt := range types {
+		if !ownProperty(name) {
+			meta = append(meta, Property{Name: name, DataType: dt})
+		}
+	}
+	slices.SortFunc(meta, func(a, b Property) int { return strings.Compare(a.Name, b.Name) })
+	if err := s.EnsureProperties(ctx, to, meta); err != nil {
+		return CopyStats{}, err
+	}
 	var st CopyStats
 	after := ""
 	for {
@@ -59,7 +73,7 @@ func (s *Store) CopyCollection(ctx context.Context, from, to string, pageSize in
 		err := s.retry(ctx, func() error {
 			var err error
 			res, err = s.client.Experimental().Search().WithCollection(from).WithLimit(pageSize).WithAfter(after).
-				WithProperties(props...).WithMetadata(&graphql.Metadata{ID: true, Vector: true}).Do(ctx)
+				WithMetadata(&graphql.Metadata{ID: true, Vector: true}).Do(ctx)
 			return classify("copy", from, err)
 		})
 		if err != nil {
@@ -67,18 +81,11 @@ func (s *Store) CopyCollection(ctx context.Context, from, to string, pageSize in
 		}
 		chunks := make([]Chunk, 0, len(res))
 		for _, r := range res {
-			c := Chunk{Ordinal: intProp(r.Properties[PropChunkOrdinal]), Start: intProp(r.Properties[PropStart]),
-				End: intProp(r.Properties[PropEnd]), PageStart: intProp(r.Properties[PropPageStart]),
-				PageEnd: intProp(r.Properties[PropPageEnd]), Vector: r.Vector}
-			c.DocID, _ = r.Properties[PropDocID].(string)
-			c.Text, _ = r.Properties[PropText].(string)
-			c.DocHash, _ = r.Properties[PropDocHash].(string)
-			if lv, ok := r.Properties[PropHeadingPath].(*pb.ListValue); ok {
-				c.HeadingPath = lv.GetTextValues().GetValues()
+			c, err := chunkOf(r, nil)
+			if err != nil {
+				return st, &ServerError{Op: "copy", Collection: from, Err: err}
 			}
-			if len(c.Vector) == 0 {
-				return st, &ServerError{Op: "copy", Collection: from, Err: fmt.Errorf("object %s came without its vector", r.ID)}
-			}
+			c.MetaHash, _ = r.Properties[PropMetaHash].(string)
 			chunks = append(chunks, c)
 		}
 		if err := s.Upsert(ctx, to, chunks); err != nil {

@@ -205,6 +205,17 @@ func (s *Store) UpdateProperties(ctx context.Context, collection string, names [
 	return nil
 }
 
+// ownProperty reports whether name is one of ragops's own chunk properties (the others
+// are metadata).
+func ownProperty(name string) bool {
+	switch name {
+	case PropText, PropDocID, PropChunkOrdinal, PropStart, PropEnd, PropHeadingPath, PropRevision,
+		PropPageStart, PropPageEnd, PropDocHash, PropMetaHash:
+		return true
+	}
+	return false
+}
+
 // chunkOf rebuilds a chunk read with all its properties and its vector; the properties that
 // are not ragops's own go into Properties, except those named in drop and PropMetaHash.
 func chunkOf(r graphql.SearchResult, drop []string) (Chunk, error) {
@@ -221,12 +232,7 @@ func chunkOf(r graphql.SearchResult, drop []string) (Chunk, error) {
 		return c, fmt.Errorf("object %s came without its vector", r.ID)
 	}
 	for k, v := range p {
-		switch k {
-		case PropText, PropDocID, PropChunkOrdinal, PropStart, PropEnd, PropHeadingPath, PropRevision,
-			PropPageStart, PropPageEnd, PropDocHash, PropMetaHash:
-			continue
-		}
-		if slices.Contains(drop, k) {
+		if ownProperty(k) || slices.Contains(drop, k) {
 			continue
 		}
 		switch x := v.(type) {
