@@ -360,7 +360,6 @@ func modelHashes(results []plan.BuildResult) []string {
 func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildResult, job *batchv1.Job) (embedded int64, seconds float64) {
 	var docs, chunks, tokens, stored int64
 	skipped := map[string]int64{}
-	var invalid map[string]int64
 	for _, br := range results {
 		docs += br.Documents
 		chunks += br.Chunks
@@ -371,14 +370,8 @@ func applyBuildResults(rev *ragopsv1alpha1.RevisionStatus, results []plan.BuildR
 		for k, v := range br.Skipped {
 			skipped[k] += v
 		}
-		for k, v := range br.InvalidMetadata {
-			if invalid == nil {
-				invalid = map[string]int64{}
-			}
-			invalid[k] += v
-		}
 	}
-	rev.InvalidMetadata = invalid
+	rev.InvalidMetadata = plan.SumInvalidMetadata(results)
 	rev.Documents, rev.Chunks, rev.Tokens, rev.StoredBytes = docs, chunks, tokens, stored
 	if seconds > 0 {
 		rev.TokensPerSecond = int64(float64(embedded) / seconds)

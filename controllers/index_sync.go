@@ -187,6 +187,7 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 	}
 	rev.Skipped, rev.Message, rev.SyncFailures = nil, "", 0
 	rev.OCR, rev.Reads = plan.SumOCR(results), plan.SumReads(results)
+	rev.InvalidMetadata = plan.SumInvalidMetadata(results)
 	for _, br := range results {
 		if rev.ModelHash == "" {
 			rev.ModelHash = br.ModelHash // a revision built before the hash was recorded

@@ -460,6 +460,20 @@ func SumOCR(results []BuildResult) *ragopsv1alpha1.OCRStatus {
 	return out
 }
 
+// SumInvalidMetadata adds the shards' InvalidMetadata counts; nil when none.
+func SumInvalidMetadata(results []BuildResult) map[string]int64 {
+	var out map[string]int64
+	for _, r := range results {
+		for k, v := range r.InvalidMetadata {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[k] += v
+		}
+	}
+	return out
+}
+
 // SumReads adds the shards' read counts (PlanMilliseconds: the longest shard's); nil when no
 // shard reported any.
 func SumReads(results []BuildResult) *ragopsv1alpha1.DocumentReads {
