@@ -126,11 +126,12 @@ const (
 // +kubebuilder:validation:XValidation:rule="[has(self.from.reader), has(self.from.source), has(self.from.path), has(self.from.sidecar)].filter(x, x).size() == 1",fieldPath=".from",message="from must set exactly one of reader, source, path, sidecar"
 // +kubebuilder:validation:XValidation:rule="!has(self.from.path) || self.from.path.contains('{' + self.name + '}')",fieldPath=".from.path",message="from.path must capture the field: it must contain {<name>}"
 type MetadataField struct {
-	// Name of the property: a Weaviate property name (a letter or _, then letters, digits and
-	// _), not one of ragops's own chunk properties.
+	// Name of the property: a Weaviate property name starting lower-case (a lower-case letter
+	// or _, then letters, digits and _; Weaviate lower-cases a first capital), not one of
+	// ragops's own chunk properties.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:Pattern=`^[_A-Za-z][_0-9A-Za-z]*$`
+	// +kubebuilder:validation:Pattern=`^[_a-z][_0-9A-Za-z]*$`
 	// +kubebuilder:validation:XValidation:rule="!(self in ['text', 'docId', 'chunkOrdinal', 'start', 'end', 'headingPath', 'revision', 'pageStart', 'pageEnd', 'docHash', 'metaHash', 'groups', 'id', '_id', '_additional'])",message="name is one of ragops's own chunk properties"
 	Name string `json:"name"`
 	// Type of the property.
