@@ -233,7 +233,8 @@ type BuildResult struct {
 	// properties were rewritten without embedding. Not in Documents nor Unchanged.
 	MetadataUpdated int64 `json:"metadataUpdated,omitempty"`
 	// InvalidMetadata counts the documents written with a declared metadata field left unset
-	// because its value did not parse, by "<field>/<reason>" (pipeline/docmeta reasons).
+	// because its value did not parse, by "<field>/<reason>" (pipeline/docmeta reasons); past
+	// 16 keys, further fields count under "(other fields)/<reason>".
 	InvalidMetadata map[string]int64 `json:"invalidMetadata,omitempty"`
 	// Kept counts documents of an incremental sync that failed to read (or chunk) and kept
 	// their previous chunks; they are also in Skipped by reason.

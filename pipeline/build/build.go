@@ -435,6 +435,14 @@ func (b *shardBuild) metaInputs(d corpus.Document) docmeta.Inputs {
 	return in
 }
 
+// maxInvalidMetadataKeys bounds the distinct "<field>/<reason>" keys a shard reports (the
+// result is a termination message of at most 4096 bytes); further fields count under
+// otherFields.
+const (
+	maxInvalidMetadataKeys = 16
+	otherFields            = "(other fields)"
+)
+
 // properties returns document d's metadata properties, counting the fields that did not parse.
 func (b *shardBuild) properties(d corpus.Document) map[string]any {
 	props, fails := b.fields.Values(b.metaInputs(d))
@@ -442,7 +450,11 @@ func (b *shardBuild) properties(d corpus.Document) map[string]any {
 		if b.res.InvalidMetadata == nil {
 			b.res.InvalidMetadata = map[string]int64{}
 		}
-		b.res.InvalidMetadata[f.Field+"/"+f.Reason]++
+		key := f.Field + "/" + f.Reason
+		if _, ok := b.res.InvalidMetadata[key]; !ok && len(b.res.InvalidMetadata) >= maxInvalidMetadataKeys {
+			key = otherFields + "/" + f.Reason
+		}
+		b.res.InvalidMetadata[key]++
 		b.log.Warn("metadata field left unset", "document", d.ID, "field", f.Field, "reason", f.Reason, "value", f.Value)
 	}
 	return props
