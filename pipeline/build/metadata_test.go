@@ -264,3 +264,32 @@ func TestMetadataOnlyChangeUpdatesPropertiesWithoutEmbedding(t *testing.T) {
 		t.Errorf("sync with nothing changed: %+v", again)
 	}
 }
+
+// Issue 52: fields declared after the Index was built reach its collection at the next sync
+// without embedding: the properties are added to the collection and written onto every
+// chunk of every document, tokens 0.
+func TestDeclaringFieldsLaterSyncsPropertiesWithoutEmbedding(t *testing.T) {
+	f := newCouncilFixture(t)
+	f.plan.Source.Metadata = nil
+	full, err := f.run(t, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without a sidecar field the .meta.json files are documents of their own; once declared,
+	// they are sidecars and their chunks go.
+	if full.Documents != 2*int64(len(councilDocs)) {
+		t.Fatalf("built %d documents without declarations, want the %d motions and their sidecar files", full.Documents, len(councilDocs))
+	}
+	f.plan.Source.Metadata = councilFields
+	res, err := f.run(t, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tokens != 0 || res.Documents != 0 || res.MetadataUpdated != int64(len(councilDocs)) || res.Deleted != int64(len(councilDocs)) {
+		t.Errorf("sync after declaring fields: tokens %d documents %d metadataUpdated %d deleted %d; want 0, 0, %d, %d (the sidecars, no documents now)",
+			res.Tokens, res.Documents, res.MetadataUpdated, res.Deleted, len(councilDocs), len(councilDocs))
+	}
+	if got, want := whereDocs(t, f, f.plan.Collection, motionsBetween()), []string{"moties/2018/wind.md", "moties/2020/zon.md", "moties/2022/wind.md"}; !slices.Equal(got, want) {
+		t.Errorf("motions 2018-2022 after declaring the fields: %v, want %v", got, want)
+	}
+}
