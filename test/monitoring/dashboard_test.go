@@ -107,12 +107,13 @@ func unix(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMilli()
 
 // TestDashboardQueriesAnswered evaluates every query of the shipped Grafana dashboard
 // (charts/ragops/dashboards/ragops.json) against the real Prometheus that scraped the
-// manager through the demo workload (a build, a failed build, an Evaluation, a corpus sync
-// running), as Grafana would over the workload's time range: template variables answered
-// from Prometheus and substituted, a range query per panel target. Every target must parse
-// and return at least one series with at least one number (not only NaN, which Grafana shows
-// as no data). All the dashboard's metrics come from the manager's /metrics; no panel reads
-// a worker Job's or the model server's.
+// manager and the model server through the demo workload (a build, a failed build, an
+// Evaluation, model server query load, a corpus sync running), as Grafana would over the
+// workload's time range: template variables answered from Prometheus and substituted, a
+// range query per panel target. Every target must parse and return at least one series with
+// at least one number (not only NaN, which Grafana shows as no data). The Model server row
+// reads the model server's /metrics, every other panel the manager's; none reads a worker
+// Job's.
 func TestDashboardQueriesAnswered(t *testing.T) {
 	d := demoWorkload(t)
 	b, err := os.ReadFile(filepath.Join(root, "charts", "ragops", "dashboards", "ragops.json"))

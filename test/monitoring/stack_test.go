@@ -41,6 +41,13 @@ const runAsEnv = "RAGOPS_MONITORING_RUN_RAGOPS"
 // systemNS is the release namespace the chart is rendered into (and the manager's).
 const systemNS = "ragops-system"
 
+// demoNS is the namespace of the demo workload's objects and of its model server.
+const demoNS = "shop"
+
+// modelServerJob is the job label a PodMonitor named ragops-serve in demoNS gives the model
+// server's series (prometheus-operator: namespace/name).
+const modelServerJob = demoNS + "/ragops-serve"
+
 var root = testenv.ModuleRoot()
 
 // cleanups run after every test (the shared stack outlives each one).
@@ -221,7 +228,7 @@ func (p *process) tail(n int) string {
 	return string(b)
 }
 
-// waitHTTP waits until GET url answers 200.
+// waitHTTP waits until GET url answers 2xx.
 func waitHTTP(t *testing.T, p *process, u string) {
 	t.Helper()
 	eventually(t, 90*time.Second, p.name+" "+u, func() (bool, error) {
@@ -233,7 +240,7 @@ func waitHTTP(t *testing.T, p *process, u string) {
 			return false, err
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("%s", resp.Status)
+		return resp.StatusCode/100 == 2, fmt.Errorf("%s", resp.Status)
 	})
 }
 
@@ -244,6 +251,9 @@ type stack struct {
 	weaviate    *weaviatetest.Server
 	manager     *process
 	metricsAddr string
+	// modelServer is `ragops serve` with a real model, at modelServerURL.
+	modelServer    *process
+	modelServerURL string
 	prometheus  *process
 	promURL     string
 	// scrapeInterval is the ServiceMonitor's interval, Prometheus's scrape and rule
@@ -254,11 +264,14 @@ type stack struct {
 }
 
 // startStack starts the control plane, Weaviate, the manager with the chart Deployment's
-// arguments, and Prometheus with the chart's ServiceMonitor as its scrape configuration and
-// the chart's PrometheusRule as its rule file.
+// arguments, a model server, and Prometheus with the chart's ServiceMonitor as its scrape
+// configuration of the manager (and a PodMonitor's of the model server) and the chart's
+// PrometheusRule as its rule file.
 func startStack(t *testing.T) *stack {
 	t.Helper()
 	promBin := testenv.Need(t, "RAGOPS_PROMETHEUS", "run hack/prepare.d/promtool.sh (Debian's prometheus package)")
+	modelDir := testenv.Need(t, "RAGOPS_MODEL_DIR", "run hack/prepare.d/embedder.sh (an exported model folder)")
+	ortLib := testenv.Need(t, "RAGOPS_ONNXRUNTIME_LIB", "run hack/provision-onnxruntime.sh")
 	wvBin, err := weaviatetest.BinaryPath()
 	if err != nil {
 		need(t, err.Error())
@@ -290,6 +303,7 @@ func startStack(t *testing.T) *stack {
 	s.weaviate = wv
 
 	s.startManager(t, dir, objs)
+	s.startModelServer(t, dir, modelDir, ortLib)
 	s.startPrometheus(t, promBin, dir, objs)
 	return s
 }
@@ -335,6 +349,21 @@ func (s *stack) startManager(t *testing.T, dir string, objs []*unstructured.Unst
 	waitHTTP(t, s.manager, "http://"+probeAddr+"/readyz")
 }
 
+// startModelServer runs `ragops serve` (this test binary, as main.go) on a model folder, one
+// inference thread.
+func (s *stack) startModelServer(t *testing.T, dir, modelDir, ortLib string) {
+	t.Helper()
+	addr := freeAddr(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.modelServerURL = "http://" + addr
+	s.modelServer = start(t, "serve", dir, self, []string{"serve", "--model-dir=" + modelDir, "--listen=" + addr,
+		"--onnxruntime-lib=" + ortLib, "--threads=1"}, []string{runAsEnv + "=1"})
+	waitHTTP(t, s.modelServer, s.modelServerURL+"/.well-known/ready")
+}
+
 // startPrometheus writes the rendered PrometheusRule's spec as a rule file and a scrape
 // configuration that scrapes the manager as the rendered ServiceMonitor says, with the labels
 // prometheus-operator gives such a target, and starts Prometheus.
@@ -375,6 +404,13 @@ func (s *stack) startPrometheus(t *testing.T, bin, dir string, objs []*unstructu
 				"labels": map[string]string{"namespace": systemNS, "service": service, "endpoint": port,
 					"pod": "ragops-controller-manager-0", "container": "manager"},
 			}},
+		}, map[string]any{
+			// What a PodMonitor on the model server pods gives: the pod's namespace.
+			"job_name": modelServerJob,
+			"static_configs": []any{map[string]any{
+				"targets": []string{strings.TrimPrefix(s.modelServerURL, "http://")},
+				"labels":  map[string]string{"namespace": demoNS, "pod": "ragops-serve-0", "container": "serve", "endpoint": "http"},
+			}},
 		}},
 	}
 	b, err := yaml.Marshal(config)
@@ -407,10 +443,10 @@ func (s *stack) startPrometheus(t *testing.T, bin, dir string, objs []*unstructu
 	if len(groups.Groups) != len(specGroups) || len(specGroups) == 0 {
 		t.Fatalf("Prometheus loaded %d rule groups, the PrometheusRule has %d:\n%s", len(groups.Groups), len(specGroups), s.prometheus.tail(4096))
 	}
-	eventually(t, 60*time.Second, "Prometheus scraping the manager", func() (bool, error) {
+	eventually(t, 60*time.Second, "Prometheus scraping the manager and the model server", func() (bool, error) {
 		var r queryResult
-		s.api(t, "/api/v1/query", url.Values{"query": {`up{job="` + service + `"}`}}, &r)
-		return len(r.Result) == 1 && r.Result[0].Value.float() == 1, fmt.Errorf("up: %+v", r.Result)
+		s.api(t, "/api/v1/query", url.Values{"query": {`up == 1`}}, &r)
+		return len(r.Result) == 2, fmt.Errorf("up: %+v", r.Result)
 	})
 }
 

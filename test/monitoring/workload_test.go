@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,7 +74,7 @@ func runDemo(t *testing.T) *demo {
 		}
 	}()
 
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "shop-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNS}}
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +147,10 @@ func runDemo(t *testing.T) *demo {
 	if err := store.Upsert(ctx, p.Collection, chunks); err != nil {
 		t.Fatal(err)
 	}
+	// A real build outlasts a scrape interval: Prometheus sees both builds running first.
+	for _, name := range []string{staleIndex, stalledIndex} {
+		d.waitScraped(t, fmt.Sprintf(`ragops_index_builds_running{namespace=%q, index=%q} == 1`, d.ns, name))
+	}
 	res, _ := json.Marshal(plan.BuildResult{Shard: 0, Documents: int64(len(docs)), Chunks: int64(len(chunks)), Tokens: 600, Seconds: 2})
 	d.finishJob(t, job, string(res))
 	d.waitIndex(t, staleIndex, "Ready on revision "+rev, func(idx *ragopsv1alpha1.Index) bool {
@@ -170,6 +178,8 @@ func runDemo(t *testing.T) *demo {
 		return err == nil && meta.IsStatusConditionTrue(ev.Status.Conditions, ragopsv1alpha1.ConditionReady) && ev.Status.RecallAt10 != nil, err
 	})
 
+	d.queryLoad(t)
+
 	// handbook's Corpus lists a fourth document; the sync Job that would embed it never ends.
 	var corpus ragopsv1alpha1.Corpus
 	if err := c.Get(ctx, client.ObjectKey{Namespace: d.ns, Name: staleIndex}, &corpus); err != nil {
@@ -190,6 +200,42 @@ func runDemo(t *testing.T) *demo {
 		return r != nil && r.Reason == controllers.ReasonSyncingCorpus && meta.IsStatusConditionTrue(idx.Status.Conditions, ragopsv1alpha1.ConditionReady)
 	})
 	return d
+}
+
+// queryLoad sends the model server what Weaviate and an application send it: query
+// embeddings on Weaviate's query path and OpenAI embeddings requests.
+func (d *demo) queryLoad(t *testing.T) {
+	t.Helper()
+	post := func(path, body string) {
+		resp, err := http.Post(d.modelServerURL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %s (%v)", path, resp.Status, err)
+		}
+	}
+	questions := []string{"how long can I return an item", "when does my order ship", "warranty on a laptop", "exchange a size"}
+	for i := range 40 {
+		q, _ := json.Marshal(map[string]string{"text": questions[i%len(questions)]})
+		post("/query/vectors", string(q))
+		if i%4 == 0 {
+			in, _ := json.Marshal(map[string]any{"input": questions})
+			post("/v1/embeddings", string(in))
+		}
+		time.Sleep(100 * time.Millisecond) // spread over a few scrapes
+	}
+}
+
+// waitScraped waits until Prometheus answers query with a series.
+func (d *demo) waitScraped(t *testing.T, query string) {
+	t.Helper()
+	eventually(t, 60*time.Second, "Prometheus: "+query, func() (bool, error) {
+		var r queryResult
+		d.api(t, "/api/v1/query", url.Values{"query": {query}}, &r)
+		return len(r.Result) > 0, nil
+	})
 }
 
 // waitIndex waits until cond holds for the Index name.
