@@ -254,8 +254,8 @@ type stack struct {
 	// modelServer is `ragops serve` with a real model, at modelServerURL.
 	modelServer    *process
 	modelServerURL string
-	prometheus  *process
-	promURL     string
+	prometheus     *process
+	promURL        string
 	// scrapeInterval is the ServiceMonitor's interval, Prometheus's scrape and rule
 	// evaluation interval.
 	scrapeInterval time.Duration
