@@ -124,8 +124,6 @@ func TestDashboardQueriesAnswered(t *testing.T) {
 	if err := json.Unmarshal(b, &dash); err != nil {
 		t.Fatal(err)
 	}
-	// Two more scrapes and rule evaluations after the workload, so the range ends on them.
-	time.Sleep(2 * d.scrapeInterval)
 	start, end, step := d.start, time.Now(), d.scrapeInterval
 	vars := grafanaVariables(t, d, dash, start, end, step)
 	t.Logf("variables: %v", vars)

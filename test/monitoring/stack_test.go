@@ -185,12 +185,13 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 type process struct {
 	name, log string
 	cmd       *exec.Cmd
+	done      chan struct{} // closed once it has ended
 }
 
 // start runs bin with args and env (added to a minimal environment), its output in dir.
 func start(t *testing.T, name, dir, bin string, args, env []string) *process {
 	t.Helper()
-	p := &process{name: name, log: filepath.Join(dir, name+".log")}
+	p := &process{name: name, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
 	f, err := os.Create(p.log)
 	if err != nil {
 		t.Fatal(err)
@@ -202,22 +203,28 @@ func start(t *testing.T, name, dir, bin string, args, env []string) *process {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waited := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); f.Close(); close(waited) }()
+	go func() { _ = p.cmd.Wait(); f.Close(); close(p.done) }()
 	atExit(func() {
 		_ = p.cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-waited:
+		case <-p.done:
 		case <-time.After(15 * time.Second):
 			_ = p.cmd.Process.Kill()
-			<-waited
+			<-p.done
 		}
 	})
 	return p
 }
 
 // exited reports whether the process has ended.
-func (p *process) exited() bool { return p.cmd.ProcessState != nil }
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // tail returns the last n bytes of the process's log.
 func (p *process) tail(n int) string {
