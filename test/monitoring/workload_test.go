@@ -50,13 +50,26 @@ const (
 var (
 	demoOnce sync.Once
 	demoRun  *demo
+	// demoSkipped names the test that skipped for a missing prepared part.
+	demoSkipped string
 )
 
-// demoWorkload starts the stack and runs the workload once for all tests of the package.
+// demoWorkload starts the stack and runs the workload once for all tests of the package; a
+// missing prepared part skips them all.
 func demoWorkload(t *testing.T) *demo {
 	t.Helper()
-	demoOnce.Do(func() { demoRun = runDemo(t) })
+	demoOnce.Do(func() {
+		defer func() {
+			if t.Skipped() {
+				demoSkipped = t.Name()
+			}
+		}()
+		demoRun = runDemo(t)
+	})
 	if demoRun == nil {
+		if demoSkipped != "" {
+			t.Skipf("a prepared part is missing (the skip message of %s names it)", demoSkipped)
+		}
 		t.Fatal("the demo workload failed in an earlier test")
 	}
 	return demoRun
