@@ -251,8 +251,8 @@ func waitHTTP(t *testing.T, p *process, u string) {
 	})
 }
 
-// stack is the running system the tests watch: a control plane, Weaviate, the manager and a
-// Prometheus that scrapes it and evaluates the chart's rules.
+// stack is the running system the tests watch: a control plane, Weaviate, the manager, a
+// model server and a Prometheus that scrapes both and evaluates the chart's rules.
 type stack struct {
 	cp          *testenv.Env
 	weaviate    *weaviatetest.Server
