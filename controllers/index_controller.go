@@ -132,6 +132,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	}
 	st := &indexState{idx: &idx, events: held}
 	defer func() {
+		metrics.TrackIndex(idx.Namespace, idx.Name)
 		if st.corpus != nil {
 			metrics.SetServedCorpus(idx.Namespace, idx.Name, servedCorpusRevision(&idx), st.corpus.Status.Revision, time.Now())
 		}

@@ -4,7 +4,7 @@
 // controller-runtime's defaults (controller_runtime_reconcile_total, workqueue_*, rest_client_*,
 // Go and process collectors).
 //
-// The controllers call a small API: ObserveBuild when a revision's build Job completes,
+// The controllers call a small API: TrackIndex on each reconcile of an Index, ObserveBuild when a revision's build Job completes,
 // ObserveEmbedded for incremental corpus syncs, ObserveBuildFailure when a build or sync Job
 // fails, SetActiveRevision when the alias moves, ObserveEvaluation and SetEvaluationCompleted
 // when an Evaluation's figures land in status, SetConditions when an object's status is stored,
@@ -167,6 +167,21 @@ func add(c prometheus.Counter, n int64) {
 	if n > 0 {
 		c.Add(float64(n))
 	}
+}
+
+// TrackIndex creates the Index's counter and histogram series at zero: documents, chunks and
+// tokens embedded, builds_total of both results and the build duration histogram. Prometheus's
+// rate() and increase() count nothing for a series' first sample, so a series born at its
+// first increment (a first failed build at 1) hides that increment from every alert and
+// panel; born at zero and scraped once, it shows. Call it on every reconcile of an Index
+// (it only looks the series up once they exist).
+func TrackIndex(namespace, index string) {
+	documentsEmbedded.WithLabelValues(namespace, index)
+	chunksEmbedded.WithLabelValues(namespace, index)
+	tokensEmbedded.WithLabelValues(namespace, index)
+	builds.WithLabelValues(namespace, index, ResultSucceeded)
+	builds.WithLabelValues(namespace, index, ResultFailed)
+	buildDuration.WithLabelValues(namespace, index)
 }
 
 // ObserveBuild records a successful revision build: it adds documents, chunks and tokens to

@@ -52,3 +52,34 @@ func TestObserveWeaviateCallCountsErrors(t *testing.T) {
 		t.Errorf("errors %v, want 1", v)
 	}
 }
+
+// A tracked Index's counters and histogram exist at zero before its first build or failure,
+// so that the first increment is an increase Prometheus sees; ForgetIndex removes them.
+func TestTrackIndexCreatesSeriesAtZero(t *testing.T) {
+	l := map[string]string{"namespace": "ns-track", "index": "besluiten"}
+	metrics.TrackIndex("ns-track", "besluiten")
+	for _, name := range []string{"ragops_index_documents_embedded_total", "ragops_index_chunks_embedded_total", "ragops_index_tokens_embedded_total"} {
+		if v := one(t, name, l).GetCounter().GetValue(); v != 0 {
+			t.Errorf("%s = %v, want 0", name, v)
+		}
+	}
+	for _, result := range []string{metrics.ResultSucceeded, metrics.ResultFailed} {
+		if v := one(t, "ragops_index_builds_total", map[string]string{"namespace": "ns-track", "index": "besluiten", "result": result}).GetCounter().GetValue(); v != 0 {
+			t.Errorf("builds_total{result=%s} = %v, want 0", result, v)
+		}
+	}
+	if n := one(t, "ragops_index_build_duration_seconds", l).GetHistogram().GetSampleCount(); n != 0 {
+		t.Errorf("build duration count %d, want 0", n)
+	}
+	metrics.ObserveBuildFailure("ns-track", "besluiten", "besluiten-build-1")
+	metrics.TrackIndex("ns-track", "besluiten") // the next reconcile keeps the count
+	if v := one(t, "ragops_index_builds_total", map[string]string{"namespace": "ns-track", "index": "besluiten", "result": metrics.ResultFailed}).GetCounter().GetValue(); v != 1 {
+		t.Errorf("builds_total{result=failed} = %v after one failure, want 1", v)
+	}
+	metrics.ForgetIndex("ns-track", "besluiten")
+	for _, name := range []string{"ragops_index_builds_total", "ragops_index_tokens_embedded_total", "ragops_index_build_duration_seconds"} {
+		if s := series(t, name, l); len(s) != 0 {
+			t.Errorf("%s still exported after ForgetIndex", name)
+		}
+	}
+}

@@ -191,15 +191,19 @@ func operationsTests(t *testing.T, honor bool) []any {
 		},
 	}
 
-	// Failing builds: Index flaky's Jobs fail four times in four minutes; Index once failed once.
-	var flaky []float64
-	var flakyL map[string]string
-	for i := range 4 {
+	// Failing builds: Index flaky's Jobs fail three times in three minutes; Index once failed
+	// once. The manager exports both at 0 from their first reconcile (TrackIndex).
+	metrics.TrackIndex("search", "flaky")
+	metrics.TrackIndex("search", "once")
+	flakyL, v0 := exported(t, "ragops_index_builds_total", map[string]string{"namespace": "search", "index": "flaky", "result": "failed"})
+	flaky := []float64{v0}
+	for i := range 3 {
 		metrics.ObserveBuildFailure("search", "flaky", fmt.Sprintf("flaky-sync-%d", i))
 		var v float64
 		flakyL, v = exported(t, "ragops_index_builds_total", map[string]string{"namespace": "search", "index": "flaky", "result": "failed"})
 		flaky = append(flaky, v)
 	}
+	_, once0 := exported(t, "ragops_index_builds_total", map[string]string{"namespace": "search", "index": "once", "result": "failed"})
 	metrics.ObserveBuildFailure("search", "once", "once-build-1")
 	onceL, onceV := exported(t, "ragops_index_builds_total", map[string]string{"namespace": "search", "index": "once", "result": "failed"})
 
@@ -226,7 +230,7 @@ func operationsTests(t *testing.T, honor bool) []any {
 		"interval": "1m",
 		"input_series": []any{
 			input(scrape(flakyL), fmt.Sprintf("%g %g %g %gx120", flaky[0], flaky[1], flaky[2], flaky[3])),
-			input(scrape(onceL), fmt.Sprintf("%gx120", onceV)),
+			input(scrape(onceL), fmt.Sprintf("%g %gx120", once0, onceV)),
 			input(scrape(callsL), "1+10x40"),
 			input(scrape(errorsL), "1+10x20 201x20"),
 			input(scrape(reconcileErr("index")), "0+2x40"),
@@ -240,11 +244,11 @@ func operationsTests(t *testing.T, honor bool) []any {
 			fires("2h", "RagopsIndexBuildsFailing"),
 			fires("5m", "RagopsWeaviateUnreachable"),
 			fires("15m", "RagopsWeaviateUnreachable", firing(manager,
-				"The ragops manager cannot reach Weaviate", "More than half of the manager's Weaviate calls fail.", "ragopsweaviateunreachable")),
+				"The ragops manager cannot reach Weaviate", "More than 0.5 of the manager's Weaviate calls fail.", "ragopsweaviateunreachable")),
 			fires("35m", "RagopsWeaviateUnreachable"),
 			fires("10m", "RagopsReconcileErrors"),
 			fires("20m", "RagopsReconcileErrors", firing(map[string]string{"namespace": "ragops-system", "job": "ragops-controller-manager-metrics-service", "controller": "index"},
-				"The ragops index controller keeps failing to reconcile", "Controller index returned reconcile errors for 15 minutes; the manager's log names the object and the error.", "ragopsreconcileerrors")),
+				"The ragops index controller keeps failing to reconcile", "Controller index returned reconcile errors for 15m; the manager's log names the object and the error.", "ragopsreconcileerrors")),
 			fires("5m", "RagopsModelServerShedding"),
 			fires("20m", "RagopsModelServerShedding", firing(map[string]string{"namespace": "search", "job": "search/busy"},
 				"Model server search/busy sheds queries", "Model server search/busy (namespace search) answers more than 0.05 of its embedding requests with 429 (queue full).", "ragopsmodelservershedding")),
