@@ -49,6 +49,10 @@ func (s *Store) CopyCollection(ctx context.Context, from, to string, pageSize in
 		return CopyStats{}, &DimensionError{Op: "copy", Collection: to, Expected: dst.Dimensions, Actual: src.Dimensions}
 	}
 	props := []string{PropText, PropDocID, PropChunkOrdinal, PropStart, PropEnd, PropHeadingPath, PropPageStart, PropPageEnd, PropDocHash}
+	if src.AccessProperties {
+		// Access groups travel with the chunks: a copy serves the same documents to the same groups.
+		props = append(props, PropAccessGroups, PropAccessKey)
+	}
 	var st CopyStats
 	after := ""
 	for {
@@ -75,6 +79,10 @@ func (s *Store) CopyCollection(ctx context.Context, from, to string, pageSize in
 			c.DocHash, _ = r.Properties[PropDocHash].(string)
 			if lv, ok := r.Properties[PropHeadingPath].(*pb.ListValue); ok {
 				c.HeadingPath = lv.GetTextValues().GetValues()
+			}
+			c.AccessKey, _ = r.Properties[PropAccessKey].(string)
+			if lv, ok := r.Properties[PropAccessGroups].(*pb.ListValue); ok && c.AccessKey != "" {
+				c.AccessGroups = lv.GetTextValues().GetValues()
 			}
 			if len(c.Vector) == 0 {
 				return st, &ServerError{Op: "copy", Collection: from, Err: fmt.Errorf("object %s came without its vector", r.ID)}

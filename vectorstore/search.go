@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/grpc/common"
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 )
@@ -55,6 +56,9 @@ type Query struct {
 	// nearText, ModeHybrid as hybrid without a vector. Vector must be empty. Through an alias
 	// the query is embedded by the model of the collection the alias points at.
 	EmbedText bool
+	// Access, when set, returns only chunks readable by one of its groups (and each hit's
+	// AccessGroups); a filter without groups is an error, never an unfiltered search.
+	Access *AccessFilter
 }
 
 // Hit is one retrieved chunk, best first.
@@ -77,6 +81,8 @@ type Hit struct {
 	Score float32
 	// Distance is the vector distance (ModeDense only).
 	Distance float32
+	// AccessGroups are the chunk's access groups (Query.Access set only).
+	AccessGroups []string
 }
 
 func (q *Query) validate(target string) error {
@@ -130,6 +136,14 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 		return nil, err
 	}
 	props := []string{PropDocID, PropChunkOrdinal, PropStart, PropEnd, PropHeadingPath, PropRevision, PropPageStart, PropPageEnd}
+	var access *filters.WhereBuilder
+	if q.Access != nil {
+		var err error
+		if access, err = q.Access.where(target); err != nil {
+			return nil, err
+		}
+		props = append(props, PropAccessGroups)
+	}
 	if q.WithText {
 		props = append(props, PropText)
 	}
@@ -144,6 +158,9 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 		Uses_123Api:      true,
 		Uses_125Api:      true,
 		Uses_127Api:      true,
+	}
+	if access != nil {
+		req.Filters = access.ToGRPC()
 	}
 	switch q.Mode {
 	case ModeDense:
@@ -193,6 +210,9 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 		h.PageStart = intValue(p[PropPageStart])
 		h.PageEnd = intValue(p[PropPageEnd])
 		h.HeadingPath = p[PropHeadingPath].GetListValue().GetTextValues().GetValues()
+		if access != nil {
+			h.AccessGroups = p[PropAccessGroups].GetListValue().GetTextValues().GetValues()
+		}
 		if q.Mode == ModeDense {
 			h.Distance = r.GetMetadata().GetDistance()
 			h.Score = 1 - h.Distance

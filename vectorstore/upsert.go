@@ -30,6 +30,12 @@ type Chunk struct {
 	DocHash string
 	// Vector is the embedding; its length must equal the collection's dimensions.
 	Vector []float32
+	// AccessGroups are the groups that may read the document (package access), written with
+	// AccessKey when AccessKey is set; a collection without [CollectionInfo.AccessProperties]
+	// refuses them.
+	AccessGroups []string
+	// AccessKey is the key of the access rules AccessGroups come from; "" writes neither.
+	AccessKey string
 }
 
 // chunkNamespace is the UUIDv5 namespace of chunk IDs: UUIDv5(URL namespace, "https://ragops.dev/chunk").
@@ -58,6 +64,8 @@ func (c *Chunk) validate(i, dims int, collection string) error {
 		return fmt.Errorf("vectorstore: upsert %s: document %q chunk %d: bad span [%d, %d)", collection, c.DocID, c.Ordinal, c.Start, c.End)
 	case len(c.Vector) != dims:
 		return &DimensionError{Op: "upsert", Collection: collection, Expected: dims, Actual: len(c.Vector), DocID: c.DocID, Ordinal: c.Ordinal}
+	case c.AccessKey == "" && len(c.AccessGroups) > 0:
+		return fmt.Errorf("vectorstore: upsert %s: document %q chunk %d: access groups without an access key", collection, c.DocID, c.Ordinal)
 	}
 	return nil
 }
@@ -67,22 +75,30 @@ func (c *Chunk) object(collection, revision string) *models.Object {
 	if hp == nil {
 		hp = []string{}
 	}
+	props := map[string]any{
+		PropText:         c.Text,
+		PropDocID:        c.DocID,
+		PropChunkOrdinal: int64(c.Ordinal),
+		PropStart:        int64(c.Start),
+		PropEnd:          int64(c.End),
+		PropHeadingPath:  hp,
+		PropRevision:     revision,
+		PropPageStart:    int64(c.PageStart),
+		PropPageEnd:      int64(c.PageEnd),
+		PropDocHash:      c.DocHash,
+	}
+	if c.AccessKey != "" {
+		groups := c.AccessGroups
+		if groups == nil {
+			groups = []string{}
+		}
+		props[PropAccessGroups], props[PropAccessKey] = groups, c.AccessKey
+	}
 	return &models.Object{
-		Class: collection,
-		ID:    strfmt.UUID(ChunkID(revision, c.DocID, c.Ordinal).String()),
-		Properties: map[string]any{
-			PropText:         c.Text,
-			PropDocID:        c.DocID,
-			PropChunkOrdinal: int64(c.Ordinal),
-			PropStart:        int64(c.Start),
-			PropEnd:          int64(c.End),
-			PropHeadingPath:  hp,
-			PropRevision:     revision,
-			PropPageStart:    int64(c.PageStart),
-			PropPageEnd:      int64(c.PageEnd),
-			PropDocHash:      c.DocHash,
-		},
-		Vector: c.Vector,
+		Class:      collection,
+		ID:         strfmt.UUID(ChunkID(revision, c.DocID, c.Ordinal).String()),
+		Properties: props,
+		Vector:     c.Vector,
 	}
 }
 
@@ -107,6 +123,9 @@ func (s *Store) Upsert(ctx context.Context, collection string, chunks []Chunk) e
 	for i := range chunks {
 		if err := chunks[i].validate(i, info.Dimensions, collection); err != nil {
 			return err
+		}
+		if chunks[i].AccessKey != "" && !info.AccessProperties {
+			return &AccessPropertiesError{Collection: collection}
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)

@@ -78,6 +78,10 @@ type CorpusSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	OCR *OCRSpec `json:"ocr,omitempty"`
+	// Access maps documents to the groups that may read them through the query endpoint
+	// (docs/security.md); unset, the Corpus has no access rules and no endpoint serves it.
+	// +optional
+	Access *AccessSpec `json:"access,omitempty"`
 }
 
 // OCRMode says which pages are read by OCR.

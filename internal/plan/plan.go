@@ -164,6 +164,10 @@ type Build struct {
 	// reading, chunking and embedding the corpus (a revision that differs from a kept one
 	// only in how vectors are stored); Source, Strategy and ModelDir are then unused.
 	Copy *Copy `json:"copy,omitempty"`
+	// Access is the Corpus's spec.access: every chunk is written with its document's groups
+	// (package access) and the rules' key; a sync regroups, without embedding, the unchanged
+	// documents whose chunks hold another key. Nil: no access rules.
+	Access *ragopsv1alpha1.AccessSpec `json:"access,omitempty"`
 }
 
 // Copy names the collection a copy build reads (pipeline/vectorcopy).
@@ -209,10 +213,13 @@ type BuildResult struct {
 	ShardChunks *int64 `json:"shardChunks,omitempty"`
 	// Kept counts documents of an incremental sync that failed to read (or chunk) and kept
 	// their previous chunks; they are also in Skipped by reason.
-	Kept    int64            `json:"kept,omitempty"`
-	Seconds float64          `json:"seconds"`
-	Skipped map[string]int64 `json:"skipped,omitempty"`
-	Error   string           `json:"error,omitempty"`
+	Kept int64 `json:"kept,omitempty"`
+	// Regrouped counts documents whose content was unchanged but whose chunks held another
+	// access key (the rules changed): their chunks got the new groups without embedding.
+	Regrouped int64            `json:"regrouped,omitempty"`
+	Seconds   float64          `json:"seconds"`
+	Skipped   map[string]int64 `json:"skipped,omitempty"`
+	Error     string           `json:"error,omitempty"`
 	// Reason says why the shard failed when it is a refusal the controller names (see
 	// FailureReason); empty for any other failure.
 	Reason FailureReason `json:"reason,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ragops/ragops/access"
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/chunkers/docchunk"
@@ -116,7 +117,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	b := &shardBuild{log: log, p: p, o: o, start: time.Now(), res: plan.BuildResult{Shard: o.Shard, Skipped: map[string]int64{}},
 		seen: map[string]bool{}, emptied: map[string]bool{}, wrote: map[string]bool{}}
 	defer b.close()
-	for _, step := range []func(context.Context) error{b.open, b.planShard, b.syncDocuments, b.removeStale, b.collectCache} {
+	for _, step := range []func(context.Context) error{b.open, b.planShard, b.syncDocuments, b.regroupAccess, b.removeStale, b.collectCache} {
 		if err := step(ctx); err != nil {
 			return b.res, err
 		}
@@ -151,6 +152,10 @@ type shardBuild struct {
 	states   map[string]vectorstore.DocumentState
 	existing map[string]string
 	prog     *progress.Logger
+	// accessKey is access.Key(plan.Access), stored on every chunk written.
+	accessKey string
+	// regroup are unchanged documents whose chunks hold another access key.
+	regroup []vectorstore.DocumentAccess
 
 	seen    map[string]bool // incremental: documents still in the corpus
 	emptied map[string]bool // read, with no text: their chunks go
@@ -243,7 +248,16 @@ func (b *shardBuild) open(ctx context.Context) error {
 		// A resumed build or a sync keeps the collection's wiring (Weaviate refuses to change it).
 		spec.Vectorizer = info.Vectorizer
 	}
-	return b.store.EnsureCollection(ctx, spec)
+	if err := b.store.EnsureCollection(ctx, spec); err != nil {
+		return err
+	}
+	b.accessKey = access.Key(p.Access)
+	if info, err := b.store.Collection(ctx, p.Collection); err != nil {
+		return err
+	} else if p.Access != nil && !info.AccessProperties {
+		return &vectorstore.AccessPropertiesError{Collection: p.Collection}
+	}
+	return nil
 }
 
 // planShard opens the corpus and counts the shard's documents, and reads what the collection
@@ -355,7 +369,16 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 // hash and are contiguous. Such a document is not read (see corpus.Source.WalkChanged).
 func (b *shardBuild) unchanged(d corpus.Document) bool {
 	st, had := b.states[d.ID]
-	return b.p.Incremental && had && st.Consistent() && st.Hash == d.Hash
+	return b.p.Incremental && had && st.Consistent() && st.Hash == d.Hash && st.HasAccess(b.accessKey)
+}
+
+// groups returns the access groups of a read document (its source path and metadata).
+func (b *shardBuild) groups(d corpus.Document) []string {
+	p, _ := d.Doc.Metadata[corpus.MetaSourcePath].(string)
+	if p == "" {
+		p = d.ID
+	}
+	return access.Groups(b.p.Access, p, d.Doc.Metadata)
 }
 
 // document syncs one document of the walk (see syncDocuments): unchanged ones unread.
@@ -371,6 +394,12 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		return fmt.Errorf("document %s: not read although it changed", d.ID)
 	}
 	p := &b.p
+	if st, had := b.states[d.ID]; p.Incremental && had && st.Consistent() && st.Hash == d.Hash {
+		// Same content under other access rules: new groups, no embedding (regroupAccess).
+		b.regroup = append(b.regroup, vectorstore.DocumentAccess{DocID: d.ID, Groups: b.groups(d), Chunks: st.Chunks})
+		b.shardChunks += int64(st.Chunks)
+		return nil
+	}
 	chunkStart := time.Now()
 	chunks, err := docchunk.Chunk(ctx, b.chunker, d.Doc)
 	b.chunkTime += time.Since(chunkStart)
@@ -402,6 +431,9 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		}
 		b.wrote[d.ID] = true
 		b.done++
+		if !st.HasAccess(b.accessKey) {
+			b.regroup = append(b.regroup, vectorstore.DocumentAccess{DocID: d.ID, Groups: b.groups(d), Chunks: st.Chunks})
+		}
 		return nil
 	}
 	b.pending = append(b.pending, d)
@@ -449,11 +481,16 @@ func (b *shardBuild) flush(ctx context.Context) error {
 	defer func() { b.writeTime += time.Since(writeStart) }()
 	for i, d := range b.pending {
 		var objs []vectorstore.Chunk
+		var groups []string
+		if b.accessKey != "" {
+			groups = b.groups(d)
+		}
 		for j, c := range b.pendingChunks[i] {
 			first, last, _ := d.Doc.PageRange(c.Start, c.End)
 			objs = append(objs, vectorstore.Chunk{
 				DocID: d.ID, Ordinal: c.Ordinal, Start: c.Start, End: c.End, Text: c.Text(d.Doc.Text),
 				HeadingPath: c.HeadingPath, PageStart: first, PageEnd: last, DocHash: d.Hash, Vector: vecs[i][j],
+				AccessGroups: groups, AccessKey: b.accessKey,
 			})
 			res.StoredBytes += int64(len(objs[j].Text) + 4*len(vecs[i][j]))
 		}
@@ -481,6 +518,23 @@ func (b *shardBuild) flush(ctx context.Context) error {
 	res.Documents += int64(len(b.pending))
 	b.pending, b.pendingChunks = b.pending[:0], b.pendingChunks[:0]
 	b.prog.Tick(b.done+res.Unchanged, false, "chunks", res.Chunks)
+	return nil
+}
+
+// regroupAccess writes the new access groups onto the chunks of the documents whose content
+// was unchanged but whose chunks held another access key (vectorstore.Store.SetAccess: read
+// with their vectors, written back; nothing embedded), and counts them in Regrouped.
+func (b *shardBuild) regroupAccess(ctx context.Context) error {
+	if len(b.regroup) == 0 {
+		return nil
+	}
+	writeStart := time.Now()
+	defer func() { b.writeTime += time.Since(writeStart) }()
+	if _, err := b.store.SetAccess(ctx, b.p.Collection, b.accessKey, b.regroup); err != nil {
+		return err
+	}
+	b.res.Regrouped += int64(len(b.regroup))
+	b.log.Info("access rules changed: documents regrouped without embedding", "documents", len(b.regroup))
 	return nil
 }
 
