@@ -29,6 +29,18 @@ func Key(spec *ragopsv1alpha1.AccessSpec) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// Revision returns a Corpus's revision (status.revision) from the revision of its document
+// list: content itself without access rules, else the first 12 hex digits of SHA-256 over
+// content and Key(spec). A change of the rules is a new revision, so every Index of the
+// Corpus syncs, and the sync regroups its chunks (without embedding).
+func Revision(content string, spec *ragopsv1alpha1.AccessSpec) string {
+	if spec == nil || content == "" {
+		return content
+	}
+	sum := sha256.Sum256([]byte(content + "\x00" + Key(spec)))
+	return hex.EncodeToString(sum[:])[:12]
+}
+
 // Groups returns the groups that may read a document at docPath (relative to the source
 // root) with metadata meta (reader and source fields): the union of the groups of every rule
 // that matches, sorted and without repeats, or spec.Default's when none matches (Deny:

@@ -54,9 +54,16 @@ func TestGroupsOfADocument(t *testing.T) {
 	if Groups(nil, "a", nil) != nil || Key(nil) != "" {
 		t.Error("no spec: no groups and no key")
 	}
+	if Revision("abc", nil) != "abc" || Revision("", spec) != "" {
+		t.Error("no rules (or no listing yet): the content revision")
+	}
+	rev := Revision("abc", spec)
 	k := Key(spec)
 	spec.Rules[0].Groups = []string{"raad", "griffie"}
 	if len(k) != 16 || Key(spec) == k {
 		t.Errorf("key %q does not change with the rules (%q)", k, Key(spec))
+	}
+	if r := Revision("abc", spec); len(r) != 12 || r == rev || r == "abc" {
+		t.Errorf("corpus revision %q does not change with the rules (%q)", r, rev)
 	}
 }

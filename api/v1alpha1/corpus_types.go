@@ -259,7 +259,8 @@ type CorpusStatus struct {
 	// Bytes of those documents.
 	// +optional
 	Bytes int64 `json:"bytes,omitempty"`
-	// Revision is a content hash of the document list (paths, sizes, digests).
+	// Revision is a content hash of the document list (paths, sizes, digests) and, with
+	// spec.access, of the access rules (a rule change is a new revision the Indexes sync).
 	// +optional
 	Revision string `json:"revision,omitempty"`
 	// LastSyncTime is when the source was last read successfully.

@@ -156,6 +156,7 @@ func Embed(in EmbedInputs, d Defaults) *Workload {
 		ModelServer:     in.ModelServer,
 		Sample:          w.mountSample(idx.Spec.Sample),
 		ExtractionCache: cache,
+		Access:          in.Corpus.Spec.Access,
 	}
 	return w
 }

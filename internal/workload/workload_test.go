@@ -530,3 +530,22 @@ func TestIndexes(t *testing.T) {
 		}
 	}
 }
+
+// Issue 52, access: a build and a sync of a Corpus with spec.access carry its rules in the
+// plan (every chunk is written with its document's groups); without rules, none.
+func TestEmbedCarriesTheCorpusAccessRules(t *testing.T) {
+	idx, rev := index()
+	c := corpus()
+	minilm := ragopsv1alpha1.ModelSpec{Name: "minilm", PVC: &ragopsv1alpha1.PVCSource{ClaimName: "models", Path: "minilm"}}
+	if p := planOf[plan.Build](t, Embed(EmbedInputs{Index: idx, Revision: rev, Corpus: c, Model: minilm}, defaults)); p.Access != nil {
+		t.Errorf("a Corpus without access rules: plan access %+v", p.Access)
+	}
+	c.Spec.Access = &ragopsv1alpha1.AccessSpec{Default: ragopsv1alpha1.AccessDeny,
+		Rules: []ragopsv1alpha1.AccessRule{{Path: "besloten/**", Groups: []string{"raad"}}}}
+	for _, incremental := range []bool{false, true} {
+		p := planOf[plan.Build](t, Embed(EmbedInputs{Index: idx, Revision: rev, Corpus: c, Model: minilm, Incremental: incremental}, defaults))
+		if p.Access == nil || p.Access.Default != ragopsv1alpha1.AccessDeny || len(p.Access.Rules) != 1 || p.Access.Rules[0].Groups[0] != "raad" {
+			t.Errorf("incremental %v: plan access %+v, want the Corpus's", incremental, p.Access)
+		}
+	}
+}
