@@ -30,10 +30,6 @@ const Port = 8080
 // Component is the app.kubernetes.io/component of the endpoint's objects and pods.
 const Component = "access-endpoint"
 
-// ClusterRole is the role the endpoint's RoleBinding grants in its namespace (installed with
-// the operator): get on indexes, corpora, and the Secrets and ConfigMaps an Index names.
-const ClusterRole = "ragops-endpoint"
-
 // AuthDelegator is the built-in ClusterRole that allows TokenReview (and
 // SubjectAccessReview) creation.
 const AuthDelegator = "system:auth-delegator"
@@ -74,10 +70,20 @@ func (e *Endpoint) ServiceAccount() *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{ObjectMeta: e.meta()}
 }
 
-// RoleBinding grants ClusterRole in the endpoint's namespace to its ServiceAccount.
+// Role lets the endpoint read, in its namespace, the Indexes and Corpora it serves and the
+// Secrets and ConfigMaps an Index names (Weaviate API key, CA bundle): get only. The manager
+// holds these permissions itself, so it may grant them without the bind verb.
+func (e *Endpoint) Role() *rbacv1.Role {
+	return &rbacv1.Role{ObjectMeta: e.meta(), Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"ragops.dev"}, Resources: []string{"indexes", "corpora"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}},
+	}}
+}
+
+// RoleBinding grants Role to the endpoint's ServiceAccount.
 func (e *Endpoint) RoleBinding() *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{ObjectMeta: e.meta(),
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRole},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: Name, Namespace: e.Namespace}}}
 }
 

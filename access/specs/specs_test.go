@@ -107,7 +107,7 @@ func TestWeaviatePolicyAdmitsOnlyTheOperatorItsWorkersAndTheEndpoint(t *testing.
 			t.Fatal(err)
 		}
 	}
-	for _, o := range []client.Object{p, e.ServiceAccount(), e.RoleBinding(), e.ClusterRoleBinding(), e.Deployment(), e.Service(), e.NetworkPolicy()} {
+	for _, o := range []client.Object{p, e.ServiceAccount(), e.Role(), e.RoleBinding(), e.ClusterRoleBinding(), e.Deployment(), e.Service(), e.NetworkPolicy()} {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Errorf("%T %s: %v", o, o.GetName(), err)
 		}
