@@ -76,3 +76,15 @@ type AccessRule struct {
 	// +kubebuilder:validation:items:MaxLength=256
 	Groups []string `json:"groups,omitempty"`
 }
+
+// EvaluationPersona is who an Evaluation retrieves as (spec.as).
+type EvaluationPersona struct {
+	// Groups the persona is in.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	Groups []string `json:"groups"`
+}

@@ -297,6 +297,9 @@ type Evaluate struct {
 	QueryEmbedding ragopsv1alpha1.QueryEmbedding `json:"queryEmbedding,omitempty"`
 	Rerank         *Rerank                       `json:"rerank,omitempty"`
 	Weaviate       Weaviate                      `json:"weaviate"`
+	// As are the groups of the Evaluation's persona (spec.as): every search is filtered to
+	// the chunks they (or ragopsv1alpha1.PublicGroup) may read. Nil: unfiltered.
+	As []string `json:"as,omitempty"`
 }
 
 // Rerank configures the evaluation's cross-encoder stage.
@@ -347,6 +350,8 @@ type EvaluateResult struct {
 	Metrics      []MetricsAtK `json:"metrics"`
 	SpanHitRate  *float64     `json:"spanHitRate,omitempty"`
 	UnknownQrels int          `json:"unknownQrels,omitempty"`
+	// UnreadableChunks counts, with As, retrieved chunks none of the persona's groups may read.
+	UnreadableChunks *int64 `json:"unreadableChunks,omitempty"`
 	// Results describes the per-query results written to the pod's log.
 	Results *ResultsRef `json:"results,omitempty"`
 	Error   string      `json:"error,omitempty"`

@@ -323,6 +323,9 @@ func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 	if byWeaviate && p.Mode != ragopsv1alpha1.ModeBM25 {
 		pl.QueryEmbedding = ragopsv1alpha1.QueryEmbeddingWeaviate
 	}
+	if ev.Spec.As != nil {
+		pl.As = slices.Clone(ev.Spec.As.Groups)
+	}
 	if pl.Split == "" {
 		pl.Split = "test"
 	}

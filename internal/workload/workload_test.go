@@ -549,3 +549,21 @@ func TestEmbedCarriesTheCorpusAccessRules(t *testing.T) {
 		}
 	}
 }
+
+// Issue 52, Evaluations as a persona: spec.as's groups reach the evaluate plan.
+func TestEvaluateCarriesThePersona(t *testing.T) {
+	idx, rev := index()
+	ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "as-raad", UID: "u-2"},
+		Spec: ragopsv1alpha1.EvaluationSpec{EvaluationParameters: ragopsv1alpha1.EvaluationParameters{
+			Dataset: ragopsv1alpha1.DatasetSource{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "qrels"}},
+			Mode:    ragopsv1alpha1.ModeBM25, K: []int32{10}}}}
+	ev.Spec.As = &ragopsv1alpha1.EvaluationPersona{Groups: []string{"raad", "griffie"}}
+	p := planOf[plan.Evaluate](t, Evaluate(EvaluateInputs{Evaluation: ev, Index: idx, Revision: rev}, defaults))
+	if !slices.Equal(p.As, []string{"raad", "griffie"}) {
+		t.Errorf("plan as %v, want [raad griffie]", p.As)
+	}
+	ev.Spec.As = nil
+	if p := planOf[plan.Evaluate](t, Evaluate(EvaluateInputs{Evaluation: ev, Index: idx, Revision: rev}, defaults)); p.As != nil {
+		t.Errorf("no persona: plan as %v", p.As)
+	}
+}
