@@ -19,7 +19,7 @@ import (
 )
 
 // Issue 52, access: an Index whose Corpus has no access rules gets no endpoint; once the
-// Corpus states rules, the Index controller creates the namespace's endpoint (ServiceAccount,
+// Corpus states rules, its revision changes (so its Indexes sync) and the Index controller creates the namespace's endpoint (ServiceAccount,
 // Role, RoleBinding, TokenReview ClusterRoleBinding, Deployment, Service, NetworkPolicy, owned
 // by the Index) and, for an Index on an in-cluster Weaviate, the NetworkPolicy in Weaviate's
 // namespace admitting this namespace's workers and endpoint.
@@ -46,14 +46,21 @@ func TestIndexWithAccessRulesGetsTheEndpointAndTheWeaviatePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c ragopsv1alpha1.Corpus
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c); err != nil {
-		t.Fatal(err)
-	}
+	eventually(t, 60*time.Second, "the Corpus revision", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c)
+		return err == nil && c.Status.Revision != "", err
+	})
+	before := c.Status.Revision
 	c.Spec.Access = &ragopsv1alpha1.AccessSpec{Default: ragopsv1alpha1.AccessDeny,
 		Rules: []ragopsv1alpha1.AccessRule{{Path: "besloten/**", Groups: []string{"raad"}}}}
 	if err := env.Client.Update(ctx, &c); err != nil {
 		t.Fatal(err)
 	}
+	// The rules are part of the Corpus revision: the Indexes sync (regroup) on a rule change.
+	eventually(t, 60*time.Second, "a new Corpus revision for the rules", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c)
+		return err == nil && c.Status.Revision != "" && c.Status.Revision != before, err
+	})
 	eventually(t, 60*time.Second, "the endpoint Deployment", func() (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: accessspecs.Name}, &dep)
 		return err == nil, client.IgnoreNotFound(err)
