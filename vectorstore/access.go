@@ -7,6 +7,7 @@ import (
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/graphql"
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/grpc/common"
 	pb "github.com/weaviate/weaviate/grpc/generated/protocol/v1"
 )
 
@@ -111,4 +112,58 @@ func (s *Store) SetAccess(ctx context.Context, collection, key string, docs []Do
 		total += len(chunks)
 	}
 	return total, nil
+}
+
+// Neighbours returns the chunks of document docID with ordinals in [from, to] in target (a
+// collection or an alias), in ordinal order, with their text: a hit's surrounding context
+// (small-to-big). With access set, only chunks it may read are returned (the filter is part
+// of the request, as in Search); a filter without groups is refused.
+//
+// Errors: an empty docID or to < from; those of Search.
+func (s *Store) Neighbours(ctx context.Context, target, docID string, from, to int, access *AccessFilter) ([]Hit, error) {
+	if docID == "" || to < from {
+		return nil, fmt.Errorf("vectorstore: neighbours in %s: document %q ordinals [%d, %d]", target, docID, from, to)
+	}
+	from = max(from, 0)
+	ops := []*filters.WhereBuilder{docFilter(docID),
+		filters.Where().WithPath([]string{PropChunkOrdinal}).WithOperator(filters.GreaterThanEqual).WithValueInt(int64(from)),
+		filters.Where().WithPath([]string{PropChunkOrdinal}).WithOperator(filters.LessThanEqual).WithValueInt(int64(to))}
+	props := []string{PropDocID, PropChunkOrdinal, PropStart, PropEnd, PropHeadingPath, PropRevision, PropPageStart, PropPageEnd, PropText}
+	if access != nil {
+		w, err := access.where(target)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, w)
+		props = append(props, PropAccessGroups)
+	}
+	req := &pb.SearchRequest{
+		Collection:       target,
+		Limit:            uint32(to - from + 1),
+		ConsistencyLevel: common.GetConsistencyLevel(s.cfg.ReadConsistency),
+		Properties:       &pb.PropertiesRequest{NonRefProperties: props},
+		Metadata:         &pb.MetadataRequest{Uuid: true},
+		Filters:          filters.Where().WithOperator(filters.And).WithOperands(ops).ToGRPC(),
+		Uses_123Api:      true,
+		Uses_125Api:      true,
+		Uses_127Api:      true,
+	}
+	reply, err := s.searchGRPC(ctx, req)
+	if err != nil {
+		return nil, classify("neighbours", target, err)
+	}
+	hits := make([]Hit, 0, len(reply.GetResults()))
+	for _, r := range reply.GetResults() {
+		p := r.GetProperties().GetNonRefProps().GetFields()
+		h := Hit{ID: r.GetMetadata().GetId(), DocID: p[PropDocID].GetTextValue(), Revision: p[PropRevision].GetTextValue(),
+			Text: p[PropText].GetTextValue(), Ordinal: intValue(p[PropChunkOrdinal]), Start: intValue(p[PropStart]), End: intValue(p[PropEnd]),
+			PageStart: intValue(p[PropPageStart]), PageEnd: intValue(p[PropPageEnd]),
+			HeadingPath: p[PropHeadingPath].GetListValue().GetTextValues().GetValues()}
+		if access != nil {
+			h.AccessGroups = p[PropAccessGroups].GetListValue().GetTextValues().GetValues()
+		}
+		hits = append(hits, h)
+	}
+	slices.SortFunc(hits, func(a, b Hit) int { return a.Ordinal - b.Ordinal })
+	return hits, nil
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// Issue 52, access: chunks written with access groups are filtered by them in every mode (a
-// filter without groups is refused, not run unfiltered); SetAccess rewrites the groups of
+// Issue 52, access: chunks written with access groups are filtered by them in every mode and
+// in neighbour expansion (a filter without groups is refused, not run unfiltered); SetAccess rewrites the groups of
 // documents without touching their text or vectors; DocumentStates reports the access key;
 // a copy keeps the groups.
 func TestAccessGroupsFilterRegroupAndCopy(t *testing.T) {
@@ -69,6 +69,17 @@ func TestAccessGroupsFilterRegroupAndCopy(t *testing.T) {
 		if hits, err := s.Search(ctx, from, Query{Mode: ModeBM25, Text: "windenergie", Limit: 5, Access: f}); err == nil || hits != nil {
 			t.Errorf("filter %+v: %d hits, error %v; want a refusal", f, len(hits), err)
 		}
+	}
+
+	// Small-to-big: a document's neighbouring chunks, in order, under the same filter.
+	if nb, err := s.Neighbours(ctx, from, "jur", 0, 1, &AccessFilter{Groups: []string{"juridisch"}}); err != nil || len(nb) != 2 || nb[0].Ordinal != 0 || nb[1].Ordinal != 1 || nb[1].Text == "" {
+		t.Errorf("neighbours of jur#0..1 as juridisch: %+v, %v", nb, err)
+	}
+	if nb, err := s.Neighbours(ctx, from, "jur", 0, 2, &AccessFilter{Groups: []string{"raad", "ragops:public"}}); err != nil || len(nb) != 0 {
+		t.Errorf("neighbours of jur as raad: %+v, %v; want none", nb, err)
+	}
+	if nb, err := s.Neighbours(ctx, from, "jur", 0, 2, &AccessFilter{}); err == nil || nb != nil {
+		t.Errorf("neighbours with an empty filter: %+v, %v; want a refusal", nb, err)
 	}
 
 	// Regroup: raad loses its document to raad-presidium; text and vectors stay.

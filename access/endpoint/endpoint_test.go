@@ -175,7 +175,8 @@ func queryFor(r *rand.Rand, i int) Request {
 	if r.IntN(2) == 0 {
 		q += " " + topics[r.IntN(len(topics))] + " vergadering " + fmt.Sprint(r.IntN(20))
 	}
-	return Request{Query: q, Mode: modes[i%len(modes)], K: 8}
+	// Every other query asks for its hits' neighbours (small-to-big), in every mode.
+	return Request{Query: q, Mode: modes[i%len(modes)], K: 8, Neighbours: (i / 3) % 2}
 }
 
 // Issue 52, access: a real corpus in three access classes (and a denied one) built by the
@@ -224,7 +225,7 @@ func TestEndpointServesOnlyReadableChunksFailsClosedAndRevokes(t *testing.T) {
 	alias, _ := vectorstore.AliasName(ns, "besluiten")
 	p := plan.Build{Version: plan.Version, Namespace: ns, Index: "besluiten", Revision: "r1", Collection: collection, Shards: 1,
 		Source:   plan.Source{Dir: dir},
-		Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitTokens, Size: 64},
+		Strategy: ragopsv1alpha1.ChunkingStrategySpec{Type: ragopsv1alpha1.StrategyFixed, Unit: ragopsv1alpha1.UnitTokens, Size: 16},
 		ModelDir: model, ModelServer: srv.URL,
 		Embedder: ragopsv1alpha1.EmbedderSpec{Device: ragopsv1alpha1.DeviceCPU, Threads: 1},
 		Weaviate: plan.Weaviate{URL: "http://" + wv.HTTPAddr, GRPCAddress: wv.GRPCAddr},
@@ -312,6 +313,7 @@ func TestEndpointServesOnlyReadableChunksFailsClosedAndRevokes(t *testing.T) {
 			wg.Go(func() {
 				r := rand.New(rand.NewPCG(uint64(pi), 7))
 				seen := map[string]int{}
+				expanded := 0
 				for i := range queries {
 					code, out, raw := post(t, url, pe.token, queryFor(r, i))
 					if code != http.StatusOK {
@@ -324,7 +326,18 @@ func TestEndpointServesOnlyReadableChunksFailsClosedAndRevokes(t *testing.T) {
 						if !pe.allowed[c] {
 							t.Errorf("%s: query %d returned %s (class %s): a leak", pe.name, i, h.DocID, c)
 						}
+						if len(h.Neighbours) > 1 {
+							expanded++
+						}
+						for _, n := range h.Neighbours {
+							if n.DocID != h.DocID || !pe.allowed[classOf(n.DocID)] {
+								t.Errorf("%s: query %d expanded %s#%d with %s#%d: a leak", pe.name, i, h.DocID, h.Chunk, n.DocID, n.Chunk)
+							}
+						}
 					}
+				}
+				if expanded == 0 {
+					t.Errorf("%s: no hit was expanded with neighbours", pe.name)
 				}
 				for c := range pe.allowed {
 					if seen[c] == 0 {
@@ -390,6 +403,7 @@ func TestEndpointServesOnlyReadableChunksFailsClosedAndRevokes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		q.Neighbours = 2
 		if hits, err := (Searcher{}).Search(ctx, Grant{}, target, q); !errors.Is(err, errNoGrant) || hits != nil {
 			t.Errorf("zero grant: %d hits, error %v; want errNoGrant", len(hits), err)
 		}

@@ -114,10 +114,22 @@ type Request struct {
 	K int `json:"k,omitempty"`
 	// Alpha weighs hybrid (1 dense, 0 BM25); default 0.5.
 	Alpha *float32 `json:"alpha,omitempty"`
+	// Neighbours returns with each hit the chunks of its document within this many ordinals
+	// of it, itself included (small-to-big; 0..MaxNeighbours), under the same access filter.
+	Neighbours int `json:"neighbours,omitempty"`
 }
 
-// MaxK bounds Request.K.
-const MaxK = 100
+// MaxK bounds Request.K; MaxNeighbours bounds Request.Neighbours.
+const (
+	MaxK          = 100
+	MaxNeighbours = 5
+)
+
+// Hit is one search hit with, when asked, its neighbouring chunks in ordinal order.
+type Hit struct {
+	vectorstore.Hit
+	Neighbours []vectorstore.Hit
+}
 
 // BadRequestError is a request the endpoint refuses (400).
 type BadRequestError struct{ Err error }
@@ -134,7 +146,7 @@ type Searcher struct{}
 //
 // Errors: errNoGrant for a zero Grant; *BadRequestError; a collection without access
 // properties or without a model server (dense, hybrid); Weaviate's errors.
-func (Searcher) Search(ctx context.Context, g Grant, t Target, req Request) ([]vectorstore.Hit, error) {
+func (Searcher) Search(ctx context.Context, g Grant, t Target, req Request) ([]Hit, error) {
 	if len(g.groups) == 0 {
 		return nil, errNoGrant
 	}
@@ -146,6 +158,9 @@ func (Searcher) Search(ctx context.Context, g Grant, t Target, req Request) ([]v
 	}
 	if req.K < 1 || req.K > MaxK {
 		return nil, &BadRequestError{Err: fmt.Errorf("k %d: want 1..%d", req.K, MaxK)}
+	}
+	if req.Neighbours < 0 || req.Neighbours > MaxNeighbours {
+		return nil, &BadRequestError{Err: fmt.Errorf("neighbours %d: want 0..%d", req.Neighbours, MaxNeighbours)}
 	}
 	if req.Mode == "" {
 		req.Mode = string(vectorstore.ModeHybrid)
@@ -184,5 +199,19 @@ func (Searcher) Search(ctx context.Context, g Grant, t Target, req Request) ([]v
 		q.EmbedText, q.Alpha = true, alpha
 	}
 	// The collection, not the alias: the one checked above answers, even if the alias moves.
-	return t.Store.Search(ctx, coll, q)
+	hits, err := t.Store.Search(ctx, coll, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Hit, len(hits))
+	for i, h := range hits {
+		out[i].Hit = h
+		if req.Neighbours > 0 {
+			// Expansion obeys access like the search: the same filter is part of the request.
+			if out[i].Neighbours, err = t.Store.Neighbours(ctx, coll, h.DocID, h.Ordinal-req.Neighbours, h.Ordinal+req.Neighbours, q.Access); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/ragops/ragops/query"
+	"github.com/ragops/ragops/vectorstore"
 )
 
 // SearchPath is the search route: POST /v1/indexes/{index}/search with a JSON Request and a
@@ -16,8 +17,15 @@ const SearchPath = "/v1/indexes/{index}/search"
 
 // Response is a search's answer.
 type Response struct {
-	// Results are the hits, best first (query.Result: document, span, text, score).
-	Results []query.Result `json:"results"`
+	// Results are the hits, best first.
+	Results []Result `json:"results"`
+}
+
+// Result is one hit (query.Result: document, span, text, score) and, when asked, its
+// neighbouring chunks in ordinal order (Request.Neighbours).
+type Result struct {
+	query.Result
+	Neighbours []query.Result `json:"neighbours,omitempty"`
 }
 
 // ErrorResponse is the body of every error answer.
@@ -74,7 +82,15 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(Response{Results: query.Results(hits)})
+	res := Response{Results: make([]Result, len(hits))}
+	for i, h := range hits {
+		res.Results[i].Result = query.Results([]vectorstore.Hit{h.Hit})[0]
+		res.Results[i].Rank = i + 1
+		if h.Neighbours != nil {
+			res.Results[i].Neighbours = query.Results(h.Neighbours)
+		}
+	}
+	_ = json.NewEncoder(w).Encode(res)
 }
 
 // Status returns the HTTP status of an error: 401 unauthenticated, 400 bad request, 404 an
