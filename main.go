@@ -8,6 +8,8 @@
 //   - serve: the model server that embeds queries for a revision (text2vec-transformers API);
 //   - chunk: preview a ChunkingStrategy on local files;
 //   - query: search an Index through its alias;
+//   - endpoint: the access-enforcing query endpoint of a namespace's Indexes (authenticated,
+//     filtered by the caller's groups);
 //   - report, compare: render Evaluations, and compare two paired;
 //   - experiment winner|leaderboard: read an Experiment's outcome;
 //   - version.

@@ -26,6 +26,7 @@ compare, experiment).`,
 	root.AddCommand(newReportCommand())
 	root.AddCommand(newCompareCommand())
 	root.AddCommand(newChunkCommand())
+	root.AddCommand(newAccessEndpointCommand())
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newQueryCommand())
 	root.AddCommand(newExperimentCommand())

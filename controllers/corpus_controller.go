@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/ragops/ragops/access"
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/internal/metrics"
@@ -214,7 +215,7 @@ func (r *CorpusReconciler) syncConfigMap(ctx context.Context, c *ragopsv1alpha1.
 		skipped[sk.Reason]++
 	}
 	docs := int64(len(listed))
-	rev := corpus.WithMetadata(corpus.Revision(listed), c.Spec.Metadata)
+	rev := access.Revision(corpus.WithMetadata(corpus.Revision(listed), c.Spec.Metadata), c.Spec.Access)
 	if rev != c.Status.Revision || c.Status.LastSyncTime == nil {
 		c.Status.LastSyncTime = &metav1.Time{Time: r.now().Truncate(time.Second)}
 	}
@@ -344,7 +345,8 @@ func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Cor
 	if err := json.Unmarshal([]byte(msg), &res); err != nil {
 		return reconcile.Stop.With(reconcile.OutcomeRetrying, ReasonSourceUnreadable, fmt.Sprintf("scan Job %s returned no result: %v", job.Name, err)), false, nil
 	}
-	c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Skipped = res.Documents, res.Bytes, res.Revision, res.Skipped
+	// A change of the access rules is a new revision: the Indexes sync (regroup) their chunks.
+	c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Skipped = res.Documents, res.Bytes, access.Revision(res.Revision, c.Spec.Access), res.Skipped
 	c.Status.Commit = res.Commit
 	t := metav1.Now()
 	if job.Status.CompletionTime != nil {

@@ -375,6 +375,7 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 		st.SpanHitRate = ptr.To(Round(*res.SpanHitRate))
 	}
 	st.UnknownQrels = int32(res.UnknownQrels)
+	st.UnreadableChunks = res.UnreadableChunks
 }
 
 // interval is the status form of measure's interval in m (nil when the worker sent none).

@@ -24,3 +24,22 @@ func TestApplyResultSpanHitPerCutoff(t *testing.T) {
 		t.Fatalf("a result without spans left span figures: %+v", st)
 	}
 }
+
+// Issue 52, Evaluations as a persona: the worker's count of unreadable chunks reaches
+// status.unreadableChunks, and a result without a persona clears it.
+func TestApplyResultUnreadableChunks(t *testing.T) {
+	var st ragopsv1alpha1.EvaluationStatus
+	zero, two := int64(0), int64(2)
+	ApplyResult(&st, plan.EvaluateResult{Queries: 3, UnreadableChunks: &two})
+	if st.UnreadableChunks == nil || *st.UnreadableChunks != 2 {
+		t.Fatalf("unreadableChunks %v, want 2", st.UnreadableChunks)
+	}
+	ApplyResult(&st, plan.EvaluateResult{Queries: 3, UnreadableChunks: &zero})
+	if st.UnreadableChunks == nil || *st.UnreadableChunks != 0 {
+		t.Fatalf("unreadableChunks %v, want 0", st.UnreadableChunks)
+	}
+	ApplyResult(&st, plan.EvaluateResult{Queries: 3})
+	if st.UnreadableChunks != nil {
+		t.Fatalf("unreadableChunks %v without a persona, want none", *st.UnreadableChunks)
+	}
+}

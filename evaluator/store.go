@@ -3,8 +3,11 @@ package evaluator
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -20,6 +23,11 @@ type StoreRetriever struct {
 	// WithText asks for chunk text (the rerank stage uses it; otherwise it is cut from the
 	// data set's corpus by the chunk's offsets).
 	WithText bool
+	// AccessGroups, when not nil, are a persona's groups: every search carries their access
+	// filter (with ragopsv1alpha1.PublicGroup), and Unreadable (when set) counts the hits
+	// whose groups share none of them.
+	AccessGroups []string
+	Unreadable   *atomic.Int64
 	// Attempts bounds tries of a search that fails with a retryable error
 	// (vectorstore.IsRetryable), with 250 ms doubling waits; 0 means 3.
 	Attempts int
@@ -41,6 +49,11 @@ func (r StoreRetriever) Search(ctx context.Context, q Query, limit int) ([]Chunk
 	default:
 		return nil, fmt.Errorf("evaluator: retrieval mode %q, want Dense, BM25 or Hybrid", q.Mode)
 	}
+	var groups []string
+	if r.AccessGroups != nil {
+		groups = append(slices.Clone(r.AccessGroups), ragopsv1alpha1.PublicGroup)
+		vq.Access = &vectorstore.AccessFilter{Groups: groups}
+	}
 	attempts := r.Attempts
 	if attempts <= 0 {
 		attempts = 3
@@ -52,6 +65,9 @@ func (r StoreRetriever) Search(ctx context.Context, q Query, limit int) ([]Chunk
 			out := make([]ChunkHit, len(hits))
 			for i, h := range hits {
 				out[i] = ChunkHit{DocID: h.DocID, Ordinal: h.Ordinal, Start: h.Start, End: h.End, Score: float64(h.Score), Text: h.Text}
+			}
+			if groups != nil && r.Unreadable != nil {
+				r.Unreadable.Add(int64(unreadable(hits, groups)))
 			}
 			return out, nil
 		}
@@ -65,4 +81,15 @@ func (r StoreRetriever) Search(ctx context.Context, q Query, limit int) ([]Chunk
 		}
 		wait *= 2
 	}
+}
+
+// unreadable counts the hits whose access groups share none of groups.
+func unreadable(hits []vectorstore.Hit, groups []string) int {
+	n := 0
+	for _, h := range hits {
+		if !slices.ContainsFunc(h.AccessGroups, func(g string) bool { return slices.Contains(groups, g) }) {
+			n++
+		}
+	}
+	return n
 }

@@ -168,7 +168,7 @@ func Run(ctx context.Context, s *vectorstore.Store, alias string, req Request) (
 // ownProperties are the chunk properties ragops itself writes; the others are metadata.
 var ownProperties = []string{vectorstore.PropText, vectorstore.PropDocID, vectorstore.PropChunkOrdinal, vectorstore.PropStart,
 	vectorstore.PropEnd, vectorstore.PropHeadingPath, vectorstore.PropRevision, vectorstore.PropPageStart, vectorstore.PropPageEnd,
-	vectorstore.PropDocHash, vectorstore.PropMetaHash}
+	vectorstore.PropDocHash, vectorstore.PropMetaHash, vectorstore.PropAccessGroups, vectorstore.PropAccessKey}
 
 // metadataProperties returns the names of types that are not ragops's own chunk properties
 // (the Corpus's declared metadata fields), sorted.

@@ -25,6 +25,12 @@ const (
 	PropPageStart    = "pageStart"    // first page (1-based) for paged formats, 0 if unknown
 	PropPageEnd      = "pageEnd"      // last page (1-based) for paged formats, 0 if unknown
 	PropDocHash      = "docHash"      // content hash of the whole document, for incremental sync
+	// PropAccessGroups are the groups that may read the chunk's document (package access);
+	// filterable, field tokenization (a group matches whole). The query endpoint filters on it.
+	PropAccessGroups = "accessGroups"
+	// PropAccessKey is the key of the access rules the groups were computed under
+	// (access.Key), for sync; "" when the Corpus has no access rules.
+	PropAccessKey = "accessKey"
 )
 
 // Vector index types.
@@ -179,6 +185,10 @@ type CollectionInfo struct {
 	Shards      int         `json:"shards,omitempty"`
 	// Vectorizer is the text2vec-transformers wiring, zero for vectorizer none.
 	Vectorizer Transformers `json:"vectorizer,omitzero"`
+	// AccessProperties is true when the collection has PropAccessGroups (text[], field
+	// tokenization, filterable) and PropAccessKey: every collection created since issue 52.
+	// An older one cannot hold access groups; it is not recorded in the description.
+	AccessProperties bool `json:"-"`
 }
 
 const descriptionPrefix = "ragops revision collection "
@@ -286,7 +296,7 @@ func (c *Compression) config() (key string, value map[string]any, ok bool) {
 // info is what the collection records about itself.
 func (spec *CollectionSpec) info() CollectionInfo {
 	return CollectionInfo{Revision: spec.Revision, Dimensions: spec.Dimensions, Index: spec.Index,
-		Replication: spec.Replication, Shards: spec.Shards, Vectorizer: spec.Vectorizer}
+		Replication: spec.Replication, Shards: spec.Shards, Vectorizer: spec.Vectorizer, AccessProperties: true}
 }
 
 func boolp(b bool) *bool { return &b }
@@ -347,6 +357,8 @@ func (spec *CollectionSpec) class() *models.Class {
 			field(PropPageStart, "int", false, false),
 			field(PropPageEnd, "int", false, false),
 			field(PropDocHash, "text", false, false),
+			field(PropAccessGroups, "text[]", true, false),
+			field(PropAccessKey, "text", false, false),
 		},
 	}
 	if v := spec.Vectorizer; v != (Transformers{}) {
@@ -392,6 +404,8 @@ func (s *Store) EnsureCollection(ctx context.Context, spec CollectionSpec) error
 	if err != nil {
 		return err
 	}
+	// A collection from before the access properties keeps working (without access groups).
+	got.AccessProperties = want.AccessProperties
 	if got != want {
 		return &ServerError{Op: "create collection", Collection: spec.Name,
 			Err: fmt.Errorf("exists with other settings: have %+v, want %+v", got, want)}
@@ -456,6 +470,7 @@ func (s *Store) fetchInfo(ctx context.Context, name string) (CollectionInfo, err
 			Err: fmt.Errorf("not a ragops revision collection (description %q)", class.Description)}
 	}
 	info.Name = name
+	info.AccessProperties = hasAccessProperties(class)
 	s.mu.Lock()
 	s.infos[name] = info
 	s.mu.Unlock()
@@ -509,4 +524,20 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) error {
 	})
 	s.forget(name)
 	return err
+}
+
+// hasAccessProperties reports whether class has the access properties as this package
+// creates them: accessGroups text[] with field tokenization, filterable, and accessKey.
+func hasAccessProperties(class *models.Class) bool {
+	var groups, key bool
+	for _, p := range class.Properties {
+		switch p.Name {
+		case PropAccessGroups:
+			groups = len(p.DataType) == 1 && p.DataType[0] == "text[]" && p.Tokenization == "field" &&
+				p.IndexFilterable != nil && *p.IndexFilterable
+		case PropAccessKey:
+			key = true
+		}
+	}
+	return groups && key
 }

@@ -210,7 +210,7 @@ func (s *Store) UpdateProperties(ctx context.Context, collection string, names [
 func ownProperty(name string) bool {
 	switch name {
 	case PropText, PropDocID, PropChunkOrdinal, PropStart, PropEnd, PropHeadingPath, PropRevision,
-		PropPageStart, PropPageEnd, PropDocHash, PropMetaHash:
+		PropPageStart, PropPageEnd, PropDocHash, PropMetaHash, PropAccessGroups, PropAccessKey:
 		return true
 	}
 	return false
@@ -227,6 +227,12 @@ func chunkOf(r graphql.SearchResult, drop []string) (Chunk, error) {
 	c.DocHash, _ = p[PropDocHash].(string)
 	if lv, ok := p[PropHeadingPath].(*pb.ListValue); ok {
 		c.HeadingPath = lv.GetTextValues().GetValues()
+	}
+	// Access groups travel with the chunk: a copy or a properties update serves the same
+	// documents to the same groups.
+	c.AccessKey, _ = p[PropAccessKey].(string)
+	if lv, ok := p[PropAccessGroups].(*pb.ListValue); ok && c.AccessKey != "" {
+		c.AccessGroups = lv.GetTextValues().GetValues()
 	}
 	if len(c.Vector) == 0 {
 		return c, fmt.Errorf("object %s came without its vector", r.ID)

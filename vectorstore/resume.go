@@ -18,6 +18,16 @@ type DocumentState struct {
 	MaxOrdinal int
 	// Mixed is true when the chunks carry different hashes (a replacement stopped halfway).
 	Mixed bool
+	// AccessKey is the access key stored on the chunks (PropAccessKey; "" when none, or when
+	// they disagree: AccessMixed).
+	AccessKey   string
+	AccessMixed bool
+}
+
+// HasAccess reports whether every chunk holds access key key (the groups of the rules key
+// stands for; "" for no rules).
+func (d DocumentState) HasAccess(key string) bool {
+	return !d.AccessMixed && d.AccessKey == key
 }
 
 // Complete reports whether the state is exactly n chunks (ordinals 0..n-1, chunk IDs being
@@ -43,8 +53,13 @@ func (s *Store) DocumentStates(ctx context.Context, collection string, pageSize 
 	if pageSize <= 0 {
 		pageSize = 1000
 	}
-	if _, err := s.Collection(ctx, collection); err != nil {
+	info, err := s.Collection(ctx, collection)
+	if err != nil {
 		return nil, err
+	}
+	props := []string{PropDocID, PropDocHash, PropChunkOrdinal}
+	if info.AccessProperties {
+		props = append(props, PropAccessKey)
 	}
 	out := map[string]DocumentState{}
 	after := ""
@@ -53,7 +68,7 @@ func (s *Store) DocumentStates(ctx context.Context, collection string, pageSize 
 		err := s.retry(ctx, func() error {
 			var err error
 			res, err = s.client.Experimental().Search().WithCollection(collection).WithLimit(pageSize).
-				WithAfter(after).WithProperties(PropDocID, PropDocHash, PropChunkOrdinal).Do(ctx)
+				WithAfter(after).WithProperties(props...).Do(ctx)
 			return classify("list documents", collection, err)
 		})
 		if err != nil {
@@ -65,12 +80,18 @@ func (s *Store) DocumentStates(ctx context.Context, collection string, pageSize 
 				continue
 			}
 			h, _ := r.Properties[PropDocHash].(string)
+			ak, _ := r.Properties[PropAccessKey].(string)
 			ord := ordinalOf(r.Properties[PropChunkOrdinal])
 			st, ok := out[id]
 			if !ok {
-				st = DocumentState{Hash: h, MaxOrdinal: -1}
-			} else if st.Hash != h {
-				st.Mixed, st.Hash = true, ""
+				st = DocumentState{Hash: h, MaxOrdinal: -1, AccessKey: ak}
+			} else {
+				if st.Hash != h {
+					st.Mixed, st.Hash = true, ""
+				}
+				if st.AccessKey != ak {
+					st.AccessMixed, st.AccessKey = true, ""
+				}
 			}
 			st.Chunks++
 			st.MaxOrdinal = max(st.MaxOrdinal, ord)

@@ -61,6 +61,9 @@ type Query struct {
 	Where *filters.WhereBuilder
 	// Properties are further properties (metadata) returned in each Hit.Properties.
 	Properties []string
+	// Access, when set, returns only chunks readable by one of its groups (and each hit's
+	// AccessGroups); a filter without groups is an error, never an unfiltered search.
+	Access *AccessFilter
 }
 
 // Hit is one retrieved chunk, best first.
@@ -86,6 +89,8 @@ type Hit struct {
 	// Properties holds the Query.Properties the chunk has (string, []string, int64, float64,
 	// bool; dates as RFC 3339 strings).
 	Properties map[string]any
+	// AccessGroups are the chunk's access groups (Query.Access set only).
+	AccessGroups []string
 }
 
 func (q *Query) validate(target string) error {
@@ -139,6 +144,14 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 		return nil, err
 	}
 	props := []string{PropDocID, PropChunkOrdinal, PropStart, PropEnd, PropHeadingPath, PropRevision, PropPageStart, PropPageEnd}
+	var access *filters.WhereBuilder
+	if q.Access != nil {
+		var err error
+		if access, err = q.Access.where(target); err != nil {
+			return nil, err
+		}
+		props = append(props, PropAccessGroups)
+	}
 	if q.WithText {
 		props = append(props, PropText)
 	}
@@ -155,7 +168,14 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 		Uses_125Api:      true,
 		Uses_127Api:      true,
 	}
-	if q.Where != nil {
+	// The access filter is ANDed with the caller's where filter, never replaced by it: a
+	// where filter cannot widen what the access groups allow.
+	switch {
+	case access != nil && q.Where != nil:
+		req.Filters = filters.Where().WithOperator(filters.And).WithOperands([]*filters.WhereBuilder{access, q.Where}).ToGRPC()
+	case access != nil:
+		req.Filters = access.ToGRPC()
+	case q.Where != nil:
 		req.Filters = q.Where.ToGRPC()
 	}
 	switch q.Mode {
@@ -213,6 +233,9 @@ func (s *Store) Search(ctx context.Context, target string, q Query) ([]Hit, erro
 				}
 				h.Properties[name] = v
 			}
+		}
+		if access != nil {
+			h.AccessGroups = p[PropAccessGroups].GetListValue().GetTextValues().GetValues()
 		}
 		if q.Mode == ModeDense {
 			h.Distance = r.GetMetadata().GetDistance()

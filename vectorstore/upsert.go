@@ -36,6 +36,12 @@ type Chunk struct {
 	Properties map[string]any
 	// MetaHash is stored as PropMetaHash when not empty.
 	MetaHash string
+	// AccessGroups are the groups that may read the document (package access), written with
+	// AccessKey when AccessKey is set; a collection without [CollectionInfo.AccessProperties]
+	// refuses them.
+	AccessGroups []string
+	// AccessKey is the key of the access rules AccessGroups come from; "" writes neither.
+	AccessKey string
 }
 
 // chunkNamespace is the UUIDv5 namespace of chunk IDs: UUIDv5(URL namespace, "https://ragops.dev/chunk").
@@ -64,6 +70,8 @@ func (c *Chunk) validate(i, dims int, collection string) error {
 		return fmt.Errorf("vectorstore: upsert %s: document %q chunk %d: bad span [%d, %d)", collection, c.DocID, c.Ordinal, c.Start, c.End)
 	case len(c.Vector) != dims:
 		return &DimensionError{Op: "upsert", Collection: collection, Expected: dims, Actual: len(c.Vector), DocID: c.DocID, Ordinal: c.Ordinal}
+	case c.AccessKey == "" && len(c.AccessGroups) > 0:
+		return fmt.Errorf("vectorstore: upsert %s: document %q chunk %d: access groups without an access key", collection, c.DocID, c.Ordinal)
 	}
 	return nil
 }
@@ -92,6 +100,13 @@ func (c *Chunk) object(collection, revision string) *models.Object {
 	}
 	if c.MetaHash != "" {
 		props[PropMetaHash] = c.MetaHash
+	}
+	if c.AccessKey != "" {
+		groups := c.AccessGroups
+		if groups == nil {
+			groups = []string{}
+		}
+		props[PropAccessGroups], props[PropAccessKey] = groups, c.AccessKey
 	}
 	return &models.Object{
 		Class:      collection,
@@ -122,6 +137,9 @@ func (s *Store) Upsert(ctx context.Context, collection string, chunks []Chunk) e
 	for i := range chunks {
 		if err := chunks[i].validate(i, info.Dimensions, collection); err != nil {
 			return err
+		}
+		if chunks[i].AccessKey != "" && !info.AccessProperties {
+			return &AccessPropertiesError{Collection: collection}
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)

@@ -83,6 +83,10 @@ type CorpusSpec struct {
 	// range). See docs/metadata.md.
 	// +optional
 	Metadata *MetadataSpec `json:"metadata,omitempty"`
+	// Access maps documents to the groups that may read them through the query endpoint
+	// (docs/security.md); unset, the Corpus has no access rules and no endpoint serves it.
+	// +optional
+	Access *AccessSpec `json:"access,omitempty"`
 }
 
 // MetadataSpec declares which document fields become chunk properties, and where sidecar
@@ -132,7 +136,7 @@ type MetadataField struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[_a-z][_0-9A-Za-z]*$`
-	// +kubebuilder:validation:XValidation:rule="!(self in ['text', 'docId', 'chunkOrdinal', 'start', 'end', 'headingPath', 'revision', 'pageStart', 'pageEnd', 'docHash', 'metaHash', 'groups', 'id', '_id', '_additional'])",message="name is one of ragops's own chunk properties"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['text', 'docId', 'chunkOrdinal', 'start', 'end', 'headingPath', 'revision', 'pageStart', 'pageEnd', 'docHash', 'metaHash', 'groups', 'accessGroups', 'accessKey', 'id', '_id', '_additional'])",message="name is one of ragops's own chunk properties"
 	Name string `json:"name"`
 	// Type of the property.
 	Type MetadataFieldType `json:"type"`
@@ -345,7 +349,8 @@ type CorpusStatus struct {
 	// Bytes of those documents.
 	// +optional
 	Bytes int64 `json:"bytes,omitempty"`
-	// Revision is a content hash of the document list (paths, sizes, digests).
+	// Revision is a content hash of the document list (paths, sizes, digests) and, with
+	// spec.access, of the access rules (a rule change is a new revision the Indexes sync).
 	// +optional
 	Revision string `json:"revision,omitempty"`
 	// LastSyncTime is when the source was last read successfully.

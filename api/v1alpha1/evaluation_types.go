@@ -166,6 +166,11 @@ type EvaluationSpec struct {
 	// +optional
 	// +kubebuilder:default=Job
 	QueryEmbedding QueryEmbedding `json:"queryEmbedding,omitempty"`
+	// As measures retrieval as a persona sees it through the query endpoint: every search
+	// carries the access filter of these groups (and ragopsv1alpha1.PublicGroup), and
+	// status.unreadableChunks counts retrieved chunks none of them may read (must be 0).
+	// +optional
+	As *EvaluationPersona `json:"as,omitempty"`
 
 	EvaluationParameters `json:",inline"`
 }
@@ -355,6 +360,10 @@ type EvaluationStatus struct {
 	// left out of the metrics.
 	// +optional
 	UnknownQrels int32 `json:"unknownQrels,omitempty"`
+	// UnreadableChunks counts the retrieved chunks of an Evaluation with spec.as whose groups
+	// share none of the persona's: a leak; 0 when the access filter holds.
+	// +optional
+	UnreadableChunks *int64 `json:"unreadableChunks,omitempty"`
 	// StartTime of the last run.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`

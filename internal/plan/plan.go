@@ -185,6 +185,10 @@ type Build struct {
 	// reading, chunking and embedding the corpus (a revision that differs from a kept one
 	// only in how vectors are stored); Source, Strategy and ModelDir are then unused.
 	Copy *Copy `json:"copy,omitempty"`
+	// Access is the Corpus's spec.access: every chunk is written with its document's groups
+	// (package access) and the rules' key; a sync regroups, without embedding, the unchanged
+	// documents whose chunks hold another key. Nil: no access rules.
+	Access *ragopsv1alpha1.AccessSpec `json:"access,omitempty"`
 }
 
 // Copy names the collection a copy build reads (pipeline/vectorcopy).
@@ -238,10 +242,13 @@ type BuildResult struct {
 	InvalidMetadata map[string]int64 `json:"invalidMetadata,omitempty"`
 	// Kept counts documents of an incremental sync that failed to read (or chunk) and kept
 	// their previous chunks; they are also in Skipped by reason.
-	Kept    int64            `json:"kept,omitempty"`
-	Seconds float64          `json:"seconds"`
-	Skipped map[string]int64 `json:"skipped,omitempty"`
-	Error   string           `json:"error,omitempty"`
+	Kept int64 `json:"kept,omitempty"`
+	// Regrouped counts documents whose content was unchanged but whose chunks held another
+	// access key (the rules changed): their chunks got the new groups without embedding.
+	Regrouped int64            `json:"regrouped,omitempty"`
+	Seconds   float64          `json:"seconds"`
+	Skipped   map[string]int64 `json:"skipped,omitempty"`
+	Error     string           `json:"error,omitempty"`
 	// Reason says why the shard failed when it is a refusal the controller names (see
 	// FailureReason); empty for any other failure.
 	Reason FailureReason `json:"reason,omitempty"`
@@ -319,6 +326,9 @@ type Evaluate struct {
 	QueryEmbedding ragopsv1alpha1.QueryEmbedding `json:"queryEmbedding,omitempty"`
 	Rerank         *Rerank                       `json:"rerank,omitempty"`
 	Weaviate       Weaviate                      `json:"weaviate"`
+	// As are the groups of the Evaluation's persona (spec.as): every search is filtered to
+	// the chunks they (or ragopsv1alpha1.PublicGroup) may read. Nil: unfiltered.
+	As []string `json:"as,omitempty"`
 }
 
 // Rerank configures the evaluation's cross-encoder stage.
@@ -369,6 +379,8 @@ type EvaluateResult struct {
 	Metrics      []MetricsAtK `json:"metrics"`
 	SpanHitRate  *float64     `json:"spanHitRate,omitempty"`
 	UnknownQrels int          `json:"unknownQrels,omitempty"`
+	// UnreadableChunks counts, with As, retrieved chunks none of the persona's groups may read.
+	UnreadableChunks *int64 `json:"unreadableChunks,omitempty"`
 	// Results describes the per-query results written to the pod's log.
 	Results *ResultsRef `json:"results,omitempty"`
 	Error   string      `json:"error,omitempty"`

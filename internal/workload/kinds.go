@@ -156,6 +156,7 @@ func Embed(in EmbedInputs, d Defaults) *Workload {
 		ModelServer:     in.ModelServer,
 		Sample:          w.mountSample(idx.Spec.Sample),
 		ExtractionCache: cache,
+		Access:          in.Corpus.Spec.Access,
 	}
 	return w
 }
@@ -321,6 +322,9 @@ func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 	}
 	if byWeaviate && p.Mode != ragopsv1alpha1.ModeBM25 {
 		pl.QueryEmbedding = ragopsv1alpha1.QueryEmbeddingWeaviate
+	}
+	if ev.Spec.As != nil {
+		pl.As = slices.Clone(ev.Spec.As.Groups)
 	}
 	if pl.Split == "" {
 		pl.Split = "test"

@@ -530,3 +530,40 @@ func TestIndexes(t *testing.T) {
 		}
 	}
 }
+
+// Issue 52, access: a build and a sync of a Corpus with spec.access carry its rules in the
+// plan (every chunk is written with its document's groups); without rules, none.
+func TestEmbedCarriesTheCorpusAccessRules(t *testing.T) {
+	idx, rev := index()
+	c := corpus()
+	minilm := ragopsv1alpha1.ModelSpec{Name: "minilm", PVC: &ragopsv1alpha1.PVCSource{ClaimName: "models", Path: "minilm"}}
+	if p := planOf[plan.Build](t, Embed(EmbedInputs{Index: idx, Revision: rev, Corpus: c, Model: minilm}, defaults)); p.Access != nil {
+		t.Errorf("a Corpus without access rules: plan access %+v", p.Access)
+	}
+	c.Spec.Access = &ragopsv1alpha1.AccessSpec{Default: ragopsv1alpha1.AccessDeny,
+		Rules: []ragopsv1alpha1.AccessRule{{Path: "besloten/**", Groups: []string{"raad"}}}}
+	for _, incremental := range []bool{false, true} {
+		p := planOf[plan.Build](t, Embed(EmbedInputs{Index: idx, Revision: rev, Corpus: c, Model: minilm, Incremental: incremental}, defaults))
+		if p.Access == nil || p.Access.Default != ragopsv1alpha1.AccessDeny || len(p.Access.Rules) != 1 || p.Access.Rules[0].Groups[0] != "raad" {
+			t.Errorf("incremental %v: plan access %+v, want the Corpus's", incremental, p.Access)
+		}
+	}
+}
+
+// Issue 52, Evaluations as a persona: spec.as's groups reach the evaluate plan.
+func TestEvaluateCarriesThePersona(t *testing.T) {
+	idx, rev := index()
+	ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "as-raad", UID: "u-2"},
+		Spec: ragopsv1alpha1.EvaluationSpec{EvaluationParameters: ragopsv1alpha1.EvaluationParameters{
+			Dataset: ragopsv1alpha1.DatasetSource{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "qrels"}},
+			Mode:    ragopsv1alpha1.ModeBM25, K: []int32{10}}}}
+	ev.Spec.As = &ragopsv1alpha1.EvaluationPersona{Groups: []string{"raad", "griffie"}}
+	p := planOf[plan.Evaluate](t, Evaluate(EvaluateInputs{Evaluation: ev, Index: idx, Revision: rev}, defaults))
+	if !slices.Equal(p.As, []string{"raad", "griffie"}) {
+		t.Errorf("plan as %v, want [raad griffie]", p.As)
+	}
+	ev.Spec.As = nil
+	if p := planOf[plan.Evaluate](t, Evaluate(EvaluateInputs{Evaluation: ev, Index: idx, Revision: rev}, defaults)); p.As != nil {
+		t.Errorf("no persona: plan as %v", p.As)
+	}
+}

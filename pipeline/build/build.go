@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ragops/ragops/access"
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers"
 	"github.com/ragops/ragops/chunkers/docchunk"
@@ -117,7 +118,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	b := &shardBuild{log: log, p: p, o: o, start: time.Now(), res: plan.BuildResult{Shard: o.Shard, Skipped: map[string]int64{}},
 		seen: map[string]bool{}, emptied: map[string]bool{}, wrote: map[string]bool{}}
 	defer b.close()
-	for _, step := range []func(context.Context) error{b.open, b.planShard, b.syncDocuments, b.removeStale, b.collectCache} {
+	for _, step := range []func(context.Context) error{b.open, b.planShard, b.syncDocuments, b.regroupAccess, b.removeStale, b.collectCache} {
 		if err := step(ctx); err != nil {
 			return b.res, err
 		}
@@ -159,6 +160,10 @@ type shardBuild struct {
 	// metaUpdates are documents whose properties wait for the next flush, without embedding.
 	metaUpdates map[string]vectorstore.DocumentProperties
 	prog        *progress.Logger
+	// accessKey is access.Key(plan.Access), stored on every chunk written.
+	accessKey string
+	// regroup are unchanged documents whose chunks hold another access key.
+	regroup []vectorstore.DocumentAccess
 
 	seen    map[string]bool // incremental: documents still in the corpus
 	emptied map[string]bool // read, with no text: their chunks go
@@ -253,6 +258,12 @@ func (b *shardBuild) open(ctx context.Context) error {
 	}
 	if err := b.store.EnsureCollection(ctx, spec); err != nil {
 		return err
+	}
+	b.accessKey = access.Key(p.Access)
+	if info, err := b.store.Collection(ctx, p.Collection); err != nil {
+		return err
+	} else if p.Access != nil && !info.AccessProperties {
+		return &vectorstore.AccessPropertiesError{Collection: p.Collection}
 	}
 	if b.fields, err = docmeta.Compile(p.Source.Metadata); err != nil {
 		return err
@@ -397,7 +408,16 @@ func (b *shardBuild) flushMetadata(ctx context.Context) error {
 // (see corpus.Source.WalkChanged) unless its metadata changed and a field reads the reader's.
 func (b *shardBuild) rawUnchanged(d corpus.Document) bool {
 	st, had := b.states[d.ID]
-	return b.p.Incremental && had && st.Consistent() && st.Hash == d.Hash
+	return b.p.Incremental && had && st.Consistent() && st.Hash == d.Hash && st.HasAccess(b.accessKey)
+}
+
+// groups returns the access groups of a read document (its source path and metadata).
+func (b *shardBuild) groups(d corpus.Document) []string {
+	p, _ := d.Doc.Metadata[corpus.MetaSourcePath].(string)
+	if p == "" {
+		p = d.ID
+	}
+	return access.Groups(b.p.Access, p, d.Doc.Metadata)
 }
 
 // metaSame reports whether the collection holds document d's metadata hash as it is now
@@ -484,6 +504,12 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		return fmt.Errorf("document %s: not read although it changed", d.ID)
 	}
 	p := &b.p
+	if st, had := b.states[d.ID]; p.Incremental && had && st.Consistent() && st.Hash == d.Hash {
+		// Same content under other access rules: new groups, no embedding (regroupAccess).
+		b.regroup = append(b.regroup, vectorstore.DocumentAccess{DocID: d.ID, Groups: b.groups(d), Chunks: st.Chunks})
+		b.shardChunks += int64(st.Chunks)
+		return nil
+	}
 	chunkStart := time.Now()
 	chunks, err := docchunk.Chunk(ctx, b.chunker, d.Doc)
 	b.chunkTime += time.Since(chunkStart)
@@ -515,6 +541,9 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		}
 		b.wrote[d.ID] = true
 		b.done++
+		if !st.HasAccess(b.accessKey) {
+			b.regroup = append(b.regroup, vectorstore.DocumentAccess{DocID: d.ID, Groups: b.groups(d), Chunks: st.Chunks})
+		}
 		return nil
 	}
 	b.pending = append(b.pending, d)
@@ -567,12 +596,17 @@ func (b *shardBuild) flush(ctx context.Context) error {
 		if b.fields != nil {
 			props, metaHash = b.properties(d), b.metaHash(d)
 		}
+		var groups []string
+		if b.accessKey != "" {
+			groups = b.groups(d)
+		}
 		for j, c := range b.pendingChunks[i] {
 			first, last, _ := d.Doc.PageRange(c.Start, c.End)
 			objs = append(objs, vectorstore.Chunk{
 				DocID: d.ID, Ordinal: c.Ordinal, Start: c.Start, End: c.End, Text: c.Text(d.Doc.Text),
 				HeadingPath: c.HeadingPath, PageStart: first, PageEnd: last, DocHash: d.Hash, Vector: vecs[i][j],
 				Properties: props, MetaHash: metaHash,
+				AccessGroups: groups, AccessKey: b.accessKey,
 			})
 			res.StoredBytes += int64(len(objs[j].Text) + 4*len(vecs[i][j]))
 		}
@@ -600,6 +634,23 @@ func (b *shardBuild) flush(ctx context.Context) error {
 	res.Documents += int64(len(b.pending))
 	b.pending, b.pendingChunks = b.pending[:0], b.pendingChunks[:0]
 	b.prog.Tick(b.done+res.Unchanged, false, "chunks", res.Chunks)
+	return nil
+}
+
+// regroupAccess writes the new access groups onto the chunks of the documents whose content
+// was unchanged but whose chunks held another access key (vectorstore.Store.SetAccess: read
+// with their vectors, written back; nothing embedded), and counts them in Regrouped.
+func (b *shardBuild) regroupAccess(ctx context.Context) error {
+	if len(b.regroup) == 0 {
+		return nil
+	}
+	writeStart := time.Now()
+	defer func() { b.writeTime += time.Since(writeStart) }()
+	if _, err := b.store.SetAccess(ctx, b.p.Collection, b.accessKey, b.regroup); err != nil {
+		return err
+	}
+	b.res.Regrouped += int64(len(b.regroup))
+	b.log.Info("access rules changed: documents regrouped without embedding", "documents", len(b.regroup))
 	return nil
 }
 

@@ -17,6 +17,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+
+	"k8s.io/utils/ptr"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/embedder"
@@ -110,13 +113,19 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (pla
 		}
 		cfg.EmbedByRetriever = true
 	}
-	cfg.Retriever = evaluator.StoreRetriever{Store: store, Target: p.Collection, WithText: p.Rerank != nil}
+	var unreadable atomic.Int64
+	cfg.Retriever = evaluator.StoreRetriever{Store: store, Target: p.Collection, WithText: p.Rerank != nil,
+		AccessGroups: p.As, Unreadable: &unreadable}
 	log.Info("evaluating", "collection", p.Collection, "revision", p.Revision, "mode", cfg.Mode, "k", p.K, "queryEmbedding", p.QueryEmbedding)
 	sum, err := evaluator.Run(ctx, cfg)
 	if err != nil && !errors.Is(err, evaluator.ErrQueriesFailed) {
 		return res, err
 	}
 	res = ResultFromSummary(sum)
+	if p.As != nil {
+		// Retrieved as the persona (spec.as): what it may not read, 0 when the filter holds.
+		res.UnreadableChunks = ptr.To(unreadable.Load())
+	}
 	if o.Frames != nil && res.Results != nil && res.Results.Error == "" {
 		res.Results = EmitResults(o.Frames, o.OutDir, res.Results)
 	}

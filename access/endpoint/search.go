@@ -1,0 +1,217 @@
+package endpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/query"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// Target is where one Index is searched: its alias on its Weaviate.
+type Target struct {
+	Alias string
+	Store *vectorstore.Store
+}
+
+// Resolver finds an Index's Target.
+type Resolver interface {
+	// Resolve returns the Target of Index name. Errors: *NotServedError when the endpoint
+	// does not serve it (404); others (503).
+	Resolve(ctx context.Context, name string) (Target, error)
+}
+
+// NotServedError is an Index the endpoint does not serve: it does not exist, or its Corpus
+// has no access rules (its chunks carry no groups).
+type NotServedError struct{ Index, Reason string }
+
+func (e *NotServedError) Error() string { return fmt.Sprintf("index %s: %s", e.Index, e.Reason) }
+
+// KubeResolver resolves Indexes of one namespace through the Kubernetes API (query.Resolve:
+// alias, Weaviate URL, API key, CA bundle) and serves only those whose Corpus has
+// spec.access. Resolutions are kept TTL (default 10 s); stores are shared per endpoint.
+type KubeResolver struct {
+	Client    client.Reader
+	Namespace string
+	TTL       time.Duration
+
+	mu     sync.Mutex
+	cache  map[string]cached
+	stores map[string]*vectorstore.Store
+}
+
+type cached struct {
+	t  Target
+	at time.Time
+}
+
+// Resolve implements Resolver.
+func (k *KubeResolver) Resolve(ctx context.Context, name string) (Target, error) {
+	ttl := k.TTL
+	if ttl == 0 {
+		ttl = 10 * time.Second
+	}
+	k.mu.Lock()
+	if c, ok := k.cache[name]; ok && time.Since(c.at) < ttl {
+		k.mu.Unlock()
+		return c.t, nil
+	}
+	k.mu.Unlock()
+	var idx ragopsv1alpha1.Index
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: name}, &idx); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Target{}, &NotServedError{Index: name, Reason: "not found"}
+		}
+		return Target{}, err
+	}
+	var c ragopsv1alpha1.Corpus
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: idx.Spec.CorpusRef.Name}, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Target{}, &NotServedError{Index: name, Reason: "its Corpus is not found"}
+		}
+		return Target{}, err
+	}
+	if c.Spec.Access == nil {
+		return Target{}, &NotServedError{Index: name, Reason: fmt.Sprintf("Corpus %s has no spec.access", c.Name)}
+	}
+	qt, err := query.Resolve(ctx, k.Client, k.Namespace, name)
+	if err != nil {
+		return Target{}, err
+	}
+	key := fmt.Sprintf("%s|%s|%s|%x", qt.Store.HTTPHost, qt.Store.GRPCHost, qt.Store.APIKey, qt.Store.CABundle)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stores == nil {
+		k.stores, k.cache = map[string]*vectorstore.Store{}, map[string]cached{}
+	}
+	s, ok := k.stores[key]
+	if !ok {
+		if s, err = vectorstore.New(qt.Store); err != nil {
+			return Target{}, err
+		}
+		k.stores[key] = s
+	}
+	t := Target{Alias: qt.Alias, Store: s}
+	k.cache[name] = cached{t: t, at: time.Now()}
+	return t, nil
+}
+
+// Request is one search.
+type Request struct {
+	// Query is the text: embedded by the revision's model server for dense and hybrid.
+	Query string `json:"query"`
+	// Mode is dense, bm25 or hybrid (any case); default hybrid.
+	Mode string `json:"mode,omitempty"`
+	// K is the number of chunks (1..MaxK); default 10.
+	K int `json:"k,omitempty"`
+	// Alpha weighs hybrid (1 dense, 0 BM25); default 0.5.
+	Alpha *float32 `json:"alpha,omitempty"`
+	// Neighbours returns with each hit the chunks of its document within this many ordinals
+	// of it, itself included (small-to-big; 0..MaxNeighbours), under the same access filter.
+	Neighbours int `json:"neighbours,omitempty"`
+}
+
+// MaxK bounds Request.K; MaxNeighbours bounds Request.Neighbours.
+const (
+	MaxK          = 100
+	MaxNeighbours = 5
+)
+
+// Hit is one search hit with, when asked, its neighbouring chunks in ordinal order.
+type Hit struct {
+	vectorstore.Hit
+	Neighbours []vectorstore.Hit
+}
+
+// BadRequestError is a request the endpoint refuses (400).
+type BadRequestError struct{ Err error }
+
+func (e *BadRequestError) Error() string { return e.Err.Error() }
+
+// Searcher runs searches with a Grant's access filter.
+type Searcher struct{}
+
+// Search runs req through t's alias, returning only chunks one of g's groups may read: the
+// filter (vectorstore.AccessFilter on vectorstore.PropAccessGroups) is part of every mode's
+// request. Dense and hybrid text is embedded by the model server the revision's collection
+// names (Weaviate nearText and hybrid without a vector).
+//
+// Errors: errNoGrant for a zero Grant; *BadRequestError; a collection without access
+// properties or without a model server (dense, hybrid); Weaviate's errors.
+func (Searcher) Search(ctx context.Context, g Grant, t Target, req Request) ([]Hit, error) {
+	if len(g.groups) == 0 {
+		return nil, errNoGrant
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		return nil, &BadRequestError{Err: errors.New("query is empty")}
+	}
+	if req.K == 0 {
+		req.K = 10
+	}
+	if req.K < 1 || req.K > MaxK {
+		return nil, &BadRequestError{Err: fmt.Errorf("k %d: want 1..%d", req.K, MaxK)}
+	}
+	if req.Neighbours < 0 || req.Neighbours > MaxNeighbours {
+		return nil, &BadRequestError{Err: fmt.Errorf("neighbours %d: want 0..%d", req.Neighbours, MaxNeighbours)}
+	}
+	if req.Mode == "" {
+		req.Mode = string(vectorstore.ModeHybrid)
+	}
+	mode, err := query.ParseMode(req.Mode)
+	if err != nil {
+		return nil, &BadRequestError{Err: err}
+	}
+	alpha := float32(0.5)
+	if req.Alpha != nil {
+		alpha = *req.Alpha
+	}
+	if alpha < 0 || alpha > 1 {
+		return nil, &BadRequestError{Err: fmt.Errorf("alpha %v: want 0..1", alpha)}
+	}
+	coll, found, err := t.Store.GetAlias(ctx, t.Alias)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, &NotServedError{Index: t.Alias, Reason: "no active revision yet"}
+	}
+	info, err := t.Store.Collection(ctx, coll)
+	if err != nil {
+		return nil, err
+	}
+	if !info.AccessProperties {
+		return nil, &vectorstore.AccessPropertiesError{Collection: coll}
+	}
+	q := vectorstore.Query{Mode: mode, Text: req.Query, Limit: req.K, WithText: true,
+		Access: &vectorstore.AccessFilter{Groups: g.Groups()}}
+	if mode != vectorstore.ModeBM25 {
+		if info.Vectorizer == (vectorstore.Transformers{}) {
+			return nil, fmt.Errorf("revision %s (collection %s) has no model server wired: only bm25 can be served", info.Revision, coll)
+		}
+		q.EmbedText, q.Alpha = true, alpha
+	}
+	// The collection, not the alias: the one checked above answers, even if the alias moves.
+	hits, err := t.Store.Search(ctx, coll, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Hit, len(hits))
+	for i, h := range hits {
+		out[i].Hit = h
+		if req.Neighbours > 0 {
+			// Expansion obeys access like the search: the same filter is part of the request.
+			if out[i].Neighbours, err = t.Store.Neighbours(ctx, coll, h.DocID, h.Ordinal-req.Neighbours, h.Ordinal+req.Neighbours, q.Access); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,99 @@
+package controllers_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	accessspecs "github.com/ragops/ragops/access/specs"
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+)
+
+// Issue 52, access: an Index whose Corpus has no access rules gets no endpoint; once the
+// Corpus states rules, its revision changes (so its Indexes sync) and the Index controller creates the namespace's endpoint (ServiceAccount,
+// Role, RoleBinding, TokenReview ClusterRoleBinding, Deployment, Service, NetworkPolicy, owned
+// by the Index) and, for an Index on an in-cluster Weaviate, the NetworkPolicy in Weaviate's
+// namespace admitting this namespace's workers and endpoint.
+func TestIndexWithAccessRulesGetsTheEndpointAndTheWeaviatePolicy(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "weaviate"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	fixture(t, ns, nil)
+	eventually(t, 60*time.Second, "the Index resolved its inputs", func() (bool, error) {
+		return getIndex(t, ns, "besluiten").Status.Revision != "", nil
+	})
+	var dep appsv1.Deployment
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: accessspecs.Name}, &dep); !apierrors.IsNotFound(err) {
+		t.Fatalf("an Index without access rules got an endpoint (err %v)", err)
+	}
+
+	// A second Index of the Corpus on an in-cluster Weaviate, and rules on the Corpus.
+	_, other := strategyAndIndex(ns)
+	other.Name = "besluiten-incluster"
+	other.Spec.Weaviate = ragopsv1alpha1.WeaviateSpec{URL: "http://weaviate.weaviate.svc:8080", GRPCAddress: "weaviate-grpc.weaviate.svc:50051"}
+	if err := env.Client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	var c ragopsv1alpha1.Corpus
+	eventually(t, 60*time.Second, "the Corpus revision", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c)
+		return err == nil && c.Status.Revision != "", err
+	})
+	before := c.Status.Revision
+	c.Spec.Access = &ragopsv1alpha1.AccessSpec{Default: ragopsv1alpha1.AccessDeny,
+		Rules: []ragopsv1alpha1.AccessRule{{Path: "besloten/**", Groups: []string{"raad"}}}}
+	if err := env.Client.Update(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	// The rules are part of the Corpus revision: the Indexes sync (regroup) on a rule change.
+	eventually(t, 60*time.Second, "a new Corpus revision for the rules", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c)
+		return err == nil && c.Status.Revision != "" && c.Status.Revision != before, err
+	})
+	eventually(t, 60*time.Second, "the endpoint Deployment", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: accessspecs.Name}, &dep)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	for _, o := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}} {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: accessspecs.Name}, o); err != nil {
+			t.Errorf("%T: %v", o, err)
+			continue
+		}
+		if len(o.GetOwnerReferences()) == 0 || o.GetOwnerReferences()[0].Kind != "Index" {
+			t.Errorf("%T owners %v: want the Index", o, o.GetOwnerReferences())
+		}
+	}
+	if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "endpoint") || !slices.Contains(args, ns) {
+		t.Errorf("endpoint args %v", args)
+	}
+	var crb rbacv1.ClusterRoleBinding
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: accessspecs.Name + ":" + ns}, &crb); err != nil || crb.RoleRef.Name != accessspecs.AuthDelegator {
+		t.Errorf("TokenReview binding %+v: %v", crb.RoleRef, err)
+	}
+	eventually(t, 60*time.Second, "the Weaviate NetworkPolicy admitting the namespace", func() (bool, error) {
+		var p networkingv1.NetworkPolicy
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: "weaviate", Name: accessspecs.WeaviatePolicyName}, &p)
+		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		for _, rule := range p.Spec.Ingress {
+			for _, peer := range rule.From {
+				if peer.NamespaceSelector != nil && peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == ns {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+}
