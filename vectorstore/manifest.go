@@ -69,7 +69,9 @@ var manifestNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://ragops.d
 
 // ManifestRecordID is the object ID of document docID's record: UUIDv5 (RFC 9562) of docID
 // in the ragops manifest namespace, so every writer of a document writes one object.
-func ManifestRecordID(docID string) uuid.UUID { return uuid.NewSHA1(manifestNamespace, []byte("doc\x00"+docID)) }
+func ManifestRecordID(docID string) uuid.UUID {
+	return uuid.NewSHA1(manifestNamespace, []byte("doc\x00"+docID))
+}
 
 // manifestMarkerID is the object ID of the record that says the manifest covers its
 // collection (every document with chunks has a record); see [Store.MarkManifestCovers].
