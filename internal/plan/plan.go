@@ -239,6 +239,10 @@ type BuildResult struct {
 	// CacheCollected counts the extraction cache entries shard 0 deleted because no document
 	// of the corpus listing has their raw hash any more.
 	CacheCollected int64 `json:"cacheCollected,omitempty"`
+	// ManifestReads counts the objects the shard's state read returned: its own records of
+	// the revision's manifest (one a document of the shard), or, once for a revision without
+	// a manifest, every chunk of the collection (the migration's walk).
+	ManifestReads int64 `json:"manifestReads,omitempty"`
 	// Stages says where the shard's Seconds went; nil from a worker that does not report it.
 	Stages *StageSeconds `json:"stages,omitempty"`
 }
@@ -447,6 +451,7 @@ func SumReads(results []BuildResult) *ragopsv1alpha1.DocumentReads {
 		out.Unchanged += br.Reads.Unchanged
 		out.CacheHits += br.Reads.CacheHits
 		out.CacheMisses += br.Reads.CacheMisses
+		out.BytesFetched += br.Reads.BytesFetched
 		out.PlanMilliseconds = max(out.PlanMilliseconds, br.Reads.PlanMilliseconds)
 	}
 	return out

@@ -146,9 +146,11 @@ type shardBuild struct {
 	readers  *extractcache.Reader
 	planTime time.Duration
 	mine     func(id string) bool
-	// states is what the collection already holds of this shard's documents; existing their
-	// hashes in an incremental sync (nil in a build).
+	// states is what the collection already holds of this shard's documents, as the
+	// revision's manifest records it (records); existing their hashes in an incremental
+	// sync (nil in a build).
 	states   map[string]vectorstore.DocumentState
+	records  map[string]vectorstore.ManifestRecord
 	existing map[string]string
 	prog     *progress.Logger
 
@@ -163,6 +165,8 @@ type shardBuild struct {
 	shardChunks int64
 	// unreadContainers are the container files not read whole: unseen documents are kept.
 	unreadContainers []string
+	// relisted are manifest records to write again with the S3 listing identity they lacked.
+	relisted []vectorstore.ManifestRecord
 	// readTime, chunkTime and writeTime sum the stages Run times itself (the embedder times
 	// tokenizing and inference); visited is when the corpus walk last handed over control.
 	readTime, chunkTime, writeTime time.Duration
@@ -265,11 +269,24 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	}
 	b.readers = extractcache.NewReader(readers, cache, ReaderSettings(p.Source), b.log)
 	b.mine = func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
+	if err := b.readStates(ctx); err != nil {
+		return err
+	}
 	// Each shard fetches only its own documents of an S3 source, except the shard that
-	// collects the extraction cache: it hashes the whole listing (collectCache).
+	// collects the extraction cache: it hashes the whole listing (collectCache). A sync does
+	// not download an object whose listing identity its manifest record holds (complete).
 	fetch := corpus.OpenOptions{Keep: b.mine}
 	if b.collects() {
 		fetch.Keep = nil
+	}
+	if p.Incremental {
+		fetch.Unchanged = func(id, listing string) (string, bool) {
+			r, ok := b.records[id]
+			if !ok || !r.Complete || r.Listing == "" || r.Listing != listing {
+				return "", false
+			}
+			return r.Hash, true
+		}
 	}
 	src, err := corpus.OpenWith(ctx, p.Source, os.TempDir(), b.readers, fetch)
 	if err != nil {
@@ -293,9 +310,11 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 		b.mine = func(id string) bool { return shard(id) && sample.Keep(id) }
 		b.log.Info("sampled build: the judged documents and a fraction of the others", "fraction", sample.Fraction,
 			"seed", sample.Seed, "judged", len(sample.Judged), "sampledOut", b.res.SampledOut)
-	}
-	if b.states, err = b.store.DocumentStates(ctx, p.Collection, 0, b.mine); err != nil {
-		return err
+		for id := range b.states {
+			if !b.mine(id) {
+				delete(b.states, id)
+			}
+		}
 	}
 	if p.Incremental {
 		b.existing = make(map[string]string, len(b.states))
@@ -310,6 +329,105 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	b.log.Info("shard", "shard", o.Shard, "shards", p.Shards, "documents", total, "incremental", p.Incremental, "existing", len(b.states))
 	b.prog = progress.New(b.log, "embedding", total, o.ProgressEvery)
 	return nil
+}
+
+// readStates reads what the collection holds of this shard's documents from the revision's
+// manifest (vectorstore.Store.ManifestRecords): one record per document of the shard, never
+// the chunk collection, so a sync's state read is proportional to the shard's documents, not
+// to the collection's chunks. Records stamped under another shard count (the Index's shards
+// changed) are stamped again with this shard.
+//
+// Migration: a revision built before manifests existed, or whose manifest the completeness
+// check dropped after it disagreed with the collection, has no manifest covering it. Then
+// the shard walks the chunk collection once as every sync used to (DocumentStates, every
+// chunk), writes the records of every document it found (all shards', so the walk is not
+// repeated by each), and marks the manifest as covering the collection; an empty collection
+// (a new revision) is marked at once. The chunk count is read before the mark: chunks exist
+// only after some shard marked the manifest, so a shard that finds chunks and no mark has
+// an old revision to migrate.
+func (b *shardBuild) readStates(ctx context.Context) error {
+	p, o := &b.p, b.o
+	covers, err := b.store.ManifestCovers(ctx, p.Collection)
+	if err != nil {
+		return err
+	}
+	if covers {
+		read, err := b.store.ManifestRecords(ctx, p.Collection, o.Shard, p.Shards, 0, b.mine)
+		if err != nil {
+			return err
+		}
+		b.records = read.Records
+		for i := range read.Restamp {
+			read.Restamp[i].Shard, read.Restamp[i].Shards = o.Shard, p.Shards
+			b.records[read.Restamp[i].DocID] = read.Restamp[i]
+		}
+		if err := b.putRecords(ctx, read.Restamp); err != nil {
+			return err
+		}
+		b.states = make(map[string]vectorstore.DocumentState, len(b.records))
+		for id, r := range b.records {
+			b.states[id] = r.State()
+		}
+		b.res.ManifestReads = int64(read.Objects)
+		return nil
+	}
+	n, err := b.store.Count(ctx, p.Collection)
+	if err != nil {
+		return err
+	}
+	if err := b.store.EnsureManifest(ctx, p.Collection); err != nil {
+		return err
+	}
+	var all map[string]vectorstore.DocumentState
+	if n > 0 {
+		if all, err = b.store.DocumentStates(ctx, p.Collection, 0, nil); err != nil {
+			return err
+		}
+		recs := make([]vectorstore.ManifestRecord, 0, len(all))
+		for id, st := range all {
+			recs = append(recs, vectorstore.ManifestRecord{DocID: id, Hash: st.Hash, Chunks: st.Chunks, Complete: st.Consistent(),
+				Shard: shardOf(id, p.Shards), Shards: p.Shards})
+		}
+		if err := b.putRecords(ctx, recs); err != nil {
+			return err
+		}
+		b.log.Info("manifest written from the collection (a revision without one)", "documents", len(all), "chunks", n)
+	}
+	if err := b.store.MarkManifestCovers(ctx, p.Collection); err != nil {
+		return err
+	}
+	b.states, b.records = map[string]vectorstore.DocumentState{}, map[string]vectorstore.ManifestRecord{}
+	for id, st := range all {
+		if b.mine(id) {
+			b.states[id] = st
+			b.records[id] = vectorstore.ManifestRecord{DocID: id, Hash: st.Hash, Chunks: st.Chunks, Complete: st.Consistent()}
+		}
+	}
+	b.res.ManifestReads = int64(n)
+	return nil
+}
+
+// manifestBatch is how many manifest records one write carries.
+const manifestBatch = 500
+
+// putRecords writes manifest records, manifestBatch a request.
+func (b *shardBuild) putRecords(ctx context.Context, recs []vectorstore.ManifestRecord) error {
+	for lo := 0; lo < len(recs); lo += manifestBatch {
+		if err := b.store.PutManifest(ctx, b.p.Collection, recs[lo:min(lo+manifestBatch, len(recs))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shardOf is the shard of n that document id belongs to (corpus.Shard).
+func shardOf(id string, n int) int {
+	for i := range n {
+		if corpus.Shard(id, i, n) {
+			return i
+		}
+	}
+	return 0
 }
 
 // syncDocuments walks the shard's documents: each is left alone (unchanged in a sync),
@@ -348,7 +466,20 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return b.flush(ctx)
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	return b.putRecords(ctx, b.relisted)
+}
+
+// relist queues the manifest record of a document found complete whose S3 listing identity
+// the record lacks (a record migrated from the collection, or written before the object was
+// listed so): written after the walk, it lets the next sync skip the download.
+func (b *shardBuild) relist(d corpus.Document) {
+	if r, ok := b.records[d.ID]; ok && r.Complete && d.Listing != "" && r.Listing != d.Listing {
+		r.Listing, r.Shard, r.Shards = d.Listing, b.o.Shard, b.p.Shards
+		b.relisted = append(b.relisted, r)
+	}
 }
 
 // unchanged reports whether a sync holds document d as it is now: its chunks agree on d's raw
@@ -365,6 +496,7 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 	if b.unchanged(d) {
 		res.Unchanged++
 		b.shardChunks += int64(b.states[d.ID].Chunks)
+		b.relist(d)
 		return nil
 	}
 	if !d.Read {
@@ -402,6 +534,7 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		}
 		b.wrote[d.ID] = true
 		b.done++
+		b.relist(d)
 		return nil
 	}
 	b.pending = append(b.pending, d)
@@ -447,6 +580,17 @@ func (b *shardBuild) flush(ctx context.Context) error {
 	replace := map[string][]vectorstore.Chunk{}
 	writeStart := time.Now()
 	defer func() { b.writeTime += time.Since(writeStart) }()
+	// The documents' manifest records go in incomplete before their chunks and complete after
+	// them: a shard stopped in between leaves records that make the next run write them again
+	// whole (replacing any partial chunks, whose IDs are deterministic: no duplicate).
+	recs := make([]vectorstore.ManifestRecord, len(b.pending))
+	for i, d := range b.pending {
+		recs[i] = vectorstore.ManifestRecord{DocID: d.ID, Hash: d.Hash, Chunks: len(b.pendingChunks[i]), Listing: d.Listing,
+			Shard: b.o.Shard, Shards: p.Shards}
+	}
+	if err := b.putRecords(ctx, recs); err != nil {
+		return err
+	}
 	for i, d := range b.pending {
 		var objs []vectorstore.Chunk
 		for j, c := range b.pendingChunks[i] {
@@ -477,6 +621,13 @@ func (b *shardBuild) flush(ctx context.Context) error {
 			return err
 		}
 	}
+	for i := range recs {
+		recs[i].Complete = true
+		b.records[recs[i].DocID] = recs[i]
+	}
+	if err := b.putRecords(ctx, recs); err != nil {
+		return err
+	}
 	b.done += int64(len(b.pending))
 	res.Documents += int64(len(b.pending))
 	b.pending, b.pendingChunks = b.pending[:0], b.pendingChunks[:0]
@@ -504,8 +655,13 @@ func (b *shardBuild) removeStale(ctx context.Context) error {
 			stale = append(stale, id)
 		}
 	}
-	// Batched: one filtered delete per vectorstore.DeleteBatchDocuments documents.
+	// Batched: one filtered delete per vectorstore.DeleteBatchDocuments documents; their
+	// manifest records after their chunks (a stop between leaves records the next run
+	// finds stale again).
 	if _, err := b.store.DeleteDocuments(ctx, p.Collection, stale); err != nil {
+		return err
+	}
+	if err := b.store.DeleteManifestRecords(ctx, p.Collection, stale); err != nil {
 		return err
 	}
 	res.Deleted += int64(len(stale))
@@ -532,6 +688,9 @@ func (b *shardBuild) finish() plan.BuildResult {
 		}
 		res.Reads = &ragopsv1alpha1.DocumentReads{Extracted: rs.Extracted, Unchanged: res.Unchanged, CacheHits: rs.Hits,
 			CacheMisses: rs.Misses, PlanMilliseconds: b.planTime.Milliseconds()}
+		if b.src != nil {
+			res.Reads.BytesFetched = b.src.BytesFetched()
+		}
 	}
 	st := b.model.Stats()
 	res.Tokens, res.TruncatedChunks = st.Tokens+res.ResumedTokens, st.TruncatedChunks
