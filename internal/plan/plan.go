@@ -131,7 +131,11 @@ type Build struct {
 	// Incremental syncs an existing collection: unchanged documents are skipped, changed ones
 	// replaced and removed ones deleted. Unchanged is decided from each document's raw hash
 	// before any reader runs, so a sync extracts (and OCRs) only the added and changed
-	// documents; every shard still reads its documents' raw bytes to hash them.
+	// documents. What a sync costs a shard: one read of its own records in the revision's
+	// document manifest (one object per document of the shard, never the collection's
+	// chunks; a revision without a manifest is walked once and gets one), then the raw bytes
+	// of its documents to hash them, except an S3 source's objects whose listing identity
+	// (ETag, size) the manifest holds: those are unchanged without a download.
 	Incremental bool                                `json:"incremental,omitempty"`
 	Shards      int                                 `json:"shards"`
 	Source      Source                              `json:"source"`
