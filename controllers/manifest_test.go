@@ -8,7 +8,12 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -75,4 +80,39 @@ func TestBuildWhoseManifestDisagreesIsRerun(t *testing.T) {
 	writeManifest(t, collection)
 	finishJob(t, waitJob(t, ns, fmt.Sprintf("besluiten-%s-build-2", rev)), 0, string(res))
 	waitActive(t, ns, "besluiten", rev)
+}
+
+// Issue 51, the extraction cache is deleted with its Corpus: a Corpus carries the cleanup
+// finalizer, and deleting it drops its extraction cache collection on the Weaviate its Index
+// names (the real one) before the Corpus goes; the Index's own collections stay.
+func TestCorpusDeletionDropsItsExtractionCache(t *testing.T) {
+	ns := newNamespace(t)
+	fixture(t, ns, nil)
+	ctx := context.Background()
+	cache, err := vectorstore.ExtractionCacheName(ns, "besluiten")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := directStore(t)
+	if err := s.EnsureBlobCollection(ctx, cache); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutBlob(ctx, cache, vectorstore.Blob{Key: "k", Group: "g", Payload: []byte("x"), Sum: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	var c ragopsv1alpha1.Corpus
+	eventually(t, 30*time.Second, "the Corpus's cleanup finalizer", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c)
+		return err == nil && controllerutil.ContainsFinalizer(&c, controllers.Finalizer), err
+	})
+	if err := env.Client.Delete(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the Corpus gone", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if ok, err := s.CollectionExists(ctx, cache); err != nil || ok {
+		t.Errorf("extraction cache %s after its Corpus was deleted: exists %v (%v)", cache, ok, err)
+	}
 }

@@ -497,7 +497,7 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) error {
 	if len(aliases) > 0 {
 		return &CollectionInUseError{Collection: name, Aliases: aliases}
 	}
-	if !strings.HasPrefix(name, "RagManifest_") {
+	if strings.HasPrefix(name, "Rag_") { // a revision collection (not a cache or a manifest)
 		if err := s.DeleteManifest(ctx, name); err != nil {
 			return err
 		}

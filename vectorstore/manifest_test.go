@@ -24,7 +24,7 @@ func shardOf(id string, n int) int {
 func TestManifestShardReadsOnlyItsOwnRecords(t *testing.T) {
 	s := storeFor(t, sharedServer(t), Config{})
 	ctx := context.Background()
-	const name, docs, per, shards = "ManifestReadT", 2000, 10, 4
+	const name, docs, per, shards = "Rag_ManifestReadT", 2000, 10, 4
 	if err := s.EnsureCollection(ctx, CollectionSpec{Name: name, Revision: "r1", Dimensions: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestManifestShardReadsOnlyItsOwnRecords(t *testing.T) {
 		t.Errorf("after deleting 2 records: %+v, %v", tot, err)
 	}
 
-	const to = "ManifestReadTCopy"
+	const to = "Rag_ManifestReadTCopy"
 	if err := s.EnsureCollection(ctx, CollectionSpec{Name: to, Revision: "r2", Dimensions: 2}); err != nil {
 		t.Fatal(err)
 	}
