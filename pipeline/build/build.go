@@ -342,11 +342,17 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 // the shard walks the chunk collection once as every sync used to (DocumentStates, every
 // chunk), writes the records of every document it found (all shards', so the walk is not
 // repeated by each), and marks the manifest as covering the collection; an empty collection
-// (a new revision) is marked at once. The chunk count is read before the mark: chunks exist
-// only after some shard marked the manifest, so a shard that finds chunks and no mark has
-// an old revision to migrate.
+// (a new revision) is marked at once. The chunk count is read before the mark: a shard
+// marks before it writes any chunk, so a shard that finds chunks and then no mark has an old
+// revision to migrate, not another shard's fresh writes.
 func (b *shardBuild) readStates(ctx context.Context) error {
 	p, o := &b.p, b.o
+	// Counted before the mark is read (see above): a shard that finds chunks then finds the
+	// mark of the shard that wrote them.
+	n, err := b.store.Count(ctx, p.Collection)
+	if err != nil {
+		return err
+	}
 	covers, err := b.store.ManifestCovers(ctx, p.Collection)
 	if err != nil {
 		return err
@@ -370,10 +376,6 @@ func (b *shardBuild) readStates(ctx context.Context) error {
 		}
 		b.res.ManifestReads = int64(read.Objects)
 		return nil
-	}
-	n, err := b.store.Count(ctx, p.Collection)
-	if err != nil {
-		return err
 	}
 	if err := b.store.EnsureManifest(ctx, p.Collection); err != nil {
 		return err
