@@ -79,15 +79,17 @@ func (r *CorpusReconciler) dropExtractionCache(ctx context.Context, c *ragopsv1a
 	return failed, errors.Join(errs...)
 }
 
-// reconcileDelete drops the extraction cache of a Corpus being deleted, then removes
-// Finalizer. With a Weaviate unreachable it retries with the work queue's backoff; after
+// reconcileDelete drops the extraction cache of a Corpus being deleted (unless it is
+// annotated AnnotationSkipCleanup=true), then removes Finalizer. With a Weaviate unreachable it retries with the work queue's backoff; after
 // Options.FinalizerTimeout it gives up with a Warning event naming the collection and the
 // Weaviates it is left on.
 func (r *CorpusReconciler) reconcileDelete(ctx context.Context, c *ragopsv1alpha1.Corpus) error {
 	if !controllerutil.ContainsFinalizer(c, Finalizer) {
 		return nil
 	}
-	if failed, err := r.dropExtractionCache(ctx, c); err != nil {
+	if c.Annotations[AnnotationSkipCleanup] == "true" {
+		// Weaviate left alone, as for an Index.
+	} else if failed, err := r.dropExtractionCache(ctx, c); err != nil {
 		if time.Since(c.DeletionTimestamp.Time) < r.Options.FinalizerTimeout {
 			return fmt.Errorf("corpus %s/%s: drop the extraction cache: %w", c.Namespace, c.Name, err)
 		}
