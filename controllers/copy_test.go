@@ -13,6 +13,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/vectorcopy"
+	"github.com/ragops/ragops/vectorstore"
 )
 
 // nextBuilding waits for the Index "besluiten" to desire a revision other than not and
@@ -69,7 +70,9 @@ func TestStorageOnlyChangeCopiesTheKeptRevision(t *testing.T) {
 	if p.Compression == nil || p.Compression.Type != ragopsv1alpha1.CompressionRQ || p.Collection != r2.Collection {
 		t.Fatalf("copy plan compression %+v collection %s, want RQ into %s", p.Compression, p.Collection, r2.Collection)
 	}
-	// The worker: the copy reads the source with its vectors and writes the new collection.
+	// The worker: the copy reads the source with its vectors and writes the new collection,
+	// and the source's manifest.
+	writeManifest(t, c1)
 	res, err := vectorcopy.Run(context.Background(), slog.Default(), p, vectorcopy.Options{OutageWait: -1, PageSize: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +93,10 @@ func TestStorageOnlyChangeCopiesTheKeptRevision(t *testing.T) {
 	}
 	if n, err := directStore(t).Count(context.Background(), r2.Collection); err != nil || n != 6 {
 		t.Fatalf("copy %s holds %d chunks (%v), want 6", r2.Collection, n, err)
+	}
+	if tot, err := directStore(t).ManifestTotals(context.Background(), r2.Collection); err != nil ||
+		tot != (vectorstore.ManifestTotals{Covers: true, Documents: 3, Chunks: 6}) {
+		t.Fatalf("manifest of the copy %s: %+v (%v), want the source's 3 documents of 6 chunks", r2.Collection, tot, err)
 	}
 
 	// The vector index alone: a copy again (of a revision holding the same objects).

@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragops/ragops/access"
@@ -60,7 +61,8 @@ type CorpusReconciler struct {
 	written ownWrites
 }
 
-// +kubebuilder:rbac:groups=ragops.dev,resources=corpora,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ragops.dev,resources=corpora,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=ragops.dev,resources=corpora/finalizers,verbs=update
 // +kubebuilder:rbac:groups=ragops.dev,resources=corpora/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
@@ -91,7 +93,15 @@ func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	}
 	defer r.written.record(&c, c.ResourceVersion)
 	if !c.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // scan Jobs are owned and garbage-collected
+		// Scan Jobs are owned and garbage-collected; the extraction cache is dropped here.
+		return ctrl.Result{}, r.reconcileDelete(ctx, &c)
+	}
+	if !controllerutil.ContainsFinalizer(&c, Finalizer) {
+		base := c.DeepCopy()
+		controllerutil.AddFinalizer(&c, Finalizer)
+		if err := r.Patch(ctx, &c, client.MergeFrom(base)); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	patcher := reconcile.NewStatusPatcher(&c, needsAPerson)
 	defer func() {

@@ -81,6 +81,44 @@ func countCollection(ctx context.Context, store Store, collection string, docume
 	return c, nil
 }
 
+// manifestStore reads and drops a revision's document manifest (vectorstore.Store does; a
+// Store without it is not checked against a manifest).
+type manifestStore interface {
+	ManifestTotals(ctx context.Context, collection string) (vectorstore.ManifestTotals, error)
+	DeleteManifest(ctx context.Context, collection string) error
+}
+
+// checkManifest compares the revision's document manifest (the records each build and sync
+// shard reads its documents' state from) with what the collection holds, got: it returns ""
+// when they agree (every record complete, their chunk counts summing to the collection's
+// count, and, when got counts documents, one record a document) or the collection has no
+// manifest (a revision built by a worker before manifests). A manifest that disagrees is
+// dropped, so that the re-run the caller starts walks the collection once and writes the
+// manifest again from what it holds (build.readStates' migration), and the disagreement is
+// returned to be surfaced: a manifest is never trusted once it disagrees.
+func checkManifest(ctx context.Context, store Store, collection string, got collectionCounts) (string, error) {
+	ms, ok := store.(manifestStore)
+	if u, wrapped := store.(interface{ Unwrap() Store }); !ok && wrapped {
+		ms, ok = u.Unwrap().(manifestStore)
+	}
+	if !ok {
+		return "", nil
+	}
+	tot, err := ms.ManifestTotals(ctx, collection)
+	if err != nil || !tot.Covers {
+		return "", err
+	}
+	if tot.Incomplete == 0 && tot.Chunks == got.chunks && (got.documents < 0 || tot.Documents == got.documents) {
+		return "", nil
+	}
+	what := fmt.Sprintf("its manifest records %d chunks of %d documents (%d incomplete), the collection holds %d chunks",
+		tot.Chunks, tot.Documents, tot.Incomplete, got.chunks)
+	if err := ms.DeleteManifest(ctx, collection); err != nil {
+		return "", err
+	}
+	return what + ": the manifest is dropped and written again from the collection", nil
+}
+
 // unread sums the documents the shards skipped, by every reason.
 func unread(results []plan.BuildResult) int64 {
 	var n int64
@@ -111,11 +149,18 @@ func (r *IndexReconciler) verifyBuild(ctx context.Context, st *indexState, rev *
 	}
 	corpusDocs := st.corpus.Status.Documents
 	short := rev.CorpusRevision == st.corpus.Status.Revision && corpusDocs > 0 && read < corpusDocs
-	if got == want && !short {
+	manifest, err := checkManifest(ctx, st.store, rev.Collection, got)
+	if err != nil {
+		res, err := r.collectionError(ctx, st, rev, "read the manifest of "+rev.Collection, err)
+		return false, res, err
+	}
+	if got == want && !short && manifest == "" {
 		return true, reconcile.Proceed, nil
 	}
 	what := fmt.Sprintf("collection %s holds %s, the shards reported %s", rev.Collection, got, want)
-	if got == want {
+	if got == want && manifest != "" {
+		what = fmt.Sprintf("collection %s: %s", rev.Collection, manifest)
+	} else if got == want {
 		// The shards agree with the collection but did not read all the corpus holds (a plan
 		// with fewer shards than the Job ran, documents listed by no shard).
 		what = fmt.Sprintf("the shards embedded or skipped %d of the %d documents Corpus %s counted in revision %s", read, corpusDocs, st.corpus.Name, rev.CorpusRevision)
@@ -152,12 +197,20 @@ func (r *IndexReconciler) verifySync(ctx context.Context, st *indexState, rev *r
 		res, err := r.collectionError(ctx, st, rev, "count the chunks of "+rev.Collection, err)
 		return false, res, err
 	}
-	if got.chunks == want.chunks {
+	manifest, err := checkManifest(ctx, st.store, rev.Collection, got)
+	if err != nil {
+		res, err := r.collectionError(ctx, st, rev, "read the manifest of "+rev.Collection, err)
+		return false, res, err
+	}
+	if got.chunks == want.chunks && manifest == "" {
 		rev.IncompleteRuns = 0
 		return true, reconcile.Proceed, nil
 	}
 	what := fmt.Sprintf("after syncing corpus revision %s, collection %s holds %d chunks, the shards reported %d",
 		st.corpus.Status.Revision, rev.Collection, got.chunks, want.chunks)
+	if manifest != "" {
+		what += "; " + manifest
+	}
 	if rev.IncompleteRuns >= maxIncompleteRuns {
 		retry := idx.Annotations[AnnotationRetry]
 		if retry == "" || retry == idx.Status.LastHandledRetry {

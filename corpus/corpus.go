@@ -60,6 +60,11 @@ type Document struct {
 	// Hash, or the listing hash of a listed S3 object), "" when it has none. It is part of
 	// the Revision, so a sidecar edit is a new corpus revision (a sync).
 	SidecarHash string
+	// Listing is an S3 object's listing identity (a hash of its key, ETag and size; see
+	// listingHash), "" for other sources: a build keeps it in the revision's manifest, and a
+	// later sync whose listing shows the same identity skips the download (see
+	// OpenOptions.Unchanged).
+	Listing string
 }
 
 // Keys of the source fields Walk adds to reader.Document.Metadata. Values are strings.
@@ -119,12 +124,18 @@ type Source struct {
 	sizes  map[string]int64
 	infos  map[string]fs.FileInfo // as listed, to tell a file changed since the listing
 	listed map[string]string      // S3 objects listed, not downloaded (Listing): ID -> listing hash
+	known  map[string]string      // S3 objects not downloaded as Unchanged said: ID -> raw hash
+	idents map[string]string      // S3 objects: ID -> listing identity (Document.Listing)
 	s3objs map[string]*s3Object   // S3 objects downloaded: path -> LastModified, user metadata
 	when   time.Time              // committer time of the Git commit
 	// sidecar is the suffix of sidecar files ("" when no field reads one); sidecars maps a
 	// document path to its sidecar's path.
 	sidecar  string
 	sidecars map[string]string
+	// fetched counts the bytes read from the source (BytesFetched); counted the files
+	// already in it.
+	fetched int64
+	counted map[string]bool
 }
 
 // OpenOptions narrows what Open fetches of a remote source; the zero value fetches it whole.
@@ -140,6 +151,12 @@ type OpenOptions struct {
 	// Walk serves it in list mode only. A scan lists this way: its revision changes when an
 	// object's ETag or size does.
 	Listing bool
+	// Unchanged, when set, is asked for each kept S3 object (not a BEIR file) with its listing
+	// identity (Document.Listing) before it is downloaded: when it returns the raw hash the
+	// caller holds for the object at that identity (a sync's manifest record), the object is
+	// not downloaded, and Walk and WalkChanged visit it unread with that Hash (WalkChanged
+	// fails when need then asks for it). A sync's unchanged objects cost no GET.
+	Unchanged func(id, listing string) (hash string, ok bool)
 }
 
 // Open materialises src under workDir (used only for fetched sources) and lists its
@@ -177,15 +194,25 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 			return nil, scratchError(err)
 		}
 		s.root, s.s3objs = dir, objs
-		s.listed = map[string]string{}
+		s.listed, s.known, s.idents = map[string]string{}, map[string]string{}, map[string]string{}
 		for _, o := range listed {
-			s.listed[o.rel] = o.hash
 			if doc := s.documentOf(o.rel); doc != o.rel {
+				s.listed[o.rel] = o.hash
 				s.sidecars[doc] = o.rel
 				continue
 			}
 			s.files = append(s.files, o.rel)
 			s.sizes[o.rel] = o.size
+			s.idents[o.rel] = o.listing
+			if o.known {
+				s.known[o.rel] = o.hash
+			} else {
+				s.listed[o.rel] = o.hash
+			}
+		}
+		for rel, o := range objs {
+			s.idents[rel] = o.listing
+			s.fetched += o.size
 		}
 	case src.Git != nil:
 		dir, commit, when, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
@@ -312,6 +339,25 @@ func (s *Source) Root() string { return s.root }
 // Commit is the Git commit checked out (40 hex digits); empty for other sources.
 func (s *Source) Commit() string { return s.commit }
 
+// BytesFetched is how many bytes of the source this Source has read so far: the objects an
+// S3 source downloaded (GET bodies), and for every other source (a mounted PVC or ConfigMap,
+// a Git checkout, an unpacked HTTP archive) the bytes of each file its walks read, each file
+// once however often it was walked.
+func (s *Source) BytesFetched() int64 { return s.fetched }
+
+// countRead adds a file of n bytes read by a walk to BytesFetched, once per file; an S3
+// source's files were counted when downloaded.
+func (s *Source) countRead(rel string, n int64) {
+	if s.spec.S3 != nil || s.counted[rel] {
+		return
+	}
+	if s.counted == nil {
+		s.counted = map[string]bool{}
+	}
+	s.counted[rel] = true
+	s.fetched += n
+}
+
 // isBEIR reports whether a file holds BEIR corpus records (one JSON document per line).
 func (s *Source) isBEIR(rel string) bool {
 	return s.spec.Format == ragopsv1alpha1.FormatBEIR ||
@@ -375,7 +421,17 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 			if !list {
 				return fmt.Errorf("document %s: only listed (OpenOptions.Listing), not downloaded", rel)
 			}
-			if err := visit(Document{ID: rel, Hash: h, Size: s.sizes[rel], SidecarHash: s.sidecarHash(rel)}); err != nil {
+			if err := visit(Document{ID: rel, Hash: h, Size: s.sizes[rel], Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}); err != nil {
+				return err
+			}
+			continue
+		}
+		if h, ok := s.known[rel]; ok {
+			d := Document{ID: rel, Hash: h, Size: s.sizes[rel], Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}
+			if !list && (need == nil || need(d)) {
+				return fmt.Errorf("document %s: not downloaded (unchanged by its listing, OpenOptions.Unchanged) but needed", rel)
+			}
+			if err := visit(d); err != nil {
 				return err
 			}
 			continue
@@ -385,7 +441,8 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 			skip(Skipped{ID: rel, Reason: "Unreadable", Err: err})
 			continue
 		}
-		d := Document{ID: rel, Hash: hashOf(data), Size: int64(len(data)), SidecarHash: s.sidecarHash(rel)}
+		s.countRead(rel, int64(len(data)))
+		d := Document{ID: rel, Hash: hashOf(data), Size: int64(len(data)), Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}
 		if !list && (need == nil || need(d)) {
 			if s.read == nil {
 				return fmt.Errorf("document %s: no document reader configured", rel)
@@ -457,6 +514,7 @@ func (s *Source) walkBEIR(ctx context.Context, full, rel string, list bool, keep
 	cr := &countingReader{r: f}
 	meta := func(doc *reader.Document, size int64) { s.addSourceMeta(doc, rel, size) }
 	line, err := scanRecords(ctx, cr, rel, s.spec.MaxDocumentBytes, list, keep, need, meta, visit, skip)
+	s.countRead(rel, cr.n)
 	if err != nil {
 		return err
 	}

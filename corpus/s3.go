@@ -27,7 +27,9 @@ const s3Downloads = 4
 // response headers carry: no request beyond the download).
 //
 // opts.Keep leaves out, before any download, the objects whose relative path it does not keep
-// (a build shard's other documents); a BEIR file is downloaded whatever Keep says. With
+// (a build shard's other documents); a BEIR file is downloaded whatever Keep says.
+// opts.Unchanged leaves out the objects it knows at their listing identity, returned as
+// listed with their known raw hash. With
 // opts.Listing only BEIR files are downloaded; every other selected object is returned with a
 // hash of its listing metadata.
 //
@@ -101,9 +103,16 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		if !beir && opts.Keep != nil && !opts.Keep(clean) {
 			continue // another shard's document
 		}
+		ident := listingHash(obj.Key, obj.ETag, obj.Size)
 		if !beir && opts.Listing {
-			listed = append(listed, listedObject{rel: clean, size: obj.Size, hash: listingHash(obj.Key, obj.ETag, obj.Size)})
+			listed = append(listed, listedObject{rel: clean, size: obj.Size, hash: ident, listing: ident})
 			continue
+		}
+		if !beir && opts.Unchanged != nil {
+			if h, ok := opts.Unchanged(clean, ident); ok {
+				listed = append(listed, listedObject{rel: clean, size: obj.Size, hash: h, listing: ident, known: true})
+				continue
+			}
 		}
 		if max := src.MaxDocumentBytes; max > 0 && obj.Size > max && !beir {
 			if err := placeholder(filepath.Join(dir, filepath.FromSlash(clean)), obj.Size); err != nil {
@@ -118,7 +127,7 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		if space > 0 && total > space {
 			return "", nil, nil, fmt.Errorf("source %s: the objects to download exceed %s (%d bytes and more)", name, spaceName, total)
 		}
-		o := &s3Object{modified: obj.LastModified}
+		o := &s3Object{modified: obj.LastModified, listing: ident, size: obj.Size}
 		objs[clean] = o
 		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean)), obj: o})
 	}
@@ -139,11 +148,14 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 }
 
 // listedObject is an S3 object listed but not downloaded: its path relative to the prefix,
-// listed size in bytes and listing hash.
+// listed size in bytes, its document hash (the listing hash; with known, the raw hash
+// OpenOptions.Unchanged returned) and listing identity.
 type listedObject struct {
-	rel  string
-	size int64
-	hash string
+	rel     string
+	size    int64
+	hash    string
+	listing string
+	known   bool
 }
 
 // listingHash is a document hash (16 hex digits, as hashOf) of an object's listing metadata:
@@ -159,6 +171,9 @@ func listingHash(key, etag string, size int64) string {
 type s3Object struct {
 	modified time.Time
 	meta     map[string]string
+	// listing is the object's listing identity (listingHash), size its listed size in bytes.
+	listing string
+	size    int64
 }
 
 // download is one object to fetch: its key, listed size in bytes, destination file and

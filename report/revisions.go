@@ -301,11 +301,11 @@ func writeRevisionsMarkdown(w io.Writer, rows []RevisionRow, modes []ragopsv1alp
 }
 
 // readsCell says what a revision's last build or sync read: "E extracted, U unchanged, cache
-// H hit / M miss, P OCR pages" ("-" when unknown).
+// H hit / M miss, P OCR pages, B bytes fetched" ("-" when unknown).
 func readsCell(r RevisionRow) string {
 	if r.Reads == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%d extracted, %d unchanged, cache %d hit / %d miss, %d OCR pages",
-		r.Reads.Extracted, r.Reads.Unchanged, r.Reads.CacheHits, r.Reads.CacheMisses, r.OCRPages)
+	return fmt.Sprintf("%d extracted, %d unchanged, cache %d hit / %d miss, %d OCR pages, %d bytes fetched",
+		r.Reads.Extracted, r.Reads.Unchanged, r.Reads.CacheHits, r.Reads.CacheMisses, r.OCRPages, r.Reads.BytesFetched)
 }

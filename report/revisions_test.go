@@ -140,10 +140,11 @@ func TestWriteRevisionsMarkdownAndSVG(t *testing.T) {
 }
 
 // Issue 51, visible: with reads recorded, the Markdown table says per revision what its last
-// build or sync extracted, found unchanged, took from the extraction cache and ran OCR on.
+// build or sync extracted, found unchanged, took from the extraction cache, ran OCR on and
+// fetched from the source.
 func TestWriteRevisionsMarkdownShowsReads(t *testing.T) {
 	idx, evals := rollout()
-	idx.Status.Revisions[0].Reads = &ragopsv1alpha1.DocumentReads{Extracted: 10, Unchanged: 1000, CacheMisses: 10}
+	idx.Status.Revisions[0].Reads = &ragopsv1alpha1.DocumentReads{Extracted: 10, Unchanged: 1000, CacheMisses: 10, BytesFetched: 52144}
 	idx.Status.Revisions[0].OCR = &ragopsv1alpha1.OCRStatus{Pages: 4}
 	idx.Status.Revisions[2].Reads = &ragopsv1alpha1.DocumentReads{CacheHits: 1010}
 	var buf bytes.Buffer
@@ -157,7 +158,7 @@ func TestWriteRevisionsMarkdownShowsReads(t *testing.T) {
 	want := []string{
 		"cache 1010 hit",
 		"-",
-		"10 extracted, 1000 unchanged, cache 0 hit / 10 miss, 4 OCR pages",
+		"10 extracted, 1000 unchanged, cache 0 hit / 10 miss, 4 OCR pages, 52144 bytes fetched",
 	}
 	for i, w := range want {
 		if got := cells[i][len(cells[i])-1]; !strings.Contains(got, w) {

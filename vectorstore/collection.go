@@ -499,7 +499,8 @@ func (s *Store) ListCollections(ctx context.Context, prefix string) ([]string, e
 }
 
 // DeleteCollection deletes a revision collection and all its chunks, but only when no alias
-// points at it. Deleting a missing collection is not an error.
+// points at it, and its document manifest first ([ManifestName]). Deleting a missing
+// collection is not an error.
 //
 // Errors: [*CollectionInUseError] naming the aliases; typed server errors. An alias created
 // between the check and the delete is not detected (Weaviate has no conditional delete).
@@ -510,6 +511,11 @@ func (s *Store) DeleteCollection(ctx context.Context, name string) error {
 	}
 	if len(aliases) > 0 {
 		return &CollectionInUseError{Collection: name, Aliases: aliases}
+	}
+	if strings.HasPrefix(name, "Rag_") { // a revision collection (not a cache or a manifest)
+		if err := s.DeleteManifest(ctx, name); err != nil {
+			return err
+		}
 	}
 	err = s.retry(ctx, func() error {
 		err := s.client.Schema().ClassDeleter().WithClassName(name).Do(ctx)

@@ -10,7 +10,9 @@
 // Operations: [Store.EnsureCollection] (vectorizer none; HNSW or flat), [Store.Upsert] (gRPC
 // batches, per-object and call errors both checked, backoff on transient failures),
 // [Store.ReplaceDocument], [Store.DeleteDocument], [Store.DocumentHashes],
-// [Store.DocumentStates] (what a resumed build finds complete), [Store.Count],
+// [Store.DocumentStates] (the chunk walk a revision without a manifest needs once), the
+// per-revision document manifest ([ManifestName]: [Store.PutManifest], [Store.ManifestRecords]
+// read per shard, [Store.ManifestTotals] for the completeness check), [Store.Count],
 // aliases ([Store.SetAlias], [Store.GetAlias], [Store.DeleteAlias]), [Store.DeleteCollection]
 // (refused while an alias points at the collection) and [Store.Search] (nearVector, bm25,
 // hybrid).

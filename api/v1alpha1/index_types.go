@@ -706,6 +706,12 @@ type DocumentReads struct {
 	// collection holds of its documents and list them.
 	// +optional
 	PlanMilliseconds int64 `json:"planMilliseconds,omitempty"`
+	// BytesFetched is the bytes read from the Corpus's source, summed over the shards: the
+	// objects an S3 source downloaded, and for other sources the bytes of the files each
+	// shard read (hashed or extracted), each file once a shard. A sync of an S3 Corpus
+	// downloads only the objects whose listing (ETag, size) changed.
+	// +optional
+	BytesFetched int64 `json:"bytesFetched,omitempty"`
 }
 
 // BuildProgress is the progress of the running build.

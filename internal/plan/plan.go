@@ -152,7 +152,11 @@ type Build struct {
 	// Incremental syncs an existing collection: unchanged documents are skipped, changed ones
 	// replaced and removed ones deleted. Unchanged is decided from each document's raw hash
 	// before any reader runs, so a sync extracts (and OCRs) only the added and changed
-	// documents; every shard still reads its documents' raw bytes to hash them.
+	// documents. What a sync costs a shard: one read of its own records in the revision's
+	// document manifest (one object per document of the shard, never the collection's
+	// chunks; a revision without a manifest is walked once and gets one), then the raw bytes
+	// of its documents to hash them, except an S3 source's objects whose listing identity
+	// (ETag, size) the manifest holds: those are unchanged without a download.
 	Incremental bool                                `json:"incremental,omitempty"`
 	Shards      int                                 `json:"shards"`
 	Source      Source                              `json:"source"`
@@ -275,6 +279,10 @@ type BuildResult struct {
 	// CacheCollected counts the extraction cache entries shard 0 deleted because no document
 	// of the corpus listing has their raw hash any more.
 	CacheCollected int64 `json:"cacheCollected,omitempty"`
+	// ManifestReads counts the objects the shard's state read returned: its own records of
+	// the revision's manifest (one a document of the shard), or, once for a revision without
+	// a manifest, every chunk of the collection (the migration's walk).
+	ManifestReads int64 `json:"manifestReads,omitempty"`
 	// Stages says where the shard's Seconds went; nil from a worker that does not report it.
 	Stages *StageSeconds `json:"stages,omitempty"`
 }
@@ -502,6 +510,7 @@ func SumReads(results []BuildResult) *ragopsv1alpha1.DocumentReads {
 		out.Unchanged += br.Reads.Unchanged
 		out.CacheHits += br.Reads.CacheHits
 		out.CacheMisses += br.Reads.CacheMisses
+		out.BytesFetched += br.Reads.BytesFetched
 		out.PlanMilliseconds = max(out.PlanMilliseconds, br.Reads.PlanMilliseconds)
 	}
 	return out

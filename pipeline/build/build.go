@@ -150,9 +150,11 @@ type shardBuild struct {
 	readers  *extractcache.Reader
 	planTime time.Duration
 	mine     func(id string) bool
-	// states is what the collection already holds of this shard's documents; existing their
-	// hashes in an incremental sync (nil in a build).
+	// states is what the collection already holds of this shard's documents, as the
+	// revision's manifest records it (records); existing their hashes in an incremental
+	// sync (nil in a build).
 	states   map[string]vectorstore.DocumentState
+	records  map[string]vectorstore.ManifestRecord
 	existing map[string]string
 	// metaHashes are the metadata hashes the collection holds (with fields declared);
 	// metaNow caches the documents' current ones.
@@ -176,6 +178,8 @@ type shardBuild struct {
 	shardChunks int64
 	// unreadContainers are the container files not read whole: unseen documents are kept.
 	unreadContainers []string
+	// relisted are manifest records to write again with the S3 listing identity they lacked.
+	relisted []vectorstore.ManifestRecord
 	// readTime, chunkTime and writeTime sum the stages Run times itself (the embedder times
 	// tokenizing and inference); visited is when the corpus walk last handed over control.
 	readTime, chunkTime, writeTime time.Duration
@@ -290,11 +294,24 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	}
 	b.readers = extractcache.NewReader(readers, cache, ReaderSettings(p.Source), b.log)
 	b.mine = func(id string) bool { return corpus.Shard(id, o.Shard, p.Shards) }
+	if err := b.readStates(ctx); err != nil {
+		return err
+	}
 	// Each shard fetches only its own documents of an S3 source, except the shard that
-	// collects the extraction cache: it hashes the whole listing (collectCache).
+	// collects the extraction cache: it hashes the whole listing (collectCache). A sync does
+	// not download an object whose listing identity its manifest record holds (complete).
 	fetch := corpus.OpenOptions{Keep: b.mine}
 	if b.collects() {
 		fetch.Keep = nil
+	}
+	if p.Incremental {
+		fetch.Unchanged = func(id, listing string) (string, bool) {
+			r, ok := b.records[id]
+			if !ok || !r.Complete || r.Listing == "" || r.Listing != listing {
+				return "", false
+			}
+			return r.Hash, true
+		}
 	}
 	src, err := corpus.OpenWith(ctx, p.Source, os.TempDir(), b.readers, fetch)
 	if err != nil {
@@ -318,14 +335,19 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 		b.mine = func(id string) bool { return shard(id) && sample.Keep(id) }
 		b.log.Info("sampled build: the judged documents and a fraction of the others", "fraction", sample.Fraction,
 			"seed", sample.Seed, "judged", len(sample.Judged), "sampledOut", b.res.SampledOut)
-	}
-	if b.states, err = b.store.DocumentStates(ctx, p.Collection, 0, b.mine); err != nil {
-		return err
+		for id := range b.states {
+			if !b.mine(id) {
+				delete(b.states, id)
+			}
+		}
 	}
 	b.metaNow, b.metaUpdates = map[string]string{}, map[string]vectorstore.DocumentProperties{}
-	if b.fields != nil && len(b.states) > 0 {
-		if b.metaHashes, err = b.store.DocumentMetaHashes(ctx, p.Collection, 0, b.mine); err != nil {
-			return err
+	// The metadata hashes the collection holds come with the manifest records (written
+	// with them, and by a migration's walk), not from another walk of the chunks.
+	b.metaHashes = make(map[string]string, len(b.records))
+	for id, r := range b.records {
+		if b.mine(id) {
+			b.metaHashes[id] = r.MetaHash
 		}
 	}
 	if p.Incremental {
@@ -341,6 +363,140 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	b.log.Info("shard", "shard", o.Shard, "shards", p.Shards, "documents", total, "incremental", p.Incremental, "existing", len(b.states))
 	b.prog = progress.New(b.log, "embedding", total, o.ProgressEvery)
 	return nil
+}
+
+// readStates reads what the collection holds of this shard's documents from the revision's
+// manifest (vectorstore.Store.ManifestRecords): one record per document of the shard, never
+// the chunk collection, so a sync's state read is proportional to the shard's documents, not
+// to the collection's chunks. Records stamped under another shard count (the Index's shards
+// changed) are stamped again with this shard.
+//
+// Migration: a revision built before manifests existed, or whose manifest the completeness
+// check dropped after it disagreed with the collection, has no manifest covering it. Then
+// the shard walks the chunk collection once as every sync used to (DocumentStates, every
+// chunk), writes the records of every document it found (all shards', so the walk is not
+// repeated by each), and marks the manifest as covering the collection; an empty collection
+// (a new revision) is marked at once. The chunk count is read before the mark: a shard
+// marks before it writes any chunk, so a shard that finds chunks and then no mark has an old
+// revision to migrate, not another shard's fresh writes.
+func (b *shardBuild) readStates(ctx context.Context) error {
+	p, o := &b.p, b.o
+	// Counted before the mark is read (see above): a shard that finds chunks then finds the
+	// mark of the shard that wrote them.
+	n, err := b.store.Count(ctx, p.Collection)
+	if err != nil {
+		return err
+	}
+	covers, err := b.store.ManifestCovers(ctx, p.Collection)
+	if err != nil {
+		return err
+	}
+	if covers {
+		read, err := b.store.ManifestRecords(ctx, p.Collection, o.Shard, p.Shards, 0, b.mine)
+		if err != nil {
+			return err
+		}
+		b.records = read.Records
+		for i := range read.Restamp {
+			read.Restamp[i].Shard, read.Restamp[i].Shards = o.Shard, p.Shards
+			b.records[read.Restamp[i].DocID] = read.Restamp[i]
+		}
+		if err := b.putRecords(ctx, read.Restamp); err != nil {
+			return err
+		}
+		b.states = make(map[string]vectorstore.DocumentState, len(b.records))
+		for id, r := range b.records {
+			b.states[id] = r.State()
+		}
+		b.res.ManifestReads = int64(read.Objects)
+		return nil
+	}
+	if err := b.store.EnsureManifest(ctx, p.Collection); err != nil {
+		return err
+	}
+	var all map[string]vectorstore.DocumentState
+	var metaHashes map[string]string
+	if n > 0 {
+		if all, err = b.store.DocumentStates(ctx, p.Collection, 0, nil); err != nil {
+			return err
+		}
+		if metaHashes, err = b.store.DocumentMetaHashes(ctx, p.Collection, 0, nil); err != nil {
+			return err
+		}
+		recs := make([]vectorstore.ManifestRecord, 0, len(all))
+		for id, st := range all {
+			recs = append(recs, migratedRecord(id, st, metaHashes[id], shardOf(id, p.Shards), p.Shards))
+		}
+		if err := b.putRecords(ctx, recs); err != nil {
+			return err
+		}
+		b.log.Info("manifest written from the collection (a revision without one)", "documents", len(all), "chunks", n)
+	}
+	if err := b.store.MarkManifestCovers(ctx, p.Collection); err != nil {
+		return err
+	}
+	b.states, b.records = map[string]vectorstore.DocumentState{}, map[string]vectorstore.ManifestRecord{}
+	for id, st := range all {
+		if b.mine(id) {
+			b.states[id] = st
+			b.records[id] = migratedRecord(id, st, metaHashes[id], o.Shard, p.Shards)
+		}
+	}
+	b.res.ManifestReads = int64(n)
+	return nil
+}
+
+// manifestBatch is how many manifest records one write carries.
+const manifestBatch = 500
+
+// migratedRecord is the manifest record of a document found by walking the chunk collection
+// (a migration; see readStates): complete when its chunks agree, with the metadata hash and
+// access key they hold ("" for an access key they disagree on: regrouped at the next sync).
+func migratedRecord(id string, st vectorstore.DocumentState, metaHash string, shard, shards int) vectorstore.ManifestRecord {
+	r := vectorstore.ManifestRecord{DocID: id, Hash: st.Hash, Chunks: st.Chunks, Complete: st.Consistent(),
+		Shard: shard, Shards: shards, MetaHash: metaHash}
+	if !st.AccessMixed {
+		r.AccessKey = st.AccessKey
+	}
+	return r
+}
+
+// updateRecords rewrites the manifest records of documents whose chunks' properties (meta
+// hash) or groups (access key) were just rewritten in place, so the next sync sees them as
+// they are now.
+func (b *shardBuild) updateRecords(ctx context.Context, ids []string, set func(*vectorstore.ManifestRecord)) error {
+	recs := make([]vectorstore.ManifestRecord, 0, len(ids))
+	for _, id := range ids {
+		r, ok := b.records[id]
+		if !ok {
+			continue
+		}
+		set(&r)
+		r.Shard, r.Shards = b.o.Shard, b.p.Shards
+		b.records[id] = r
+		recs = append(recs, r)
+	}
+	return b.putRecords(ctx, recs)
+}
+
+// putRecords writes manifest records, manifestBatch a request.
+func (b *shardBuild) putRecords(ctx context.Context, recs []vectorstore.ManifestRecord) error {
+	for lo := 0; lo < len(recs); lo += manifestBatch {
+		if err := b.store.PutManifest(ctx, b.p.Collection, recs[lo:min(lo+manifestBatch, len(recs))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shardOf is the shard of n that document id belongs to (corpus.Shard).
+func shardOf(id string, n int) int {
+	for i := range n {
+		if corpus.Shard(id, i, n) {
+			return i
+		}
+	}
+	return 0
 }
 
 // syncDocuments walks the shard's documents: each is left alone (unchanged in a sync),
@@ -386,7 +542,20 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	if err := b.flushMetadata(ctx); err != nil {
 		return err
 	}
-	return b.flush(ctx)
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	return b.putRecords(ctx, b.relisted)
+}
+
+// relist queues the manifest record of a document found complete whose S3 listing identity
+// the record lacks (a record migrated from the collection, or written before the object was
+// listed so): written after the walk, it lets the next sync skip the download.
+func (b *shardBuild) relist(d corpus.Document) {
+	if r, ok := b.records[d.ID]; ok && r.Complete && d.Listing != "" && r.Listing != d.Listing {
+		r.Listing, r.Shard, r.Shards = d.Listing, b.o.Shard, b.p.Shards
+		b.relisted = append(b.relisted, r)
+	}
 }
 
 // flushMetadata rewrites the properties of the documents whose metadata alone changed.
@@ -397,6 +566,13 @@ func (b *shardBuild) flushMetadata(ctx context.Context) error {
 	writeStart := time.Now()
 	defer func() { b.writeTime += time.Since(writeStart) }()
 	if err := b.store.UpdateProperties(ctx, b.p.Collection, b.fields.Names(), b.metaUpdates); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(b.metaUpdates))
+	for id := range b.metaUpdates {
+		ids = append(ids, id)
+	}
+	if err := b.updateRecords(ctx, ids, func(r *vectorstore.ManifestRecord) { r.MetaHash = b.metaUpdates[r.DocID].MetaHash }); err != nil {
 		return err
 	}
 	clear(b.metaUpdates)
@@ -487,6 +663,7 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 	if b.rawUnchanged(d) {
 		chunks := b.states[d.ID].Chunks
 		b.shardChunks += int64(chunks)
+		b.relist(d)
 		if b.metaSame(d) {
 			res.Unchanged++
 			return nil
@@ -544,6 +721,7 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		if !st.HasAccess(b.accessKey) {
 			b.regroup = append(b.regroup, vectorstore.DocumentAccess{DocID: d.ID, Groups: b.groups(d), Chunks: st.Chunks})
 		}
+		b.relist(d)
 		return nil
 	}
 	b.pending = append(b.pending, d)
@@ -589,6 +767,20 @@ func (b *shardBuild) flush(ctx context.Context) error {
 	replace := map[string][]vectorstore.Chunk{}
 	writeStart := time.Now()
 	defer func() { b.writeTime += time.Since(writeStart) }()
+	// The documents' manifest records go in incomplete before their chunks and complete after
+	// them: a shard stopped in between leaves records that make the next run write them again
+	// whole (replacing any partial chunks, whose IDs are deterministic: no duplicate).
+	recs := make([]vectorstore.ManifestRecord, len(b.pending))
+	for i, d := range b.pending {
+		recs[i] = vectorstore.ManifestRecord{DocID: d.ID, Hash: d.Hash, Chunks: len(b.pendingChunks[i]), Listing: d.Listing,
+			Shard: b.o.Shard, Shards: p.Shards, AccessKey: b.accessKey}
+		if b.fields != nil {
+			recs[i].MetaHash = b.metaHash(d)
+		}
+	}
+	if err := b.putRecords(ctx, recs); err != nil {
+		return err
+	}
 	for i, d := range b.pending {
 		var objs []vectorstore.Chunk
 		var props map[string]any
@@ -630,6 +822,13 @@ func (b *shardBuild) flush(ctx context.Context) error {
 			return err
 		}
 	}
+	for i := range recs {
+		recs[i].Complete = true
+		b.records[recs[i].DocID] = recs[i]
+	}
+	if err := b.putRecords(ctx, recs); err != nil {
+		return err
+	}
 	b.done += int64(len(b.pending))
 	res.Documents += int64(len(b.pending))
 	b.pending, b.pendingChunks = b.pending[:0], b.pendingChunks[:0]
@@ -647,6 +846,13 @@ func (b *shardBuild) regroupAccess(ctx context.Context) error {
 	writeStart := time.Now()
 	defer func() { b.writeTime += time.Since(writeStart) }()
 	if _, err := b.store.SetAccess(ctx, b.p.Collection, b.accessKey, b.regroup); err != nil {
+		return err
+	}
+	ids := make([]string, len(b.regroup))
+	for i, d := range b.regroup {
+		ids[i] = d.DocID
+	}
+	if err := b.updateRecords(ctx, ids, func(r *vectorstore.ManifestRecord) { r.AccessKey = b.accessKey }); err != nil {
 		return err
 	}
 	b.res.Regrouped += int64(len(b.regroup))
@@ -674,8 +880,13 @@ func (b *shardBuild) removeStale(ctx context.Context) error {
 			stale = append(stale, id)
 		}
 	}
-	// Batched: one filtered delete per vectorstore.DeleteBatchDocuments documents.
+	// Batched: one filtered delete per vectorstore.DeleteBatchDocuments documents; their
+	// manifest records after their chunks (a stop between leaves records the next run
+	// finds stale again).
 	if _, err := b.store.DeleteDocuments(ctx, p.Collection, stale); err != nil {
+		return err
+	}
+	if err := b.store.DeleteManifestRecords(ctx, p.Collection, stale); err != nil {
 		return err
 	}
 	res.Deleted += int64(len(stale))
@@ -702,6 +913,9 @@ func (b *shardBuild) finish() plan.BuildResult {
 		}
 		res.Reads = &ragopsv1alpha1.DocumentReads{Extracted: rs.Extracted, Unchanged: res.Unchanged, CacheHits: rs.Hits,
 			CacheMisses: rs.Misses, PlanMilliseconds: b.planTime.Milliseconds()}
+		if b.src != nil {
+			res.Reads.BytesFetched = b.src.BytesFetched()
+		}
 	}
 	st := b.model.Stats()
 	res.Tokens, res.TruncatedChunks = st.Tokens+res.ResumedTokens, st.TruncatedChunks

@@ -334,8 +334,15 @@ func TestKilledShardRetriedEqualsACleanBuild(t *testing.T) {
 	if killed >= len(want) {
 		t.Fatalf("the worker had written %d of %d chunks when killed: no fault happened mid-shard", killed, len(want))
 	}
-	// The documents the killed run left complete: every chunk of the clean build is there.
+	// The documents the killed run left complete: every chunk of the clean build is there,
+	// and the manifest says so (a document whose chunks were in but whose record was not yet
+	// marked complete is written again).
 	complete, partial := completeDocuments(t, f, want)
+	if recorded := completeRecords(t, f); recorded > complete {
+		t.Fatalf("the manifest holds %d complete records, the collection %d complete documents", recorded, complete)
+	} else {
+		complete = recorded
+	}
 	start := time.Now()
 	retry := worker()
 	if err := retry.Wait(); err != nil {
@@ -423,6 +430,22 @@ func completeDocuments(t *testing.T, f *fixture, want map[string][]string) (comp
 		}
 	}
 	return complete, partial
+}
+
+// completeRecords counts the plan collection's manifest records marked complete.
+func completeRecords(t *testing.T, f *fixture) int {
+	t.Helper()
+	read, err := f.store.ManifestRecords(context.Background(), f.plan.Collection, 0, 1, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range read.Records {
+		if r.Complete {
+			n++
+		}
+	}
+	return n
 }
 
 // assertSameIDs fails unless each chunk's object ID is the deterministic ChunkID of its

@@ -15,8 +15,9 @@ import (
 // Issue 56, syncs write one document at a time: a sync of 40 changed and 300 removed
 // documents (of 400) leaves exactly what a clean build of the new corpus holds, counts them
 // exactly, and writes in batches: one upsert and one stale-chunk delete per flush of
-// changed documents, one delete per vectorstore.DeleteBatchDocuments removed documents (the
-// per-document path sent 40 upserts and 340 deletes).
+// changed documents, one delete of chunks and one of manifest records per
+// vectorstore.DeleteBatchDocuments removed documents (the per-document path sent 40 upserts
+// and 340 deletes).
 func TestSyncWritesChangedAndRemovedDocumentsInBatches(t *testing.T) {
 	const docs, changed, removed = 400, 40, 300
 	f := newFixture(t, docs)
@@ -52,7 +53,9 @@ func TestSyncWritesChangedAndRemovedDocumentsInBatches(t *testing.T) {
 			res.Documents, res.Deleted, res.Unchanged, changed, removed, docs-removed-changed)
 	}
 	flushes := int64((changed + embedBatchDocuments - 1) / embedBatchDocuments)
-	deletes := flushes + int64((removed+vectorstore.DeleteBatchDocuments-1)/vectorstore.DeleteBatchDocuments)
+	// Per DeleteBatchDocuments removed documents: one delete of their chunks, one of their
+	// manifest records.
+	deletes := flushes + 2*int64((removed+vectorstore.DeleteBatchDocuments-1)/vectorstore.DeleteBatchDocuments)
 	if got := store.Requests(); got.Upserts > flushes || got.Deletes > deletes {
 		t.Errorf("sync sent %d upserts and %d deletes; want at most %d and %d (batched per flush and per %d removed documents)",
 			got.Upserts, got.Deletes, flushes, deletes, vectorstore.DeleteBatchDocuments)

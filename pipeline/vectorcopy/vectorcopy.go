@@ -34,8 +34,9 @@ type Options struct {
 // collection's dimensions (and its vectorizer wiring when the plan names a model server),
 // then copies every object of p.Copy.Collection into it (vectorstore.Store.CopyCollection:
 // same properties and vectors, chunk IDs of the plan's revision, so a re-run never
-// duplicates). The result counts the copied documents and chunks; Tokens is 0 (nothing is
-// embedded) and ModelHash is the plan's (the source revision's).
+// duplicates), then the source's document manifest (vectorstore.Store.CopyManifest). The
+// result counts the copied documents and chunks; Tokens is 0 (nothing is embedded) and
+// ModelHash is the plan's (the source revision's).
 //
 // Errors: the plan has no Copy or more than one shard; Weaviate errors (a missing source
 // collection is *vectorstore.CollectionNotFoundError).
@@ -94,7 +95,14 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.B
 	if err != nil {
 		return res, err
 	}
-	log.Info("copied", "documents", st.Documents, "chunks", st.Objects, "seconds", res.Seconds)
+	// The documents are the source's: so is its manifest, which the revision's syncs read
+	// their documents' state from (a source without one leaves none: the first sync walks
+	// the collection once and writes it).
+	records, err := store.CopyManifest(ctx, p.Copy.Collection, p.Collection, 0)
+	if err != nil {
+		return res, err
+	}
+	log.Info("copied", "documents", st.Documents, "chunks", st.Objects, "manifestRecords", records, "seconds", res.Seconds)
 	return res, nil
 }
 

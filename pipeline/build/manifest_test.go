@@ -1,0 +1,358 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/corpus"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/vectorstore"
+)
+
+// checkManifest fails unless the collection's manifest covers it, with no incomplete record,
+// docs documents and chunk counts summing to the collection's count.
+func checkManifest(t *testing.T, f *fixture, collection string, docs int64) {
+	t.Helper()
+	ctx := context.Background()
+	tot, err := f.store.ManifestTotals(ctx, collection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.store.Count(ctx, collection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (vectorstore.ManifestTotals{Covers: true, Documents: docs, Chunks: int64(n)}); tot != want {
+		t.Fatalf("manifest of %s: %+v, want %+v (the collection holds %d chunks)", collection, tot, want, n)
+	}
+}
+
+// Issue 51, one state read per sync: each of 2 shards of a sync reads its own manifest
+// records (one object per document of the shard), not the collection's chunks; a revision
+// without a manifest (built before manifests) is walked once, by the first shard that syncs
+// it, which writes the manifest, and the other shard reads the manifest. The manifest sums to
+// the collection after the build and after each sync. A folder source reports the bytes of
+// the files each shard read.
+func TestSyncReadsOnlyItsShardsManifest(t *testing.T) {
+	const n = 40
+	f := newFixture(t, n)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := f.plan
+	p.Shards = 2
+	shardBytes := map[int]int64{}
+	shardDocs := map[int]int64{}
+	entries, err := os.ReadDir(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s := range p.Shards {
+			if corpus.Shard(e.Name(), s, p.Shards) {
+				shardBytes[s] += info.Size()
+				shardDocs[s]++
+			}
+		}
+	}
+	run := func(incremental bool, shard int) plan.BuildResult {
+		t.Helper()
+		q := p
+		q.Incremental = incremental
+		res, err := Run(ctx, quiet, q, Options{Shard: shard})
+		if err != nil {
+			t.Fatalf("shard %d: %v", shard, err)
+		}
+		return res
+	}
+	for s := range p.Shards {
+		res := run(false, s)
+		if res.Reads == nil || res.Reads.BytesFetched != shardBytes[s] {
+			t.Errorf("build shard %d: reads %+v, want %d bytes fetched (its files, each once)", s, res.Reads, shardBytes[s])
+		}
+	}
+	checkManifest(t, f, p.Collection, n)
+	chunks, err := f.store.Count(ctx, p.Collection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range p.Shards {
+		res := run(true, s)
+		if res.Unchanged != shardDocs[s] || res.ManifestReads != shardDocs[s] {
+			t.Errorf("sync shard %d: %d unchanged, state read %d objects; want its %d documents each (the collection holds %d chunks)",
+				s, res.Unchanged, res.ManifestReads, shardDocs[s], chunks)
+		}
+	}
+	checkManifest(t, f, p.Collection, n)
+
+	// A revision built before manifests: the first shard walks the chunks once.
+	if err := f.store.DeleteManifest(ctx, p.Collection); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(true, 0); res.ManifestReads != int64(chunks) || res.Unchanged != shardDocs[0] {
+		t.Errorf("sync of a revision without a manifest: state read %d objects, %d unchanged; want the walk of all %d chunks, %d unchanged",
+			res.ManifestReads, res.Unchanged, chunks, shardDocs[0])
+	}
+	checkManifest(t, f, p.Collection, n)
+	if res := run(true, 1); res.ManifestReads != shardDocs[1] || res.Unchanged != shardDocs[1] {
+		t.Errorf("sync after the migration: state read %d objects, %d unchanged; want %d each", res.ManifestReads, res.Unchanged, shardDocs[1])
+	}
+
+	// A changed and a removed document: the manifest follows.
+	writeDoc(t, f.dir, 2, "# Besluit 2\n\nGewijzigd: de raad besluit anders over de haven en de begroting.")
+	if err := os.Remove(filepath.Join(f.dir, docName(5))); err != nil {
+		t.Fatal(err)
+	}
+	for s := range p.Shards {
+		run(true, s)
+	}
+	checkManifest(t, f, p.Collection, n-1)
+}
+
+// s3Corpus serves f's documents from an S3-protocol server (gofakes3) under docs/besluiten/
+// and counts the GET-object requests.
+type s3Corpus struct {
+	backend *s3mem.Backend
+	mu      sync.Mutex
+	gets    []string
+	source  plan.Source
+}
+
+func newS3Corpus(t *testing.T, dir string) *s3Corpus {
+	t.Helper()
+	t.Setenv(plan.EnvS3AccessKey, "build-test")
+	t.Setenv(plan.EnvS3SecretKey, "build-test-secret")
+	c := &s3Corpus{backend: s3mem.New()}
+	if err := c.backend.CreateBucket("docs"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		body, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.put(t, e.Name(), string(body))
+	}
+	s3 := gofakes3.New(c.backend).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
+			c.mu.Lock()
+			c.gets = append(c.gets, strings.TrimPrefix(r.URL.Path, "/docs/besluiten/"))
+			c.mu.Unlock()
+		}
+		s3.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c.source = plan.Source{S3: &ragopsv1alpha1.S3Source{Endpoint: strings.TrimPrefix(srv.URL, "http://"), Bucket: "docs",
+		Prefix: "besluiten/", Insecure: true, Region: "us-east-1"}}
+	return c
+}
+
+func (c *s3Corpus) put(t *testing.T, name, body string) {
+	t.Helper()
+	if _, err := c.backend.PutObject("docs", "besluiten/"+name, map[string]string{"Last-Modified": time.Now().UTC().Format(http.TimeFormat)},
+		strings.NewReader(body), int64(len(body)), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// take returns the objects downloaded since the last take, sorted.
+func (c *s3Corpus) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.gets
+	c.gets = nil
+	sort.Strings(out)
+	return out
+}
+
+// Issue 51, S3 syncs decide unchanged from listing metadata: after a build of 12 objects, a
+// sync after 3 of them changed issues exactly 3 GETs (the changed objects) and fetches
+// their bytes only; the 9 others are unchanged by their listing identity (key, ETag, size)
+// held in the manifest, never downloaded. A sync with nothing changed downloads nothing.
+func TestS3SyncDownloadsOnlyTheChangedObjects(t *testing.T) {
+	const n = 12
+	f := newFixture(t, n)
+	s3 := newS3Corpus(t, f.dir)
+	p := f.plan
+	p.Source = s3.source
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	res, err := Run(context.Background(), log, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for i := range n {
+		info, err := os.Stat(filepath.Join(f.dir, docName(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += info.Size()
+	}
+	if got := s3.take(); len(got) != n || res.Reads == nil || res.Reads.BytesFetched != total {
+		t.Fatalf("build downloaded %d objects, reads %+v; want %d objects, %d bytes", len(got), res.Reads, n, total)
+	}
+	changed := []string{docName(1), docName(4), docName(9)}
+	var changedBytes int64
+	for i, name := range changed {
+		body := "# Gewijzigd\n\nDe raad besluit opnieuw over voorstel " + strings.Repeat("x", i+1) + "."
+		s3.put(t, name, body)
+		changedBytes += int64(len(body))
+	}
+	p.Incremental = true
+	res, err = Run(context.Background(), log, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s3.take()
+	if strings.Join(got, ",") != strings.Join(changed, ",") {
+		t.Errorf("sync after 3 of %d objects changed downloaded %v, want exactly %v", n, got, changed)
+	}
+	if res.Documents != 3 || res.Unchanged != n-3 || res.Reads == nil || res.Reads.BytesFetched != changedBytes {
+		t.Errorf("sync: %d written, %d unchanged, reads %+v; want 3, %d, %d bytes fetched", res.Documents, res.Unchanged, res.Reads, n-3, changedBytes)
+	}
+	if res, err = Run(context.Background(), log, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s3.take(); len(got) != 0 || res.Unchanged != n || res.Reads.BytesFetched != 0 {
+		t.Errorf("sync with nothing changed downloaded %v (%d unchanged, %d bytes)", got, res.Unchanged, res.Reads.BytesFetched)
+	}
+	checkManifest(t, f, p.Collection, n)
+}
+
+// startWorker runs shard 0 of p in a child process, the way a Job's pod runs `ragops embed`
+// (see TestMain), writing its result to the returned path.
+func startWorker(t *testing.T, p plan.Build) (*exec.Cmd, string) {
+	t.Helper()
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, plan.File)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	result := filepath.Join(dir, "result.json")
+	c := exec.Command(os.Args[0], "-test.run=^$")
+	c.Env = append(os.Environ(), "RAGOPS_TEST_EMBED_PLAN="+path, "RAGOPS_TEST_EMBED_RESULT="+result)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c, result
+}
+
+// Issue 51, a pod kill during a cached build: with the extraction cache warm (an earlier
+// revision read the same corpus), a build's worker is SIGKILLed mid-way and run again. The
+// retry reads no document (every one from the cache, or resumed), the collection holds
+// exactly the chunks of a clean build, each once, and the manifest is complete: one record
+// per document, none incomplete, chunk counts summing to the collection's count.
+func TestKilledCachedBuildResumesExact(t *testing.T) {
+	const n = 160
+	f := newFixture(t, n)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cache, err := vectorstore.ExtractionCacheName("t", "besluiten")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.plan
+	p.ExtractionCache = cache
+	warm := p
+	warm.Collection, warm.Revision = warm.Collection+"_warm", "r0"
+	if res, err := Run(ctx, quiet, warm, Options{}); err != nil || res.Reads == nil || res.Reads.Extracted != n {
+		t.Fatalf("warming build: %v, reads %+v", err, res.Reads)
+	}
+	clean := p
+	clean.Collection += "_clean"
+	if _, err := Run(ctx, quiet, clean, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := f.objectsOf(t, clean.Collection)
+
+	first, _ := startWorker(t, p)
+	ended := make(chan error, 1)
+	go func() { ended <- first.Wait() }()
+	for at := 0; at == 0; {
+		select {
+		case err := <-ended:
+			t.Fatalf("the worker ended (%v) before it could be killed", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		// Killed once some documents are recorded complete (a flush finished) and some
+		// chunks beyond them may be in.
+		read, err := f.store.ManifestRecords(ctx, p.Collection, 0, 1, 0, nil)
+		if err != nil {
+			continue
+		}
+		for _, r := range read.Records {
+			if r.Complete {
+				at++
+			}
+		}
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	if ws, ok := first.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("the worker was not killed (%v)", first.ProcessState)
+	}
+	killed, _ := f.store.Count(ctx, p.Collection)
+	if killed >= len(want) {
+		t.Fatalf("the worker had written %d of %d chunks when killed: no fault mid-build", killed, len(want))
+	}
+	complete := completeRecords(t, f)
+	retry, resultPath := startWorker(t, p)
+	if err := retry.Wait(); err != nil {
+		t.Fatalf("retried shard: %v", err)
+	}
+	var res plan.BuildResult
+	raw, err := os.ReadFile(resultPath)
+	if err == nil {
+		err = json.Unmarshal(raw, &res)
+	}
+	if err != nil {
+		t.Fatalf("result of the retry: %v", err)
+	}
+	if res.Reads == nil || res.Reads.Extracted != 0 || res.Reads.CacheHits != n || res.Resumed != int64(complete) || res.Documents != n {
+		t.Errorf("retry: reads %+v, %d resumed, %d documents; want 0 extracted, %d cache hits, %d resumed (complete at the kill), %d documents",
+			res.Reads, res.Resumed, res.Documents, n, complete, n)
+	}
+	got := f.objectsOf(t, p.Collection)
+	assertSame(t, "after a kill during a cached build", got, want)
+	count, err := f.store.Count(ctx, p.Collection)
+	if err != nil || count != len(want) || res.ShardChunks == nil || *res.ShardChunks != int64(count) {
+		t.Fatalf("collection holds %d chunks (%v), the retry reported %v, a clean build %d", count, err, res.ShardChunks, len(want))
+	}
+	checkManifest(t, f, p.Collection, n)
+	t.Logf("killed with %d of %d chunks written and %d documents recorded complete; the retry read 0 documents (%d cache hits) and left %d chunks, each once",
+		killed, len(want), complete, res.Reads.CacheHits, count)
+}
