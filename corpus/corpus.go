@@ -170,11 +170,11 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 			s.listed[o.rel] = o.hash
 		}
 	case src.Git != nil:
-		dir, commit, when, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
+		co, err := fetchGit(ctx, src, filepath.Join(workDir, "git"), opts.Keep)
 		if err != nil {
 			return nil, scratchError(err)
 		}
-		s.root, s.commit, s.when = dir, commit, when
+		s.root, s.commit, s.when = co.root, co.commit, co.when
 	default:
 		return nil, errors.New("plan source: none of dir, http, s3, git is set")
 	}
