@@ -131,6 +131,10 @@ type OpenOptions struct {
 	// Walk serves it in list mode only. A scan lists this way: its revision changes when an
 	// object's ETag or size does.
 	Listing bool
+	// HTTP, when set, fills dir with an HTTP source's files in place of the download, which
+	// it is given to run where it must: the shards of a build share one download this way
+	// (package pipeline/stage). Walk then lists what HTTP wrote.
+	HTTP func(ctx context.Context, dir string, download func(ctx context.Context, dir string) error) error
 }
 
 // Open materialises src under workDir (used only for fetched sources) and lists its
@@ -152,7 +156,17 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 	case src.Dir != "":
 		s.root = src.Dir
 	case src.HTTP != nil:
-		dir, err := fetchHTTP(ctx, *src.HTTP, filepath.Join(workDir, "http"))
+		dir := filepath.Join(workDir, "http")
+		download := func(ctx context.Context, dir string) error {
+			_, err := fetchHTTP(ctx, *src.HTTP, dir)
+			return err
+		}
+		var err error
+		if opts.HTTP != nil {
+			err = opts.HTTP(ctx, dir, download)
+		} else {
+			err = download(ctx, dir)
+		}
 		if err != nil {
 			return nil, scratchError(err)
 		}
@@ -223,9 +237,14 @@ func (s *Source) Root() string { return s.root }
 func (s *Source) Commit() string { return s.commit }
 
 // isBEIR reports whether a file holds BEIR corpus records (one JSON document per line).
-func (s *Source) isBEIR(rel string) bool {
-	return s.spec.Format == ragopsv1alpha1.FormatBEIR ||
-		(s.spec.Format == ragopsv1alpha1.FormatAuto || s.spec.Format == "") && strings.HasSuffix(rel, ".jsonl")
+func (s *Source) isBEIR(rel string) bool { return HoldsRecords(s.spec, rel) }
+
+// HoldsRecords reports whether the file rel of src holds BEIR corpus records (one JSON
+// document per line, each its own document, so every shard reads the file): any file of a
+// BEIR source, a .jsonl file of an Auto one.
+func HoldsRecords(src plan.Source, rel string) bool {
+	return src.Format == ragopsv1alpha1.FormatBEIR ||
+		(src.Format == ragopsv1alpha1.FormatAuto || src.Format == "") && strings.HasSuffix(rel, ".jsonl")
 }
 
 // Shard reports whether a document ID belongs to shard index of n (FNV-1a of the ID mod n).

@@ -158,8 +158,7 @@ func fetchGitPartial(ctx context.Context, src plan.Source, dir string, auth tran
 	if err != nil {
 		return gitCheckout{}, fmt.Errorf("source %s: %w", name, err)
 	}
-	beir := func(rel string) bool { return (&Source{spec: src}).isBEIR(rel) }
-	kept := func(f gitFile) bool { return keep == nil || beir(f.rel) || keep(f.rel) }
+	kept := func(f gitFile) bool { return keep == nil || HoldsRecords(src, f.rel) || keep(f.rel) }
 
 	// Every selected link is checked, kept or not, so that every shard refuses the same
 	// source; a link's blob is its target path.

@@ -63,6 +63,10 @@ const (
 	// EnvPlanSHA256 holds the hex SHA-256 of the plan the Job was created for; a worker whose
 	// plan file hashes otherwise refuses to run (see [Read]).
 	EnvPlanSHA256 = "RAGOPS_PLAN_SHA256"
+	// EnvJobUID holds the UID of the worker's Job (from its pod's
+	// batch.kubernetes.io/controller-uid label): the shards of an embed Job of an HTTP source
+	// share one download under it (package pipeline/stage).
+	EnvJobUID = "RAGOPS_JOB_UID"
 	// EnvScratchBytes holds the size limit, in bytes, of the worker's scratch volume
 	// (ScratchVolume at /tmp): a fetch that would exceed it fails naming the volume and limit.
 	EnvScratchBytes = "RAGOPS_SCRATCH_BYTES"

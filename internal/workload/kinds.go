@@ -130,12 +130,8 @@ func Embed(in EmbedInputs, d Defaults) *Workload {
 		Args: []string{"embed"}, Template: e.Template, Image: d.Image, Shards: max(e.Shards, 1), GPU: e.Device == ragopsv1alpha1.DeviceCUDA}
 	var src plan.Source
 	w.MountCorpus(in.Corpus, &src)
-	if g := in.Corpus.Spec.Git; g != nil && in.Corpus.Status.Commit != "" {
-		// Embed the commit the Corpus counted, not wherever the branch is now.
-		pinned := *g
-		pinned.Ref = in.Corpus.Status.Commit
-		src.Git = &pinned
-	}
+	pinGit(in.Corpus, &src)
+	w.shareHTTPDownload(in.Corpus)
 	if in.Incremental {
 		w.Annotations = map[string]string{AnnotationCorpusRevision: in.Corpus.Status.Revision,
 			AnnotationSyncAttempt: strconv.Itoa(int(rev.SyncAttempt))}

@@ -25,6 +25,7 @@ import (
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/extractcache"
 	"github.com/ragops/ragops/pipeline/progress"
+	"github.com/ragops/ragops/pipeline/stage"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/formats"
 	"github.com/ragops/ragops/reader/ocr"
@@ -60,6 +61,8 @@ type Options struct {
 	beforeSync func()
 	// opened, set by tests, receives the store once it is open.
 	opened func(*vectorstore.Store)
+	// stageWait, set by tests, bounds a shard's wait for shard 0's stage of an HTTP source.
+	stageWait time.Duration
 }
 
 // ReadersError is a document reader that could not start (PDFium failed to load, say): no
@@ -270,6 +273,9 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	fetch := corpus.OpenOptions{Keep: b.mine}
 	if b.collects() {
 		fetch.Keep = nil
+	}
+	if st := b.httpStage(); st != nil {
+		fetch.HTTP = st.Fetch
 	}
 	src, err := corpus.OpenWith(ctx, p.Source, os.TempDir(), b.readers, fetch)
 	if err != nil {
@@ -616,7 +622,7 @@ func (b *shardBuild) collectCache(ctx context.Context) error {
 				b.log.Warn("extraction cache not collected: the corpus was not listed whole")
 			}
 		}
-		return !whole || live[group]
+		return !whole || live[group] || stage.IsStage(group) // a stage is collected by its own rules
 	}
 	n, err := extractcache.Weaviate(b.store, b.p.ExtractionCache).Collect(ctx, keep)
 	if err != nil {
