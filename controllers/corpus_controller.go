@@ -345,7 +345,7 @@ func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Cor
 		return reconcile.Stop.With(reconcile.OutcomeRetrying, ReasonSourceUnreadable, fmt.Sprintf("scan Job %s returned no result: %v", job.Name, err)), false, nil
 	}
 	c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Skipped = res.Documents, res.Bytes, res.Revision, res.Skipped
-	c.Status.Commit = res.Commit
+	c.Status.Commit, c.Status.HTTP = res.Commit, res.HTTP
 	t := metav1.Now()
 	if job.Status.CompletionTime != nil {
 		t = *job.Status.CompletionTime

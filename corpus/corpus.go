@@ -1,7 +1,9 @@
 // Package corpus reads a Corpus source inside a worker pod: it materialises the source as a
 // folder (a mounted PVC or ConfigMap as it is; an HTTP archive downloaded, checked against
-// its SHA-256 and unpacked; the selected objects of an S3 bucket under a prefix downloaded,
-// with $RAGOPS_S3_ACCESS_KEY/$RAGOPS_S3_SECRET_KEY; a Git ref cloned, with
+// its SHA-256 and unpacked, or handed over by OpenOptions.HTTP, conditionally on an earlier
+// download's validators; the selected objects of an S3 bucket under a prefix downloaded,
+// with $RAGOPS_S3_ACCESS_KEY/$RAGOPS_S3_SECRET_KEY; a Git ref checked out, by a partial
+// clone of the files the caller keeps where the server allows one (see fetchGit), with
 // $RAGOPS_GIT_USERNAME/$RAGOPS_GIT_PASSWORD), selects files by include/exclude globs, and
 // yields documents through the format readers (package reader), one per file or one per
 // line of a BEIR corpus.jsonl. Documents that cannot be read are reported with a reason,
@@ -116,13 +118,16 @@ type Source struct {
 	listed map[string]string      // S3 objects listed, not downloaded (Listing): ID -> listing hash
 	s3objs map[string]*s3Object   // S3 objects downloaded: path -> LastModified, user metadata
 	when   time.Time              // committer time of the Git commit
+	// etag and lastModified are the validators of the HTTP source's download.
+	etag, lastModified string
 }
 
 // OpenOptions narrows what Open fetches of a remote source; the zero value fetches it whole.
 type OpenOptions struct {
 	// Keep, when set, selects the documents (by ID: the path relative to the source) the
-	// caller needs: an S3 source downloads only the objects whose IDs it keeps, plus every BEIR
-	// file (its records are the documents, assigned one by one). Walk lists only what was
+	// caller needs: an S3 source downloads only the objects whose IDs it keeps, a Git source
+	// (partial clone) only their blobs, plus every BEIR file (its records are the documents,
+	// assigned one by one). Walk lists only what was
 	// fetched, so a caller passes the same filter to Walk. A build shard passes its Shard.
 	Keep func(id string) bool
 	// Listing makes an S3 source list its objects without downloading them (BEIR files are
@@ -135,13 +140,18 @@ type OpenOptions struct {
 	// it is given to run where it must: the shards of a build share one download this way
 	// (package pipeline/stage). Walk then lists what HTTP wrote.
 	HTTP func(ctx context.Context, dir string, download func(ctx context.Context, dir string) error) error
+	// IfNoneMatch and IfModifiedSince, when set, make an HTTP source's download conditional
+	// (the validators of an earlier download, see Source.HTTPValidators): an archive the
+	// server reports unchanged is not downloaded and Open fails with ErrNotModified.
+	IfNoneMatch, IfModifiedSince string
 }
 
 // Open materialises src under workDir (used only for fetched sources) and lists its
 // selected files. read extracts non-BEIR files; it may be nil for BEIR corpora.
 //
-// S3 objects are downloaded into workDir/s3 (see fetchS3), a Git ref is cloned into
-// workDir/git (see fetchGit); both folders are replaced on every Open.
+// S3 objects are downloaded into workDir/s3 (see fetchS3), a Git ref is checked out into
+// workDir/git (see fetchGit), an HTTP source into workDir/http; the folders are replaced on
+// every Open.
 //
 // Errors: no source set, an unreadable folder, a failed download or clone, a checksum
 // mismatch, a bad glob, an S3 key or Git path escaping its folder, an unknown Git ref.
@@ -149,7 +159,8 @@ func Open(ctx context.Context, src plan.Source, workDir string, read DocumentRea
 	return OpenWith(ctx, src, workDir, read, OpenOptions{})
 }
 
-// OpenWith opens src as Open does, fetching of an S3 source only what opts selects.
+// OpenWith opens src as Open does, fetching of an S3 or Git source only what opts selects.
+// Errors: Open's, and ErrNotModified for an HTTP source unchanged since opts' validators.
 func OpenWith(ctx context.Context, src plan.Source, workDir string, read DocumentReader, opts OpenOptions) (*Source, error) {
 	s := &Source{spec: src, read: read, sizes: map[string]int64{}, infos: map[string]fs.FileInfo{}}
 	switch {
@@ -158,7 +169,8 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 	case src.HTTP != nil:
 		dir := filepath.Join(workDir, "http")
 		download := func(ctx context.Context, dir string) error {
-			_, err := fetchHTTP(ctx, *src.HTTP, dir)
+			v, err := fetchHTTP(ctx, *src.HTTP, dir, opts)
+			s.etag, s.lastModified = v.ETag, v.LastModified
 			return err
 		}
 		var err error
@@ -166,6 +178,9 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 			err = opts.HTTP(ctx, dir, download)
 		} else {
 			err = download(ctx, dir)
+		}
+		if errors.Is(err, ErrNotModified) {
+			return nil, err
 		}
 		if err != nil {
 			return nil, scratchError(err)
@@ -235,6 +250,10 @@ func (s *Source) Root() string { return s.root }
 
 // Commit is the Git commit checked out (40 hex digits); empty for other sources.
 func (s *Source) Commit() string { return s.commit }
+
+// HTTPValidators are the ETag and Last-Modified of an HTTP source's download (either empty
+// when the server sent none, both for other sources or when this pod did not download it).
+func (s *Source) HTTPValidators() (etag, lastModified string) { return s.etag, s.lastModified }
 
 // isBEIR reports whether a file holds BEIR corpus records (one JSON document per line).
 func (s *Source) isBEIR(rel string) bool { return HoldsRecords(s.spec, rel) }

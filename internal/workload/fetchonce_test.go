@@ -75,3 +75,30 @@ func TestEstimateReadsTheScannedCommit(t *testing.T) {
 		t.Errorf("the scan reads ref %q, want the spec's main", scan.Source.Git.Ref)
 	}
 }
+
+// Issue 51: the scan plan of an HTTP Corpus carries its last recorded scan (figures and
+// validators), which makes the worker's download conditional; a Corpus without validators
+// or not scanned yet, and other sources, carry none.
+func TestHTTPScanPlanCarriesTheLastScan(t *testing.T) {
+	http := corpus()
+	http.Spec.PVC = nil
+	http.Spec.HTTP = &ragopsv1alpha1.HTTPSource{URL: "https://example.org/archief.tar.gz"}
+	http.Status = ragopsv1alpha1.CorpusStatus{Documents: 7, Bytes: 700, Revision: "rev1", Skipped: map[string]int64{"TooLarge": 1},
+		HTTP: &ragopsv1alpha1.HTTPValidator{ETag: `"v1"`, Selection: "0123456789abcdef"}}
+	p := planOf[plan.Scan](t, Scan(http, "t", defaults))
+	if prev := p.Previous; prev == nil || prev.Documents != 7 || prev.Bytes != 700 || prev.Revision != "rev1" ||
+		prev.Skipped["TooLarge"] != 1 || prev.HTTP == nil || prev.HTTP.ETag != `"v1"` || prev.HTTP.Selection != "0123456789abcdef" {
+		t.Errorf("scan plan previous %+v, want the recorded scan", prev)
+	}
+	unscanned := http.DeepCopy()
+	unscanned.Status = ragopsv1alpha1.CorpusStatus{}
+	noValidators := http.DeepCopy()
+	noValidators.Status.HTTP = nil
+	pvc := corpus()
+	pvc.Status.HTTP = http.Status.HTTP
+	for name, c := range map[string]*ragopsv1alpha1.Corpus{"unscanned": unscanned, "no validators": noValidators, "PVC": pvc} {
+		if p := planOf[plan.Scan](t, Scan(c, "t", defaults)); p.Previous != nil {
+			t.Errorf("%s: scan plan previous %+v, want none", name, p.Previous)
+		}
+	}
+}
