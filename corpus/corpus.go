@@ -139,11 +139,20 @@ type OpenOptions struct {
 	// HTTP, when set, fills dir with an HTTP source's files in place of the download, which
 	// it is given to run where it must: the shards of a build share one download this way
 	// (package pipeline/stage). Walk then lists what HTTP wrote.
-	HTTP func(ctx context.Context, dir string, download func(ctx context.Context, dir string) error) error
+	// It returns the documents it knows without their bytes (Listed): Walk lists them with
+	// their hash and size, and WalkChanged visits them unread when its need rejects them.
+	HTTP func(ctx context.Context, dir string, download func(ctx context.Context, dir string) error) ([]Listed, error)
 	// IfNoneMatch and IfModifiedSince, when set, make an HTTP source's download conditional
 	// (the validators of an earlier download, see Source.HTTPValidators): an archive the
 	// server reports unchanged is not downloaded and Open fails with ErrNotModified.
 	IfNoneMatch, IfModifiedSince string
+}
+
+// Listed is a document known by its listing, without its bytes: its ID (the path relative to
+// the source), Hash (as Document.Hash) and Size in bytes.
+type Listed struct {
+	ID, Hash string
+	Size     int64
 }
 
 // Open materialises src under workDir (used only for fetched sources) and lists its
@@ -168,16 +177,28 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 		s.root = src.Dir
 	case src.HTTP != nil:
 		dir := filepath.Join(workDir, "http")
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
 		download := func(ctx context.Context, dir string) error {
 			v, err := fetchHTTP(ctx, *src.HTTP, dir, opts)
 			s.etag, s.lastModified = v.ETag, v.LastModified
 			return err
 		}
 		var err error
+		var listed []Listed
 		if opts.HTTP != nil {
-			err = opts.HTTP(ctx, dir, download)
+			listed, err = opts.HTTP(ctx, dir, download)
 		} else {
 			err = download(ctx, dir)
+		}
+		for _, l := range listed {
+			if s.listed == nil {
+				s.listed = map[string]string{}
+			}
+			s.files = append(s.files, l.ID)
+			s.sizes[l.ID] = l.Size
+			s.listed[l.ID] = l.Hash
 		}
 		if errors.Is(err, ErrNotModified) {
 			return nil, err
@@ -320,10 +341,11 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 			continue
 		}
 		if h, ok := s.listed[rel]; ok {
-			if !list {
-				return fmt.Errorf("document %s: only listed (OpenOptions.Listing), not downloaded", rel)
+			d := Document{ID: rel, Hash: h, Size: s.sizes[rel]}
+			if !list && (need == nil || need(d)) {
+				return fmt.Errorf("document %s: only listed (OpenOptions.Listing, or known unchanged to OpenOptions.HTTP), not downloaded", rel)
 			}
-			if err := visit(Document{ID: rel, Hash: h, Size: s.sizes[rel]}); err != nil {
+			if err := visit(d); err != nil {
 				return err
 			}
 			continue

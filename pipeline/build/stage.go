@@ -1,19 +1,21 @@
 package build
 
 import (
+	"context"
 	"os"
 
 	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/extractcache"
 	"github.com/ragops/ragops/pipeline/stage"
+	"github.com/ragops/ragops/vectorstore"
 )
 
 // httpStage returns this shard's side of the build's one download of an HTTP source
 // (package pipeline/stage: shard 0 downloads and stages the other shards' documents in the
 // extraction cache collection), or nil where every shard downloads the source itself: a
 // source that is not HTTP, one shard, no extraction cache collection, or no Job UID in
-// plan.EnvJobUID.
+// plan.EnvJobUID. In a sync, shard 0 stages the added and changed documents' bytes only.
 func (b *shardBuild) httpStage() *stage.Stage {
 	p := b.p
 	run := os.Getenv(plan.EnvJobUID)
@@ -21,7 +23,7 @@ func (b *shardBuild) httpStage() *stage.Stage {
 		return nil
 	}
 	src := p.Source
-	return &stage.Stage{
+	st := &stage.Stage{
 		Store: extractcache.Weaviate(b.store, p.ExtractionCache),
 		Run:   run,
 		Shard: b.o.Shard,
@@ -43,4 +45,22 @@ func (b *shardBuild) httpStage() *stage.Stage {
 		Wait: b.o.stageWait,
 		Log:  b.log,
 	}
+	if b.o.Shard == 0 && p.Incremental {
+		// A sync stages the bytes of added and changed documents only: the others are
+		// listed unread by their shards (b.unchanged decides alike from their own states).
+		var states map[string]vectorstore.DocumentState
+		loaded := false
+		st.Unchanged = func(ctx context.Context, rel, hash string) bool {
+			if !loaded {
+				loaded = true
+				var err error
+				if states, err = b.store.DocumentStates(ctx, p.Collection, 0, nil); err != nil {
+					b.log.Warn("HTTP source: the collection's documents could not be read; staging every document", "error", err)
+				}
+			}
+			s, ok := states[rel]
+			return ok && s.Consistent() && s.Hash == hash
+		}
+	}
+	return st
 }

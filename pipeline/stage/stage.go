@@ -42,6 +42,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -84,6 +85,11 @@ type Stage struct {
 	// Select reports whether the source selects a file (include and exclude globs): the lead
 	// stages only those.
 	Select func(rel string) bool
+	// Unchanged (nil: none), asked by the lead with a file's path and its hash (the first 16
+	// hex digits of its SHA-256, corpus.Document.Hash), reports that its owner will not read
+	// the file (a sync's document whose raw hash the collection holds): the lead stages its
+	// hash and size only, and the owner lists it unread (corpus.Listed).
+	Unchanged func(ctx context.Context, rel, hash string) bool
 	// Wait bounds a follower's wait for the lead (0: DefaultWait); Poll is its longest pause
 	// between looks (0: 10 s).
 	Wait, Poll time.Duration
@@ -93,9 +99,10 @@ type Stage struct {
 	Now func() time.Time
 
 	// Staged counts the files and bytes the lead staged, or a follower read from the stage;
-	// Downloaded is true when this shard downloaded the archive from the origin.
-	Staged, StagedBytes int64
-	Downloaded          bool
+	// Unread the files staged or read without bytes (Unchanged); Downloaded is true when this
+	// shard downloaded the archive from the origin.
+	Staged, StagedBytes, Unread int64
+	Downloaded                  bool
 }
 
 // root is the record followers wait for.
@@ -114,6 +121,8 @@ type file struct {
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
 	Parts  int    `json:"parts"`
+	// Unread marks a file staged without its bytes (Stage.Unchanged).
+	Unread bool `json:"unread,omitempty"`
 }
 
 func (s *Stage) log() *slog.Logger {
@@ -148,26 +157,27 @@ func (s *Stage) partKey(o int, sum string, i int) string {
 
 // Fetch fills dir with the source's files (a corpus.OpenOptions.HTTP): the lead runs
 // download (the origin fetch into dir) and stages what the other shards need; a follower
-// writes its own files and the shared ones from the stage, or runs download itself when the
-// stage cannot serve it. Errors: download's; the lead's staging failures are logged, not
-// returned (the followers then download themselves).
-func (s *Stage) Fetch(ctx context.Context, dir string, download func(ctx context.Context, dir string) error) error {
+// writes its own files and the shared ones from the stage, and returns those staged without
+// bytes (Unchanged) as listed, or runs download itself when the stage cannot serve it.
+// Errors: download's; the lead's staging failures are logged, not returned (the followers
+// then download themselves).
+func (s *Stage) Fetch(ctx context.Context, dir string, download func(ctx context.Context, dir string) error) ([]corpus.Listed, error) {
 	if s.Shard == 0 {
-		return s.lead(ctx, dir, download)
+		return nil, s.lead(ctx, dir, download)
 	}
-	err := s.follow(ctx, dir)
+	listed, err := s.follow(ctx, dir)
 	if err == nil {
-		return nil
+		return listed, nil
 	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	s.log().Warn("HTTP source: downloading it here, the build's stage cannot serve this shard", "reason", err)
 	if err := os.RemoveAll(dir); err != nil {
-		return err
+		return nil, err
 	}
-	s.Staged, s.StagedBytes, s.Downloaded = 0, 0, true
-	return download(ctx, dir)
+	s.Staged, s.StagedBytes, s.Unread, s.Downloaded = 0, 0, 0, true
+	return nil, download(ctx, dir)
 }
 
 // lead downloads into dir and stages every selected file another shard owns, unless a root
@@ -233,7 +243,7 @@ func (s *Stage) stage(ctx context.Context, dir string) error {
 		}
 		r.Owners = append(r.Owners, o)
 	}
-	s.log().Info("HTTP source staged for the other shards", "files", s.Staged, "bytes", s.StagedBytes)
+	s.log().Info("HTTP source staged for the other shards", "files", s.Staged, "bytes", s.StagedBytes, "unchanged", s.Unread)
 	return s.putRoot(ctx, r)
 }
 
@@ -245,6 +255,11 @@ func (s *Stage) put(ctx context.Context, created int64, o int, rel, p string) (f
 	}
 	sum := sha256.Sum256(data)
 	f := file{ID: rel, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	if o != AllShards && s.Unchanged != nil && s.Unchanged(ctx, rel, f.SHA256[:16]) {
+		f.Unread = true
+		s.Unread++
+		return f, nil
+	}
 	for off := 0; off == 0 || off < len(data); off += PartBytes {
 		part := data[off:min(off+PartBytes, len(data))]
 		if err := s.putBlob(ctx, s.partKey(o, f.SHA256, f.Parts), s.group(created, o), part); err != nil {
@@ -294,7 +309,7 @@ func (s *Stage) getRoot(ctx context.Context) (root, bool, error) {
 }
 
 // follow waits for the lead's root, then writes this shard's files and the shared ones.
-func (s *Stage) follow(ctx context.Context, dir string) error {
+func (s *Stage) follow(ctx context.Context, dir string) ([]corpus.Listed, error) {
 	wait, poll := s.Wait, s.Poll
 	if wait <= 0 {
 		wait = DefaultWait
@@ -308,86 +323,98 @@ func (s *Stage) follow(ctx context.Context, dir string) error {
 	for {
 		got, ok, err := s.getRoot(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ok {
 			r = got
 			break
 		}
 		if !s.now().Before(deadline) {
-			return fmt.Errorf("no stage from shard 0 within %s", wait)
+			return nil, fmt.Errorf("no stage from shard 0 within %s", wait)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, poll)
 	}
 	if r.Error != "" {
-		return fmt.Errorf("shard 0 could not stage the source: %s", r.Error)
+		return nil, fmt.Errorf("shard 0 could not stage the source: %s", r.Error)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
+	var listed []corpus.Listed
 	for _, o := range []int{s.Shard, AllShards} {
-		if err := s.read(ctx, dir, o); err != nil {
-			return err
+		l, err := s.read(ctx, dir, o)
+		if err != nil {
+			return nil, err
 		}
+		listed = append(listed, l...)
 	}
 	// Collected after use: this shard's parts and manifest.
 	mine := s.group(r.Created, s.Shard)
 	if _, err := s.Store.Collect(ctx, func(g string) bool { return g != mine }); err != nil {
 		s.log().Warn("HTTP source: this shard's stage was not deleted (the lead collects it later)", "error", err)
 	}
-	s.log().Info("HTTP source read from the build's stage", "files", s.Staged, "bytes", s.StagedBytes)
-	return nil
+	s.log().Info("HTTP source read from the build's stage", "files", s.Staged, "bytes", s.StagedBytes, "unchanged", s.Unread)
+	return listed, nil
 }
 
-// read writes the files of owner o's manifest into dir.
-func (s *Stage) read(ctx context.Context, dir string, o int) error {
+// read writes the files of owner o's manifest into dir and returns those staged unread.
+func (s *Stage) read(ctx context.Context, dir string, o int) ([]corpus.Listed, error) {
 	raw, ok, err := s.getBlob(ctx, s.manifestKey(o))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !ok {
-		return nil // nothing staged for o
+		return nil, nil // nothing staged for o
 	}
 	var files []file
 	if err := gunzipJSON(raw, &files); err != nil {
-		return fmt.Errorf("stage manifest %s: %w", owner(o), err)
+		return nil, fmt.Errorf("stage manifest %s: %w", owner(o), err)
 	}
+	var listed []corpus.Listed
 	for _, f := range files {
+		if f.Unread {
+			if len(f.SHA256) < 16 {
+				return nil, fmt.Errorf("stage of %s: hash %q", f.ID, f.SHA256)
+			}
+			listed = append(listed, corpus.Listed{ID: f.ID, Hash: f.SHA256[:16], Size: f.Size})
+			s.Unread++
+			continue
+		}
 		target, err := within(dir, f.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		h := sha256.New()
 		var buf bytes.Buffer
 		for i := range f.Parts {
 			part, ok, err := s.getBlob(ctx, s.partKey(o, f.SHA256, i))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !ok {
-				return fmt.Errorf("stage of %s: part %d missing", f.ID, i)
+				return nil, fmt.Errorf("stage of %s: part %d missing", f.ID, i)
 			}
 			buf.Write(part)
 			h.Write(part)
 		}
 		if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 || int64(buf.Len()) != f.Size {
-			return fmt.Errorf("stage of %s: %d bytes with SHA-256 %s, want %d with %s", f.ID, buf.Len(), got, f.Size, f.SHA256)
+			return nil, fmt.Errorf("stage of %s: %d bytes with SHA-256 %s, want %d with %s", f.ID, buf.Len(), got, f.Size, f.SHA256)
 		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		if err := os.WriteFile(target, buf.Bytes(), 0o644); err != nil {
-			return err
+			return nil, err
 		}
 		s.Staged++
 		s.StagedBytes += f.Size
 	}
-	return nil
+	return listed, nil
 }
 
 // collectOld deletes stage groups older than MaxAge (a failure is logged).

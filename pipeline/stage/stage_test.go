@@ -55,7 +55,7 @@ func (o *origin) download(_ context.Context, dir string) error {
 	return nil
 }
 
-const shards = 3
+const shards = 4
 
 func newStage(store stage.Store, run string, shard int) *stage.Stage {
 	return &stage.Stage{Store: store, Run: run, Shard: shard, Wait: 10 * time.Minute, Poll: 200 * time.Millisecond,
@@ -128,19 +128,37 @@ func TestFollowersReadTheirPartOrFallBackToTheOrigin(t *testing.T) {
 	store, s, collection := newStore(t)
 	ctx := context.Background()
 	o := &origin{}
+	// A follower that starts first waits for the lead.
+	early := newStage(store, "job-1", 1)
+	earlyDir := filepath.Join(t.TempDir(), "http")
+	done := make(chan error)
+	go func() {
+		_, err := early.Fetch(ctx, earlyDir, o.download)
+		done <- err
+	}()
 	lead := newStage(store, "job-1", 0)
 	dir := filepath.Join(t.TempDir(), "http")
-	if err := lead.Fetch(ctx, dir, o.download); err != nil {
+	if _, err := lead.Fetch(ctx, dir, o.download); err != nil {
 		t.Fatal(err)
+	}
+	if err := <-done; err != nil || early.Downloaded {
+		t.Errorf("a follower started before the lead: err %v, downloaded %v; want its files from the stage", err, early.Downloaded)
+	}
+	if got := listing(t, earlyDir); strings.Join(got, " ") != strings.Join(want(1), " ") {
+		t.Errorf("early shard 1 has %v, want %v", got, want(1))
 	}
 	if got := listing(t, dir); strings.Join(got, " ") != strings.Join(want(0), " ") {
 		t.Errorf("lead has %v, want the whole archive", got)
 	}
-	for k := 1; k < shards-1; k++ {
+	for k := 2; k < shards-1; k++ {
 		f := newStage(store, "job-1", k)
 		dir := filepath.Join(t.TempDir(), "http")
-		if err := f.Fetch(ctx, dir, o.download); err != nil {
+		listed, err := f.Fetch(ctx, dir, o.download)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if len(listed) != 0 {
+			t.Errorf("shard %d: listed unread %v, want every file with its bytes", k, listed)
 		}
 		if got := listing(t, dir); strings.Join(got, " ") != strings.Join(want(k), " ") {
 			t.Errorf("shard %d has %v, want %v", k, got, want(k))
@@ -180,7 +198,7 @@ func TestFollowersReadTheirPartOrFallBackToTheOrigin(t *testing.T) {
 	}
 	f := newStage(store, "job-1", last)
 	fdir := filepath.Join(t.TempDir(), "http")
-	if err := f.Fetch(ctx, fdir, o.download); err != nil {
+	if _, err := f.Fetch(ctx, fdir, o.download); err != nil {
 		t.Fatal(err)
 	}
 	if !f.Downloaded || o.downloads.Load() != 2 {
@@ -193,18 +211,18 @@ func TestFollowersReadTheirPartOrFallBackToTheOrigin(t *testing.T) {
 	// No lead: the follower waits Wait, then downloads.
 	lonely := newStage(store, "job-2", 1)
 	lonely.Wait = time.Second
-	if err := lonely.Fetch(ctx, filepath.Join(t.TempDir(), "http"), o.download); err != nil || !lonely.Downloaded {
+	if _, err := lonely.Fetch(ctx, filepath.Join(t.TempDir(), "http"), o.download); err != nil || !lonely.Downloaded {
 		t.Errorf("a follower without a lead: err %v, downloaded %v; want its own download", err, lonely.Downloaded)
 	}
 
 	// The lead's download fails: its followers stop waiting and meet the origin's error.
 	broken := &origin{fail: errors.New("fetch https://example.org/a.tar.gz: HTTP 503")}
-	if err := newStage(store, "job-3", 0).Fetch(ctx, filepath.Join(t.TempDir(), "http"), broken.download); err == nil {
+	if _, err := newStage(store, "job-3", 0).Fetch(ctx, filepath.Join(t.TempDir(), "http"), broken.download); err == nil {
 		t.Fatal("the lead's failed download was not an error")
 	}
 	follower := newStage(store, "job-3", 1)
 	follower.Wait = time.Hour
-	err := follower.Fetch(ctx, filepath.Join(t.TempDir(), "http"), broken.download)
+	_, err := follower.Fetch(ctx, filepath.Join(t.TempDir(), "http"), broken.download)
 	if err == nil || !strings.Contains(err.Error(), "HTTP 503") || broken.downloads.Load() != 2 {
 		t.Errorf("follower of a failed lead: err %v after %d downloads, want the origin's error from its own", err, broken.downloads.Load())
 	}
@@ -224,7 +242,7 @@ func TestTheLeadCollectsOldStages(t *testing.T) {
 		}
 	}
 	o := &origin{}
-	if err := newStage(store, "job-1", 0).Fetch(ctx, filepath.Join(t.TempDir(), "http"), o.download); err != nil {
+	if _, err := newStage(store, "job-1", 0).Fetch(ctx, filepath.Join(t.TempDir(), "http"), o.download); err != nil {
 		t.Fatal(err)
 	}
 	groups := map[string]bool{}
@@ -239,4 +257,64 @@ func TestTheLeadCollectsOldStages(t *testing.T) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// Issue 51: in a sync the lead stages only the bytes of documents their shard will read; a
+// document the lead reports unchanged reaches its shard listed (ID, hash, size) without
+// bytes, and shared BEIR files always come whole.
+func TestASyncStagesOnlyChangedDocuments(t *testing.T) {
+	store, _, _ := newStore(t)
+	ctx := context.Background()
+	o := &origin{}
+	changed := ""
+	for i := range 11 { // a document of a follower
+		if name := fmt.Sprintf("besluiten/b-%02d.md", i); !corpus.Shard(name, 0, shards) {
+			changed = name
+			break
+		}
+	}
+	lead := newStage(store, "job-1", 0)
+	lead.Unchanged = func(_ context.Context, rel, hash string) bool {
+		if hash != sha256Hex(archive()[rel])[:16] {
+			t.Errorf("%s: asked with hash %s", rel, hash)
+		}
+		return rel != changed
+	}
+	if _, err := lead.Fetch(ctx, filepath.Join(t.TempDir(), "http"), o.download); err != nil {
+		t.Fatal(err)
+	}
+	owner := newStage(store, "", 0).Owner(changed)
+	for k := 1; k < shards; k++ {
+		f := newStage(store, "job-1", k)
+		dir := filepath.Join(t.TempDir(), "http")
+		listed, err := f.Fetch(ctx, dir, o.download)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantFiles []string
+		wantListed := map[string]corpus.Listed{}
+		for name, body := range archive() {
+			switch {
+			case strings.HasSuffix(name, ".jsonl") || name == changed && k == owner:
+				wantFiles = append(wantFiles, fmt.Sprintf("%s=%d", name, len(body)))
+			case corpus.Shard(name, k, shards):
+				wantListed[name] = corpus.Listed{ID: name, Hash: sha256Hex(body)[:16], Size: int64(len(body))}
+			}
+		}
+		sort.Strings(wantFiles)
+		if got := listing(t, dir); strings.Join(got, " ") != strings.Join(wantFiles, " ") {
+			t.Errorf("shard %d has files %v, want %v", k, got, wantFiles)
+		}
+		if len(listed) != len(wantListed) {
+			t.Errorf("shard %d: listed %v, want %v", k, listed, wantListed)
+		}
+		for _, l := range listed {
+			if wantListed[l.ID] != l {
+				t.Errorf("shard %d: listed %+v, want %+v", k, l, wantListed[l.ID])
+			}
+		}
+	}
+	if o.downloads.Load() != 1 {
+		t.Errorf("%d downloads, want 1", o.downloads.Load())
+	}
 }
