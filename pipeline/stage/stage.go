@@ -3,7 +3,10 @@
 // the raw bytes of the other shards' documents in the Corpus's extraction cache collection
 // (a vector-less Weaviate blob collection every worker of the build already reaches); the
 // other shards wait for the stage and write their own documents from it, never asking the
-// origin. A build of S shards downloads the archive once, not S times.
+// origin. A build of S shards downloads the archive once, not S times. In a sync the lead
+// stages the bytes of added and changed documents only (Stage.Unchanged: the collection
+// holds the others' raw hashes); the others reach their shards by hash and size, listed
+// unread (corpus.Listed), since their shards neither read nor OCR them.
 //
 // Why this store: an HTTP archive can only be read whole (a tar.gz has no index), so one pod
 // must download it and hand the others their parts. The build's Weaviate is already there,
