@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -20,7 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/ragops/ragops/internal/plan"
 )
@@ -68,7 +69,7 @@ func uploadPackSession(rawURL string, auth transport.AuthMethod) (transport.Uplo
 
 // uploadPack fetches wants into st in one pack: with depth > 0 that many commits deep, with
 // filter set without the objects it names (packp.FilterBlobNone: no blobs).
-func uploadPack(ctx context.Context, rawURL string, auth transport.AuthMethod, st *memory.Storage, wants []plumbing.Hash, depth int, filter packp.Filter) error {
+func uploadPack(ctx context.Context, rawURL string, auth transport.AuthMethod, st storage.Storer, wants []plumbing.Hash, depth int, filter packp.Filter) error {
 	sess, err := uploadPackSession(rawURL, auth)
 	if err != nil {
 		return err
@@ -132,7 +133,18 @@ func fetchGitPartial(ctx context.Context, src plan.Source, dir string, auth tran
 	if ref == "" {
 		ref = "main"
 	}
-	st := memory.NewStorage()
+	// The objects go to a bare repository beside dir (on the scratch volume, not in memory:
+	// a whole tree's blobs can be large), removed once the files are written.
+	objects := dir + ".objects"
+	if err := os.RemoveAll(objects); err != nil {
+		return gitCheckout{}, err
+	}
+	defer os.RemoveAll(objects)
+	bare, err := git.PlainInit(objects, true)
+	if err != nil {
+		return gitCheckout{}, err
+	}
+	st := bare.Storer
 	var filter packp.Filter
 	if keep != nil {
 		filter = packp.FilterBlobNone()
@@ -223,7 +235,7 @@ func fetchGitPartial(ctx context.Context, src plan.Source, dir string, auth tran
 }
 
 // fetchBlobs fetches the blobs of need that st does not hold yet, in one pack.
-func fetchBlobs(ctx context.Context, rawURL string, auth transport.AuthMethod, st *memory.Storage, need map[plumbing.Hash]bool) error {
+func fetchBlobs(ctx context.Context, rawURL string, auth transport.AuthMethod, st storage.Storer, need map[plumbing.Hash]bool) error {
 	var wants []plumbing.Hash
 	for h := range need {
 		if st.HasEncodedObject(h) != nil {
@@ -238,7 +250,7 @@ func fetchBlobs(ctx context.Context, rawURL string, auth transport.AuthMethod, s
 }
 
 // peelCommit returns the commit h names, through annotated tags.
-func peelCommit(st *memory.Storage, h plumbing.Hash) (*object.Commit, error) {
+func peelCommit(st storage.Storer, h plumbing.Hash) (*object.Commit, error) {
 	for range 10 {
 		o, err := st.EncodedObject(plumbing.AnyObject, h)
 		if err != nil {
@@ -317,7 +329,7 @@ func selectedFiles(sub *object.Tree, base string, src plan.Source) ([]gitFile, e
 // target) through the tree, fetching the blob of a link it leads to with fetch: ok with the
 // blob of the regular file it ends at, not ok for a folder. The error (to follow the link's
 // name) says it points outside the repository or at nothing in it.
-func resolveLink(st *memory.Storage, tree *object.Tree, link string, blob plumbing.Hash, fetch func(plumbing.Hash) error) (plumbing.Hash, bool, error) {
+func resolveLink(st storage.Storer, tree *object.Tree, link string, blob plumbing.Hash, fetch func(plumbing.Hash) error) (plumbing.Hash, bool, error) {
 	for range maxLinkHops {
 		b, err := object.GetBlob(st, blob)
 		if err != nil {
