@@ -35,6 +35,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -250,25 +251,43 @@ func (s *Stage) stage(ctx context.Context, dir string) error {
 	return s.putRoot(ctx, r)
 }
 
-// put stages the file at p (rel in the source) for owner o in parts.
+// put stages the file at p (rel in the source) for owner o in parts, reading it twice (its
+// hash decides whether it is staged), never whole in memory.
 func (s *Stage) put(ctx context.Context, created int64, o int, rel, p string) (file, error) {
-	data, err := os.ReadFile(p)
+	fh, err := os.Open(p)
 	if err != nil {
 		return file{}, err
 	}
-	sum := sha256.Sum256(data)
-	f := file{ID: rel, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	defer fh.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, fh)
+	if err != nil {
+		return file{}, err
+	}
+	f := file{ID: rel, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}
 	if o != AllShards && s.Unchanged != nil && s.Unchanged(ctx, rel, f.SHA256[:16]) {
 		f.Unread = true
 		s.Unread++
 		return f, nil
 	}
-	for off := 0; off == 0 || off < len(data); off += PartBytes {
-		part := data[off:min(off+PartBytes, len(data))]
-		if err := s.putBlob(ctx, s.partKey(o, f.SHA256, f.Parts), s.group(created, o), part); err != nil {
+	if _, err := fh.Seek(0, io.SeekStart); err != nil {
+		return file{}, err
+	}
+	buf := make([]byte, PartBytes)
+	for {
+		k, err := io.ReadFull(fh, buf)
+		if k > 0 || f.Parts == 0 {
+			if err := s.putBlob(ctx, s.partKey(o, f.SHA256, f.Parts), s.group(created, o), buf[:k]); err != nil {
+				return file{}, err
+			}
+			f.Parts++
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
 			return file{}, err
 		}
-		f.Parts++
 	}
 	s.Staged++
 	s.StagedBytes += f.Size
@@ -392,32 +411,46 @@ func (s *Stage) read(ctx context.Context, dir string, o int) ([]corpus.Listed, e
 		if err != nil {
 			return nil, err
 		}
-		h := sha256.New()
-		var buf bytes.Buffer
-		for i := range f.Parts {
-			part, ok, err := s.getBlob(ctx, s.partKey(o, f.SHA256, i))
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				return nil, fmt.Errorf("stage of %s: part %d missing", f.ID, i)
-			}
-			buf.Write(part)
-			h.Write(part)
-		}
-		if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 || int64(buf.Len()) != f.Size {
-			return nil, fmt.Errorf("stage of %s: %d bytes with SHA-256 %s, want %d with %s", f.ID, buf.Len(), got, f.Size, f.SHA256)
-		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(target, buf.Bytes(), 0o644); err != nil {
+		if err := s.readFile(ctx, target, o, f); err != nil {
+			os.Remove(target)
 			return nil, err
 		}
 		s.Staged++
 		s.StagedBytes += f.Size
 	}
 	return listed, nil
+}
+
+// readFile writes the staged file f of owner o to target part by part, checking each part's
+// checksum and the whole file's SHA-256 and size.
+func (s *Stage) readFile(ctx context.Context, target string, o int, f file) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(target)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	h := sha256.New()
+	var n int64
+	for i := range f.Parts {
+		part, ok, err := s.getBlob(ctx, s.partKey(o, f.SHA256, i))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("stage of %s: part %d missing", f.ID, i)
+		}
+		if _, err := io.MultiWriter(out, h).Write(part); err != nil {
+			return err
+		}
+		n += int64(len(part))
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 || n != f.Size {
+		return fmt.Errorf("stage of %s: %d bytes with SHA-256 %s, want %d with %s", f.ID, n, got, f.Size, f.SHA256)
+	}
+	return out.Close()
 }
 
 // collectOld deletes stage groups older than MaxAge (a failure is logged).
