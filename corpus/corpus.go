@@ -120,6 +120,10 @@ type Source struct {
 	when   time.Time              // committer time of the Git commit
 	// etag and lastModified are the validators of the HTTP source's download.
 	etag, lastModified string
+	// deferred marks listed Git documents whose blobs fetchDeferred fetches when a walk
+	// needs their bytes (OpenOptions.GitIndex).
+	deferred      map[string]bool
+	fetchDeferred func(ctx context.Context, rels []string) (int, error)
 }
 
 // OpenOptions narrows what Open fetches of a remote source; the zero value fetches it whole.
@@ -146,6 +150,10 @@ type OpenOptions struct {
 	// (the validators of an earlier download, see Source.HTTPValidators): an archive the
 	// server reports unchanged is not downloaded and Open fails with ErrNotModified.
 	IfNoneMatch, IfModifiedSince string
+	// GitIndex (nil: none), for a Git source fetched by partial clone with Keep set, gives the
+	// hash and size of kept documents by blob id: those are listed without their blobs, and a
+	// walk fetches the blobs of the documents it needs only (a sync: the changed ones).
+	GitIndex GitIndex
 }
 
 // Listed is a document known by its listing, without its bytes: its ID (the path relative to
@@ -220,11 +228,20 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 			s.listed[o.rel] = o.hash
 		}
 	case src.Git != nil:
-		co, err := fetchGit(ctx, src, filepath.Join(workDir, "git"), opts.Keep)
+		co, err := fetchGit(ctx, src, filepath.Join(workDir, "git"), opts.Keep, opts.GitIndex)
 		if err != nil {
 			return nil, scratchError(err)
 		}
 		s.root, s.commit, s.when = co.root, co.commit, co.when
+		if len(co.deferred) > 0 {
+			s.listed, s.deferred, s.fetchDeferred = map[string]string{}, map[string]bool{}, co.fetch
+			for _, l := range co.deferred {
+				s.files = append(s.files, l.ID)
+				s.sizes[l.ID] = l.Size
+				s.listed[l.ID] = l.Hash
+				s.deferred[l.ID] = true
+			}
+		}
 	default:
 		return nil, errors.New("plan source: none of dir, http, s3, git is set")
 	}
@@ -322,6 +339,11 @@ func (s *Source) WalkChanged(ctx context.Context, keep func(id string) bool, nee
 }
 
 func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool, need func(Document) bool, visit func(Document) error, skip func(Skipped)) error {
+	if !list {
+		if err := s.fetchNeeded(ctx, keep, need); err != nil {
+			return err
+		}
+	}
 	for _, rel := range s.files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -376,6 +398,33 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 		if err := visit(d); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// fetchNeeded fetches, in one pack, the blobs of the deferred Git documents that keep keeps
+// and need (nil: all) needs, and reads them from then on as fetched files.
+func (s *Source) fetchNeeded(ctx context.Context, keep func(string) bool, need func(Document) bool) error {
+	var rels []string
+	for rel := range s.deferred {
+		d := Document{ID: rel, Hash: s.listed[rel], Size: s.sizes[rel]}
+		if keep != nil && !keep(rel) || s.spec.MaxDocumentBytes > 0 && d.Size > s.spec.MaxDocumentBytes {
+			continue
+		}
+		if need == nil || need(d) {
+			rels = append(rels, rel)
+		}
+	}
+	if len(rels) == 0 {
+		return nil
+	}
+	sort.Strings(rels)
+	if _, err := s.fetchDeferred(ctx, rels); err != nil {
+		return scratchError(err)
+	}
+	for _, rel := range rels {
+		delete(s.listed, rel)
+		delete(s.deferred, rel)
 	}
 	return nil
 }

@@ -38,6 +38,21 @@ type gitCheckout struct {
 	partial bool
 	// blobs counts the blobs fetched (files and symbolic links; a clone counts its checkout's).
 	blobs int
+	// deferred lists the kept files whose blobs were not fetched: the GitIndex knew their
+	// hash and size; fetch fetches and writes those a walk needs (blobOf maps them to blobs).
+	deferred []Listed
+	blobOf   map[string]plumbing.Hash
+	fetch    func(ctx context.Context, rels []string) (int, error)
+}
+
+// GitIndex remembers the raw hash (Document.Hash) and size of Git blobs by blob id, so that a
+// pod learns a kept document's hash from its commit's trees without downloading its blob
+// (OpenOptions.GitIndex): a sync shard then fetches the blobs of its changed documents only.
+// Lookup's ok is false for an unknown, unreadable or unverified entry; Record logs its own
+// failures.
+type GitIndex interface {
+	Lookup(ctx context.Context, blob string) (hash string, size int64, ok bool)
+	Record(ctx context.Context, blob, hash string, size int64)
 }
 
 // fetchGit checks src.Git out into dir (emptied first; no .git folder is left) and returns the
@@ -61,7 +76,7 @@ type gitCheckout struct {
 // Errors: an unreachable repository or refused credentials, a ref that is no branch, tag or
 // commit (the error names it), a path that escapes the repository or is not a folder, a
 // selected file that is a symbolic link to outside the repository.
-func fetchGit(ctx context.Context, src plan.Source, dir string, keep func(id string) bool) (gitCheckout, error) {
+func fetchGit(ctx context.Context, src plan.Source, dir string, keep func(id string) bool, index GitIndex) (gitCheckout, error) {
 	g := src.Git
 	name := redactURL(g.URL)
 	ref := g.Ref
@@ -85,14 +100,14 @@ func fetchGit(ctx context.Context, src plan.Source, dir string, keep func(id str
 	refName := resolveRef(adv, ref)
 	var out gitCheckout
 	if want, ok := partialWant(adv, refName, ref); ok {
-		out, err = fetchGitPartial(ctx, src, dir, auth, want, keep)
+		out, err = fetchGitPartial(ctx, src, dir, auth, want, keep, index)
 	} else {
 		out, err = cloneGit(ctx, src, dir, auth, refName)
 	}
 	if err != nil {
 		return gitCheckout{}, err
 	}
-	slog.Default().InfoContext(ctx, "git source checked out", "url", name, "ref", ref, "commit", out.commit, "partial", out.partial, "blobs", out.blobs)
+	slog.Default().InfoContext(ctx, "git source checked out", "url", name, "ref", ref, "commit", out.commit, "partial", out.partial, "blobs", out.blobs, "deferred", len(out.deferred))
 	return out, nil
 }
 

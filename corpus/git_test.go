@@ -23,6 +23,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/reader"
 )
 
 // requireGit skips (or, with RAGOPS_REQUIRE_ALL=1, fails) when the git command is missing:
@@ -159,7 +160,7 @@ func testGitClonesBranchTagAndCommit(t *testing.T, partial bool) {
 	for _, c := range cases {
 		work := t.TempDir()
 		src := plan.Source{Git: &ragopsv1alpha1.GitSource{URL: url, Ref: c.ref, Path: "docs"}}
-		co, err := fetchGit(context.Background(), src, filepath.Join(work, "git"), nil)
+		co, err := fetchGit(context.Background(), src, filepath.Join(work, "git"), nil, nil)
 		if err != nil {
 			t.Errorf("ref %s: %v", c.ref, err)
 			continue
@@ -383,7 +384,7 @@ func TestGitHTTPBasicAuth(t *testing.T) {
 	}
 	t.Setenv(plan.EnvGitPassword, "s3cret")
 	work := t.TempDir()
-	co, err := fetchGit(context.Background(), src, filepath.Join(work, "git"), nil)
+	co, err := fetchGit(context.Background(), src, filepath.Join(work, "git"), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,5 +554,149 @@ func TestGitShardsFetchOnlyTheirOwnBlobs(t *testing.T) {
 	}
 	if after := count.snapshot(); after.objects-before.objects > 3 || after.bytes-before.bytes > 8<<10 {
 		t.Errorf("a pod keeping nothing got %d objects, %d bytes; want the commit and trees only", after.objects-before.objects, after.bytes-before.bytes)
+	}
+}
+
+// anyReader reads any bytes as an empty document.
+type anyReader struct{}
+
+func (anyReader) Read(context.Context, []byte) (reader.Document, error) { return reader.Document{}, nil }
+
+// mapIndex is a GitIndex in memory.
+type mapIndex struct {
+	mu sync.Mutex
+	m  map[string]Listed
+}
+
+func (x *mapIndex) Lookup(_ context.Context, blob string) (string, int64, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	l, ok := x.m[blob]
+	return l.Hash, l.Size, ok
+}
+
+func (x *mapIndex) Record(_ context.Context, blob, hash string, size int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m == nil {
+		x.m = map[string]Listed{}
+	}
+	x.m[blob] = Listed{Hash: hash, Size: size}
+}
+
+// Issue 51: with a GitIndex (blob id -> raw hash), a shard learns its documents' hashes from
+// the commit's trees: a sync after one document changed downloads that document's blob alone
+// and walks the others unread; a walk that needs every document fetches the rest in one pack.
+func TestGitSyncFetchesOnlyChangedBlobs(t *testing.T) {
+	requireGit(t)
+	dir := filepath.Join(t.TempDir(), "archive")
+	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	const docs, size, shards, shard = 12, 32 << 10, 2, 1
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := func() []byte {
+		b := make([]byte, size)
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		return b
+	}
+	commit := func(files map[string][]byte) plumbing.Hash {
+		t.Helper()
+		for name, body := range files {
+			if err := writeFile(filepath.Join(dir, filepath.FromSlash(name)), bytes.NewReader(body)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := wt.Add(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h, err := wt.Commit("c", &git.CommitOptions{Author: &object.Signature{Name: "T", Email: "t@example.com", When: time.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	files := map[string][]byte{}
+	var changed string
+	for i := range docs {
+		name := fmt.Sprintf("docs/doc-%02d.txt", i)
+		files[name] = random()
+		if changed == "" && Shard(strings.TrimPrefix(name, "docs/"), shard, shards) {
+			changed = strings.TrimPrefix(name, "docs/")
+		}
+	}
+	first := commit(files)
+	allowPartialClone(t, dir)
+	url, count := gitHTTPServer(t, dir)
+	mine := func(id string) bool { return Shard(id, shard, shards) }
+	index := &mapIndex{}
+	open := func(c plumbing.Hash) *Source {
+		t.Helper()
+		src := plan.Source{Git: &ragopsv1alpha1.GitSource{URL: url, Ref: c.String(), Path: "docs"}}
+		s, err := OpenWith(context.Background(), src, t.TempDir(), anyReader{}, OpenOptions{Keep: mine, GitIndex: index})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// walk walks the shard with need and returns each document's hash and whether it was read.
+	walk := func(s *Source, need func(Document) bool) (map[string]string, map[string]bool) {
+		t.Helper()
+		hashes, read := map[string]string{}, map[string]bool{}
+		err := s.walk(context.Background(), false, mine, need, func(d Document) error {
+			hashes[d.ID], read[d.ID] = d.Hash, d.Read || need(d)
+			return nil
+		}, func(sk Skipped) { t.Errorf("skipped %+v", sk) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hashes, read
+	}
+	all := func(Document) bool { return true }
+
+	before, _ := walk(open(first), all)
+	own := len(before)
+	if own == 0 || len(index.m) != own {
+		t.Fatalf("first walk: %d own documents, %d indexed", own, len(index.m))
+	}
+	files = map[string][]byte{"docs/" + changed: random()}
+	second := commit(files)
+
+	snap := count.snapshot()
+	s := open(second)
+	after, read := walk(s, func(d Document) bool { return before[d.ID] != d.Hash })
+	got := count.snapshot()
+	t.Logf("sync of %d own documents, 1 changed: %d fetches, %d objects, %d bytes", own, got.fetches-snap.fetches, got.objects-snap.objects, got.bytes-snap.bytes)
+	if objects := got.objects - snap.objects; objects > 4 { // commit, 2 trees, 1 blob
+		t.Errorf("the sync got %d objects, want the commit, its trees and the changed blob", objects)
+	}
+	if b := got.bytes - snap.bytes; b > size+8<<10 {
+		t.Errorf("the sync got %d bytes, want about one blob of %d", b, size)
+	}
+	if len(after) != own || after[changed] != hashOf(files["docs/"+changed]) {
+		t.Errorf("the sync walked %d documents (want %d), %s hash %s", len(after), own, changed, after[changed])
+	}
+	for id, h := range after {
+		if id != changed && (h != before[id] || read[id]) {
+			t.Errorf("%s: hash %s (was %s), read %v; want it unchanged and unread", id, h, before[id], read[id])
+		}
+	}
+	// A walk that needs every document gets the deferred blobs in one more pack.
+	snap = count.snapshot()
+	full, _ := walk(s, all)
+	got = count.snapshot()
+	if got.fetches-snap.fetches != 1 || got.objects-snap.objects != int64(own-1) || len(full) != own {
+		t.Errorf("a full walk: %d fetches, %d objects, %d documents; want 1 pack of the %d deferred blobs", got.fetches-snap.fetches, got.objects-snap.objects, len(full), own-1)
+	}
+	for id, h := range full {
+		if want := hashOf(map[bool][]byte{true: files["docs/"+id]}[id == changed]); id == changed && h != want || id != changed && h != before[id] {
+			t.Errorf("%s: hash %s after the full walk", id, h)
+		}
 	}
 }

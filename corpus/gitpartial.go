@@ -2,6 +2,8 @@ package corpus
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -126,7 +128,7 @@ type gitFile struct {
 // fetchGit describes: one pack with the commit and its trees at depth 1 (and every blob when
 // keep is nil), then, with keep set, one pack with the blobs of the selected symbolic links
 // and of the kept files, and one more for kept links whose targets were not fetched yet.
-func fetchGitPartial(ctx context.Context, src plan.Source, dir string, auth transport.AuthMethod, want plumbing.Hash, keep func(string) bool) (gitCheckout, error) {
+func fetchGitPartial(ctx context.Context, src plan.Source, dir string, auth transport.AuthMethod, want plumbing.Hash, keep func(string) bool, index GitIndex) (gitCheckout, error) {
 	g := src.Git
 	name := redactURL(g.URL)
 	ref := g.Ref
@@ -172,11 +174,26 @@ func fetchGitPartial(ctx context.Context, src plan.Source, dir string, auth tran
 	}
 	kept := func(f gitFile) bool { return keep == nil || HoldsRecords(src, f.rel) || keep(f.rel) }
 
+	// A kept file whose blob the index knows is listed by its hash and fetched only when a
+	// walk needs its bytes (Source.walk); with keep nil (a whole listing) every blob comes.
+	if index != nil && keep != nil {
+		for i, f := range files {
+			if f.link != "" || HoldsRecords(src, f.rel) || !keep(f.rel) {
+				continue
+			}
+			if hash, size, ok := index.Lookup(ctx, f.blob.String()); ok {
+				out.deferred = append(out.deferred, Listed{ID: f.rel, Hash: hash, Size: size})
+				out.blobOf = setBlob(out.blobOf, f.rel, f.blob)
+				files[i].rel = ""
+			}
+		}
+	}
+
 	// Every selected link is checked, kept or not, so that every shard refuses the same
 	// source; a link's blob is its target path.
 	need := map[plumbing.Hash]bool{}
 	for _, f := range files {
-		if f.link != "" || kept(f) {
+		if f.rel != "" && (f.link != "" || kept(f)) {
 			need[f.blob] = true
 		}
 	}
@@ -185,7 +202,7 @@ func fetchGitPartial(ctx context.Context, src plan.Source, dir string, auth tran
 	}
 	need = map[plumbing.Hash]bool{}
 	for i, f := range files {
-		if f.link == "" {
+		if f.link == "" || f.rel == "" {
 			continue
 		}
 		target, ok, err := resolveLink(st, tree, f.link, f.blob, func(h plumbing.Hash) error {
@@ -213,25 +230,85 @@ func fetchGitPartial(ctx context.Context, src plan.Source, dir string, auth tran
 		if f.rel == "" || !kept(f) {
 			continue
 		}
-		b, err := object.GetBlob(st, f.blob)
-		if err != nil {
-			return gitCheckout{}, fmt.Errorf("source %s: %s: blob %s: %w", name, f.rel, f.blob, err)
-		}
-		r, err := b.Reader()
-		if err != nil {
-			return gitCheckout{}, err
-		}
-		err = writeFile(filepath.Join(out.root, filepath.FromSlash(f.rel)), r)
-		r.Close()
-		if err != nil {
-			return gitCheckout{}, scratchError(err)
+		if err := writeBlob(ctx, st, f, out.root, !HoldsRecords(src, f.rel), index); err != nil {
+			return gitCheckout{}, fmt.Errorf("source %s: %w", name, err)
 		}
 	}
-	iter, err := st.IterEncodedObjects(plumbing.BlobObject)
-	if err == nil {
-		_ = iter.ForEach(func(plumbing.EncodedObject) error { out.blobs++; return nil })
+	out.blobs = countBlobs(st)
+	if len(out.deferred) > 0 {
+		root, blobOf := out.root, out.blobOf
+		out.fetch = func(ctx context.Context, rels []string) (int, error) {
+			return fetchDeferred(ctx, g.URL, auth, dir+".deferred", root, rels, blobOf, index)
+		}
 	}
 	return out, nil
+}
+
+// setBlob records rel's blob in m (created when nil).
+func setBlob(m map[string]plumbing.Hash, rel string, h plumbing.Hash) map[string]plumbing.Hash {
+	if m == nil {
+		m = map[string]plumbing.Hash{}
+	}
+	m[rel] = h
+	return m
+}
+
+// countBlobs counts the blobs st holds.
+func countBlobs(st storage.Storer) int {
+	n := 0
+	if iter, err := st.IterEncodedObjects(plumbing.BlobObject); err == nil {
+		_ = iter.ForEach(func(plumbing.EncodedObject) error { n++; return nil })
+	}
+	return n
+}
+
+// writeBlob writes f's blob from st under root and, with record set and an index, records
+// its hash and size there.
+func writeBlob(ctx context.Context, st storage.Storer, f gitFile, root string, record bool, index GitIndex) error {
+	b, err := object.GetBlob(st, f.blob)
+	if err != nil {
+		return fmt.Errorf("%s: blob %s: %w", f.rel, f.blob, err)
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := sha256.New()
+	if err := writeFile(filepath.Join(root, filepath.FromSlash(f.rel)), io.TeeReader(r, h)); err != nil {
+		return scratchError(err)
+	}
+	if record && index != nil {
+		index.Record(ctx, f.blob.String(), hex.EncodeToString(h.Sum(nil))[:16], b.Size)
+	}
+	return nil
+}
+
+// fetchDeferred fetches the blobs of the deferred files rels (blobOf maps them) into a bare
+// repository at objects (removed after) and writes them under root; it returns the blobs
+// fetched.
+func fetchDeferred(ctx context.Context, rawURL string, auth transport.AuthMethod, objects, root string, rels []string, blobOf map[string]plumbing.Hash, index GitIndex) (int, error) {
+	if err := os.RemoveAll(objects); err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(objects)
+	bare, err := git.PlainInit(objects, true)
+	if err != nil {
+		return 0, err
+	}
+	need := map[plumbing.Hash]bool{}
+	for _, rel := range rels {
+		need[blobOf[rel]] = true
+	}
+	if err := fetchBlobs(ctx, rawURL, auth, bare.Storer, need); err != nil {
+		return 0, fmt.Errorf("fetch blobs: %w", err)
+	}
+	for _, rel := range rels {
+		if err := writeBlob(ctx, bare.Storer, gitFile{rel: rel, blob: blobOf[rel]}, root, true, index); err != nil {
+			return 0, err
+		}
+	}
+	return countBlobs(bare.Storer), nil
 }
 
 // fetchBlobs fetches the blobs of need that st does not hold yet, in one pack.
