@@ -560,7 +560,9 @@ func TestGitShardsFetchOnlyTheirOwnBlobs(t *testing.T) {
 // anyReader reads any bytes as an empty document.
 type anyReader struct{}
 
-func (anyReader) Read(context.Context, []byte) (reader.Document, error) { return reader.Document{}, nil }
+func (anyReader) Read(context.Context, []byte) (reader.Document, error) {
+	return reader.Document{}, nil
+}
 
 // mapIndex is a GitIndex in memory.
 type mapIndex struct {
