@@ -173,10 +173,13 @@ func fetchGitPartial(ctx context.Context, src plan.Source, dir string, auth tran
 		return gitCheckout{}, fmt.Errorf("source %s: %w", name, err)
 	}
 	kept := func(f gitFile) bool { return keep == nil || HoldsRecords(src, f.rel) || keep(f.rel) }
+	if keep == nil {
+		index = nil // a whole checkout (a scan, shard 0) defers nothing and records nothing
+	}
 
 	// A kept file whose blob the index knows is listed by its hash and fetched only when a
 	// walk needs its bytes (Source.walk); with keep nil (a whole listing) every blob comes.
-	if index != nil && keep != nil {
+	if index != nil {
 		for i, f := range files {
 			if f.link != "" || HoldsRecords(src, f.rel) || !keep(f.rel) {
 				continue

@@ -277,6 +277,10 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	if st := b.httpStage(); st != nil {
 		fetch.HTTP = st.Fetch
 	}
+	if p.Source.Git != nil && cache != nil {
+		// A shard learns its unchanged Git documents' hashes without their blobs.
+		fetch.GitIndex = gitIndex{store: cache, log: b.log}
+	}
 	src, err := corpus.OpenWith(ctx, p.Source, os.TempDir(), b.readers, fetch)
 	if err != nil {
 		return err
