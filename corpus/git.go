@@ -67,7 +67,9 @@ type GitIndex interface {
 // uploadpack.allowFilter and uploadpack.allowReachableSHA1InWant do) and the ref is a branch,
 // a tag or a full commit hash, only that commit is fetched (depth 1): with keep set, its
 // trees without blobs first, then the blobs of the kept files alone (fetchGitPartial), so each
-// shard of a build downloads its own documents; with keep nil, the whole tree in one pack.
+// shard of a build downloads its own documents (and, with index, of those only the ones
+// whose blob the index does not know: the others are fetched when a walk needs them); with
+// keep nil, the whole tree in one pack.
 // Otherwise a branch or tag is cloned shallowly (depth 1, that ref only) and a commit with the
 // whole repository. Credentials for http(s) URLs come from $RAGOPS_GIT_USERNAME and
 // $RAGOPS_GIT_PASSWORD (plan.EnvGitUsername, plan.EnvGitPassword), sent as HTTP basic auth;

@@ -33,7 +33,10 @@ import (
 // thing to run or to size. A partial clone instead lets the Git server send each pod only its
 // part: the commit's trees (paths and blob ids, a few bytes a file) and then the blobs of the
 // shard's own files. Across the S shards of a build the blobs are downloaded once in all, not
-// S times; a pod's scratch volume holds its own files only.
+// S times; a pod's scratch volume holds its own files only. The tree gives each file's blob
+// id without its bytes: with a GitIndex (blob id -> raw hash, kept by the build in the
+// extraction cache collection) a sync shard knows its unchanged documents without their
+// blobs and fetches the changed ones only.
 
 // maxLinkHops bounds how many symbolic links resolving one file may follow.
 const maxLinkHops = 40
