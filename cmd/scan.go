@@ -23,7 +23,7 @@ func newScanCommand() *cobra.Command {
 				if err := plan.Read(w.planPath, &p); err != nil {
 					return plan.ScanResult{}, err
 				}
-				return scan.Run(ctx, log, p.Source, os.TempDir())
+				return scan.RunAfter(ctx, log, p.Source, p.Previous, os.TempDir())
 			}, func(r *plan.ScanResult, err error) { r.Error = err.Error() })
 		},
 	}

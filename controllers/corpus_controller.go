@@ -357,7 +357,7 @@ func (r *CorpusReconciler) recordScan(ctx context.Context, c *ragopsv1alpha1.Cor
 	}
 	// A change of the access rules is a new revision: the Indexes sync (regroup) their chunks.
 	c.Status.Documents, c.Status.Bytes, c.Status.Revision, c.Status.Skipped = res.Documents, res.Bytes, access.Revision(res.Revision, c.Spec.Access), res.Skipped
-	c.Status.Commit = res.Commit
+	c.Status.Commit, c.Status.HTTP = res.Commit, res.HTTP
 	t := metav1.Now()
 	if job.Status.CompletionTime != nil {
 		t = *job.Status.CompletionTime

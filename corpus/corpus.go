@@ -1,7 +1,9 @@
 // Package corpus reads a Corpus source inside a worker pod: it materialises the source as a
 // folder (a mounted PVC or ConfigMap as it is; an HTTP archive downloaded, checked against
-// its SHA-256 and unpacked; the selected objects of an S3 bucket under a prefix downloaded,
-// with $RAGOPS_S3_ACCESS_KEY/$RAGOPS_S3_SECRET_KEY; a Git ref cloned, with
+// its SHA-256 and unpacked, or handed over by OpenOptions.HTTP, conditionally on an earlier
+// download's validators; the selected objects of an S3 bucket under a prefix downloaded,
+// with $RAGOPS_S3_ACCESS_KEY/$RAGOPS_S3_SECRET_KEY; a Git ref checked out, by a partial
+// clone of the files the caller keeps where the server allows one (see fetchGit), with
 // $RAGOPS_GIT_USERNAME/$RAGOPS_GIT_PASSWORD), selects files by include/exclude globs, and
 // yields documents through the format readers (package reader), one per file or one per
 // line of a BEIR corpus.jsonl. Documents that cannot be read are reported with a reason,
@@ -136,13 +138,20 @@ type Source struct {
 	// already in it.
 	fetched int64
 	counted map[string]bool
+	// etag and lastModified are the validators of the HTTP source's download.
+	etag, lastModified string
+	// deferred marks listed Git documents whose blobs fetchDeferred fetches when a walk
+	// needs their bytes (OpenOptions.GitIndex).
+	deferred      map[string]bool
+	fetchDeferred func(ctx context.Context, rels []string) (int, error)
 }
 
 // OpenOptions narrows what Open fetches of a remote source; the zero value fetches it whole.
 type OpenOptions struct {
 	// Keep, when set, selects the documents (by ID: the path relative to the source) the
-	// caller needs: an S3 source downloads only the objects whose IDs it keeps, plus every BEIR
-	// file (its records are the documents, assigned one by one). Walk lists only what was
+	// caller needs: an S3 source downloads only the objects whose IDs it keeps, a Git source
+	// (partial clone) only their blobs, plus every BEIR file (its records are the documents,
+	// assigned one by one). Walk lists only what was
 	// fetched, so a caller passes the same filter to Walk. A build shard passes its Shard.
 	Keep func(id string) bool
 	// Listing makes an S3 source list its objects without downloading them (BEIR files are
@@ -157,13 +166,35 @@ type OpenOptions struct {
 	// not downloaded, and Walk and WalkChanged visit it unread with that Hash (WalkChanged
 	// fails when need then asks for it). A sync's unchanged objects cost no GET.
 	Unchanged func(id, listing string) (hash string, ok bool)
+	// HTTP, when set, fills dir with an HTTP source's files in place of the download, which
+	// it is given to run where it must: the shards of a build share one download this way
+	// (package pipeline/stage). Walk then lists what HTTP wrote.
+	// It returns the documents it knows without their bytes (Listed): Walk lists them with
+	// their hash and size, and WalkChanged visits them unread when its need rejects them.
+	HTTP func(ctx context.Context, dir string, download func(ctx context.Context, dir string) error) ([]Listed, error)
+	// IfNoneMatch and IfModifiedSince, when set, make an HTTP source's download conditional
+	// (the validators of an earlier download, see Source.HTTPValidators): an archive the
+	// server reports unchanged is not downloaded and Open fails with ErrNotModified.
+	IfNoneMatch, IfModifiedSince string
+	// GitIndex (nil: none), for a Git source fetched by partial clone with Keep set, gives the
+	// hash and size of kept documents by blob id: those are listed without their blobs, and a
+	// walk fetches the blobs of the documents it needs only (a sync: the changed ones).
+	GitIndex GitIndex
+}
+
+// Listed is a document known by its listing, without its bytes: its ID (the path relative to
+// the source), Hash (as Document.Hash) and Size in bytes.
+type Listed struct {
+	ID, Hash string
+	Size     int64
 }
 
 // Open materialises src under workDir (used only for fetched sources) and lists its
 // selected files. read extracts non-BEIR files; it may be nil for BEIR corpora.
 //
-// S3 objects are downloaded into workDir/s3 (see fetchS3), a Git ref is cloned into
-// workDir/git (see fetchGit); both folders are replaced on every Open.
+// S3 objects are downloaded into workDir/s3 (see fetchS3), a Git ref is checked out into
+// workDir/git (see fetchGit), an HTTP source into workDir/http; the folders are replaced on
+// every Open.
 //
 // Errors: no source set, an unreadable folder, a failed download or clone, a checksum
 // mismatch, a bad glob, an S3 key or Git path escaping its folder, an unknown Git ref.
@@ -171,7 +202,8 @@ func Open(ctx context.Context, src plan.Source, workDir string, read DocumentRea
 	return OpenWith(ctx, src, workDir, read, OpenOptions{})
 }
 
-// OpenWith opens src as Open does, fetching of an S3 source only what opts selects.
+// OpenWith opens src as Open does, fetching of an S3 or Git source only what opts selects.
+// Errors: Open's, and ErrNotModified for an HTTP source unchanged since opts' validators.
 func OpenWith(ctx context.Context, src plan.Source, workDir string, read DocumentReader, opts OpenOptions) (*Source, error) {
 	s := &Source{spec: src, read: read, sizes: map[string]int64{}, infos: map[string]fs.FileInfo{},
 		sidecar: src.SidecarSuffix(), sidecars: map[string]string{}}
@@ -183,7 +215,33 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 	case src.Dir != "":
 		s.root = src.Dir
 	case src.HTTP != nil:
-		dir, err := fetchHTTP(ctx, *src.HTTP, filepath.Join(workDir, "http"))
+		dir := filepath.Join(workDir, "http")
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		download := func(ctx context.Context, dir string) error {
+			v, err := fetchHTTP(ctx, *src.HTTP, dir, opts)
+			s.etag, s.lastModified = v.ETag, v.LastModified
+			return err
+		}
+		var err error
+		var listed []Listed
+		if opts.HTTP != nil {
+			listed, err = opts.HTTP(ctx, dir, download)
+		} else {
+			err = download(ctx, dir)
+		}
+		for _, l := range listed {
+			if s.listed == nil {
+				s.listed = map[string]string{}
+			}
+			s.files = append(s.files, l.ID)
+			s.sizes[l.ID] = l.Size
+			s.listed[l.ID] = l.Hash
+		}
+		if errors.Is(err, ErrNotModified) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, scratchError(err)
 		}
@@ -215,11 +273,20 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 			s.fetched += o.size
 		}
 	case src.Git != nil:
-		dir, commit, when, err := fetchGit(ctx, src, filepath.Join(workDir, "git"))
+		co, err := fetchGit(ctx, src, filepath.Join(workDir, "git"), opts.Keep, opts.GitIndex)
 		if err != nil {
 			return nil, scratchError(err)
 		}
-		s.root, s.commit, s.when = dir, commit, when
+		s.root, s.commit, s.when = co.root, co.commit, co.when
+		if len(co.deferred) > 0 {
+			s.listed, s.deferred, s.fetchDeferred = map[string]string{}, map[string]bool{}, co.fetch
+			for _, l := range co.deferred {
+				s.files = append(s.files, l.ID)
+				s.sizes[l.ID] = l.Size
+				s.listed[l.ID] = l.Hash
+				s.deferred[l.ID] = true
+			}
+		}
 	default:
 		return nil, errors.New("plan source: none of dir, http, s3, git is set")
 	}
@@ -358,10 +425,19 @@ func (s *Source) countRead(rel string, n int64) {
 	s.fetched += n
 }
 
+// HTTPValidators are the ETag and Last-Modified of an HTTP source's download (either empty
+// when the server sent none, both for other sources or when this pod did not download it).
+func (s *Source) HTTPValidators() (etag, lastModified string) { return s.etag, s.lastModified }
+
 // isBEIR reports whether a file holds BEIR corpus records (one JSON document per line).
-func (s *Source) isBEIR(rel string) bool {
-	return s.spec.Format == ragopsv1alpha1.FormatBEIR ||
-		(s.spec.Format == ragopsv1alpha1.FormatAuto || s.spec.Format == "") && strings.HasSuffix(rel, ".jsonl")
+func (s *Source) isBEIR(rel string) bool { return HoldsRecords(s.spec, rel) }
+
+// HoldsRecords reports whether the file rel of src holds BEIR corpus records (one JSON
+// document per line, each its own document, so every shard reads the file): any file of a
+// BEIR source, a .jsonl file of an Auto one.
+func HoldsRecords(src plan.Source, rel string) bool {
+	return src.Format == ragopsv1alpha1.FormatBEIR ||
+		(src.Format == ragopsv1alpha1.FormatAuto || src.Format == "") && strings.HasSuffix(rel, ".jsonl")
 }
 
 // Shard reports whether a document ID belongs to shard index of n (FNV-1a of the ID mod n).
@@ -399,6 +475,11 @@ func (s *Source) WalkChanged(ctx context.Context, keep func(id string) bool, nee
 }
 
 func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool, need func(Document) bool, visit func(Document) error, skip func(Skipped)) error {
+	if !list {
+		if err := s.fetchNeeded(ctx, keep, need); err != nil {
+			return err
+		}
+	}
 	for _, rel := range s.files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -418,10 +499,11 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 			continue
 		}
 		if h, ok := s.listed[rel]; ok {
-			if !list {
-				return fmt.Errorf("document %s: only listed (OpenOptions.Listing), not downloaded", rel)
+			d := Document{ID: rel, Hash: h, Size: s.sizes[rel], Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}
+			if !list && (need == nil || need(d)) {
+				return fmt.Errorf("document %s: only listed (OpenOptions.Listing, or known unchanged to OpenOptions.HTTP), not downloaded", rel)
 			}
-			if err := visit(Document{ID: rel, Hash: h, Size: s.sizes[rel], Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}); err != nil {
+			if err := visit(d); err != nil {
 				return err
 			}
 			continue
@@ -463,6 +545,33 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 		if err := visit(d); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// fetchNeeded fetches, in one pack, the blobs of the deferred Git documents that keep keeps
+// and need (nil: all) needs, and reads them from then on as fetched files.
+func (s *Source) fetchNeeded(ctx context.Context, keep func(string) bool, need func(Document) bool) error {
+	var rels []string
+	for rel := range s.deferred {
+		d := Document{ID: rel, Hash: s.listed[rel], Size: s.sizes[rel]}
+		if keep != nil && !keep(rel) || s.spec.MaxDocumentBytes > 0 && d.Size > s.spec.MaxDocumentBytes {
+			continue
+		}
+		if need == nil || need(d) {
+			rels = append(rels, rel)
+		}
+	}
+	if len(rels) == 0 {
+		return nil
+	}
+	sort.Strings(rels)
+	if _, err := s.fetchDeferred(ctx, rels); err != nil {
+		return scratchError(err)
+	}
+	for _, rel := range rels {
+		delete(s.listed, rel)
+		delete(s.deferred, rel)
 	}
 	return nil
 }

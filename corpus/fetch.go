@@ -21,13 +21,20 @@ import (
 // to) and an S3 selection: 16 GiB.
 const MaxDownloadBytes = fetch.DefaultMaxBytes
 
-// fetchHTTP downloads src into dir and unpacks it when it is a tar, tar.gz or zip archive.
-func fetchHTTP(ctx context.Context, src ragopsv1alpha1.HTTPSource, dir string) (string, error) {
+// ErrNotModified is the error of an Open whose HTTP source's archive has not changed since
+// the validators of OpenOptions (HTTP 304 Not Modified): nothing was downloaded.
+var ErrNotModified = fetch.ErrNotModified
+
+// fetchHTTP downloads src into dir and unpacks it when it is a tar, tar.gz or zip archive,
+// conditionally when opts has validators, and returns the response's validators.
+func fetchHTTP(ctx context.Context, src ragopsv1alpha1.HTTPSource, dir string, opts OpenOptions) (fetch.Validators, error) {
 	headers, err := readHeaders(plan.HeadersDir)
 	if err != nil {
-		return "", err
+		return fetch.Validators{}, err
 	}
-	return Fetch(ctx, src.URL, src.SHA256, headers, dir)
+	space, spaceName := Scratch()
+	return fetch.FetchValidated(ctx, src.URL, dir, fetch.Options{Header: headers, SHA256: src.SHA256, MaxBytes: MaxDownloadBytes,
+		Space: space, SpaceName: spaceName, IfNoneMatch: opts.IfNoneMatch, IfModifiedSince: opts.IfModifiedSince})
 }
 
 // readHeaders reads one HTTP header per file of dir (a mounted Secret); a missing dir means none.

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/ragops/ragops/internal/plan"
 )
@@ -26,22 +26,59 @@ import (
 // commitRef matches a ref that may be a commit hash (abbreviated or full, lower-case hex).
 var commitRef = regexp.MustCompile(`^[0-9a-f]{4,40}$`)
 
-// fetchGit clones src.Git into dir (emptied first; the .git folder is removed after checkout)
-// and returns the source root (dir joined
-// with the Git path), the checked-out commit hash (40 hex digits), which it also logs, and
-// that commit's committer time.
+// gitCheckout is what fetchGit checked out.
+type gitCheckout struct {
+	// root is the source root: the checkout folder joined with the Git path.
+	root string
+	// commit is the checked-out commit (40 hex digits); when its committer time.
+	commit string
+	when   time.Time
+	// partial is true when only the commit's trees and the kept files' blobs were fetched
+	// (fetchGitPartial); false after a clone.
+	partial bool
+	// blobs counts the blobs fetched (files and symbolic links; a clone counts its checkout's).
+	blobs int
+	// deferred lists the kept files whose blobs were not fetched: the GitIndex knew their
+	// hash and size; fetch fetches and writes those a walk needs (blobOf maps them to blobs).
+	deferred []Listed
+	blobOf   map[string]plumbing.Hash
+	fetch    func(ctx context.Context, rels []string) (int, error)
+}
+
+// GitIndex remembers the raw hash (Document.Hash) and size of Git blobs by blob id, so that a
+// pod learns a kept document's hash from its commit's trees without downloading its blob
+// (OpenOptions.GitIndex): a sync shard then fetches the blobs of its changed documents only.
+// Lookup's ok is false for an unknown, unreadable or unverified entry; Record logs its own
+// failures.
+type GitIndex interface {
+	Lookup(ctx context.Context, blob string) (hash string, size int64, ok bool)
+	Record(ctx context.Context, blob, hash string, size int64)
+}
+
+// fetchGit checks src.Git out into dir (emptied first; no .git folder is left) and returns the
+// source root (dir joined with the Git path), the checked-out commit hash (40 hex digits),
+// which it also logs, and that commit's committer time. keep (nil: all) selects the files a
+// caller needs by ID (the path relative to the Git path); BEIR files are always fetched.
 //
 // The ref is looked up among the repository's advertised refs: a branch (refs/heads/<ref>)
-// or a tag (refs/tags/<ref>; a full "refs/..." name also works) is cloned shallowly (depth
-// 1, that ref only); otherwise a ref of 4 to 40 hex digits is taken as a commit, for which
-// the whole repository is fetched and the commit checked out. Credentials for http(s) URLs
-// come from $RAGOPS_GIT_USERNAME and $RAGOPS_GIT_PASSWORD (plan.EnvGitUsername,
-// plan.EnvGitPassword), sent as HTTP basic auth; ssh:// URLs use the worker's SSH agent.
+// or a tag (refs/tags/<ref>; a full "refs/..." name also works); otherwise a ref of 4 to 40
+// hex digits is taken as a commit. When the server allows partial clones (it advertises
+// "filter" and "allow-reachable-sha1-in-want", as GitHub, GitLab and git with
+// uploadpack.allowFilter and uploadpack.allowReachableSHA1InWant do) and the ref is a branch,
+// a tag or a full commit hash, only that commit is fetched (depth 1): with keep set, its
+// trees without blobs first, then the blobs of the kept files alone (fetchGitPartial), so each
+// shard of a build downloads its own documents (and, with index, of those only the ones
+// whose blob the index does not know: the others are fetched when a walk needs them); with
+// keep nil, the whole tree in one pack.
+// Otherwise a branch or tag is cloned shallowly (depth 1, that ref only) and a commit with the
+// whole repository. Credentials for http(s) URLs come from $RAGOPS_GIT_USERNAME and
+// $RAGOPS_GIT_PASSWORD (plan.EnvGitUsername, plan.EnvGitPassword), sent as HTTP basic auth;
+// ssh:// URLs use the worker's SSH agent.
 //
 // Errors: an unreachable repository or refused credentials, a ref that is no branch, tag or
 // commit (the error names it), a path that escapes the repository or is not a folder, a
 // selected file that is a symbolic link to outside the repository.
-func fetchGit(ctx context.Context, src plan.Source, dir string) (root, commit string, when time.Time, err error) {
+func fetchGit(ctx context.Context, src plan.Source, dir string, keep func(id string) bool, index GitIndex) (gitCheckout, error) {
 	g := src.Git
 	name := redactURL(g.URL)
 	ref := g.Ref
@@ -51,22 +88,45 @@ func fetchGit(ctx context.Context, src plan.Source, dir string) (root, commit st
 	var auth transport.AuthMethod
 	if user, pass := os.Getenv(plan.EnvGitUsername), os.Getenv(plan.EnvGitPassword); user != "" || pass != "" {
 		if !strings.HasPrefix(g.URL, "http://") && !strings.HasPrefix(g.URL, "https://") {
-			return "", "", time.Time{}, fmt.Errorf("source %s: $%s/$%s are set but only http(s) URLs take a username and password", name, plan.EnvGitUsername, plan.EnvGitPassword)
+			return gitCheckout{}, fmt.Errorf("source %s: $%s/$%s are set but only http(s) URLs take a username and password", name, plan.EnvGitUsername, plan.EnvGitPassword)
 		}
 		auth = &githttp.BasicAuth{Username: user, Password: pass}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return "", "", time.Time{}, err
+		return gitCheckout{}, err
 	}
-	refName, err := resolveRef(ctx, g.URL, ref, auth)
+	adv, err := advertisedRefs(ctx, g.URL, auth)
 	if err != nil {
-		return "", "", time.Time{}, fmt.Errorf("source %s: %w", name, err)
+		return gitCheckout{}, fmt.Errorf("source %s: list refs: %w", name, err)
+	}
+	refName := resolveRef(adv, ref)
+	var out gitCheckout
+	if want, ok := partialWant(adv, refName, ref); ok {
+		out, err = fetchGitPartial(ctx, src, dir, auth, want, keep, index)
+	} else {
+		out, err = cloneGit(ctx, src, dir, auth, refName)
+	}
+	if err != nil {
+		return gitCheckout{}, err
+	}
+	slog.Default().InfoContext(ctx, "git source checked out", "url", name, "ref", ref, "commit", out.commit, "partial", out.partial, "blobs", out.blobs, "deferred", len(out.deferred))
+	return out, nil
+}
+
+// cloneGit clones src.Git at refName (a branch or tag; "" for a commit hash, then the whole
+// repository) into dir, removes the .git folder and checks the source's links (see fetchGit).
+func cloneGit(ctx context.Context, src plan.Source, dir string, auth transport.AuthMethod, refName plumbing.ReferenceName) (gitCheckout, error) {
+	g := src.Git
+	name := redactURL(g.URL)
+	ref := g.Ref
+	if ref == "" {
+		ref = "main"
 	}
 	opts := &git.CloneOptions{URL: g.URL, Auth: auth, Tags: git.NoTags}
 	isCommit := refName == ""
 	if isCommit {
 		if !commitRef.MatchString(ref) {
-			return "", "", time.Time{}, fmt.Errorf("source %s: ref %q is no branch, tag or commit hash of the repository", name, ref)
+			return gitCheckout{}, fmt.Errorf("source %s: ref %q is no branch, tag or commit hash of the repository", name, ref)
 		}
 		opts.NoCheckout = true
 		opts.Tags = git.AllTags
@@ -77,67 +137,75 @@ func fetchGit(ctx context.Context, src plan.Source, dir string) (root, commit st
 	}
 	repo, err := git.PlainCloneContext(ctx, dir, false, opts)
 	if err != nil {
-		return "", "", time.Time{}, fmt.Errorf("source %s: clone ref %q: %w", name, ref, err)
+		return gitCheckout{}, fmt.Errorf("source %s: clone ref %q: %w", name, ref, err)
 	}
 	if isCommit {
 		h, err := repo.ResolveRevision(plumbing.Revision(ref))
 		if err != nil {
-			return "", "", time.Time{}, fmt.Errorf("source %s: ref %q is no branch, tag or commit of the repository: %w", name, ref, err)
+			return gitCheckout{}, fmt.Errorf("source %s: ref %q is no branch, tag or commit of the repository: %w", name, ref, err)
 		}
 		wt, err := repo.Worktree()
 		if err != nil {
-			return "", "", time.Time{}, err
+			return gitCheckout{}, err
 		}
 		if err := wt.Checkout(&git.CheckoutOptions{Hash: *h, Force: true}); err != nil {
-			return "", "", time.Time{}, fmt.Errorf("source %s: check out commit %s: %w", name, h, err)
+			return gitCheckout{}, fmt.Errorf("source %s: check out commit %s: %w", name, h, err)
 		}
 	}
 	head, err := repo.Head()
 	if err != nil {
-		return "", "", time.Time{}, fmt.Errorf("source %s: HEAD after clone: %w", name, err)
+		return gitCheckout{}, fmt.Errorf("source %s: HEAD after clone: %w", name, err)
 	}
-	commit = head.Hash().String()
+	out := gitCheckout{commit: head.Hash().String()}
 	c, err := repo.CommitObject(head.Hash())
 	if err != nil {
-		return "", "", time.Time{}, fmt.Errorf("source %s: commit %s: %w", name, commit, err)
+		return gitCheckout{}, fmt.Errorf("source %s: commit %s: %w", name, out.commit, err)
 	}
-	when = c.Committer.When
+	out.when = c.Committer.When
+	if objs, err := repo.BlobObjects(); err == nil {
+		_ = objs.ForEach(func(*object.Blob) error { out.blobs++; return nil })
+	}
 	// The working tree is all a worker reads; without .git, Open cannot list its objects.
 	if err := os.RemoveAll(filepath.Join(dir, git.GitDirName)); err != nil {
-		return "", "", time.Time{}, err
+		return gitCheckout{}, err
 	}
-	slog.Default().InfoContext(ctx, "git source checked out", "url", name, "ref", ref, "commit", commit)
-
-	root, err = gitRoot(dir, g.Path)
-	if err != nil {
-		return "", "", time.Time{}, fmt.Errorf("source %s: %w", name, err)
+	if out.root, err = gitRoot(dir, g.Path); err != nil {
+		return gitCheckout{}, fmt.Errorf("source %s: %w", name, err)
 	}
-	if err := checkLinks(dir, root, src.Include, src.Exclude); err != nil {
-		return "", "", time.Time{}, fmt.Errorf("source %s: %w", name, err)
+	if err := checkLinks(dir, out.root, src.Include, src.Exclude); err != nil {
+		return gitCheckout{}, fmt.Errorf("source %s: %w", name, err)
 	}
-	return root, commit, when, nil
+	return out, nil
 }
 
-// resolveRef lists the refs the repository advertises and returns the full name of ref as a
-// branch or tag, or "" when it is neither (it may then be a commit hash).
-func resolveRef(ctx context.Context, rawURL, ref string, auth transport.AuthMethod) (plumbing.ReferenceName, error) {
-	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{rawURL}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
-	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return "", fmt.Errorf("list refs: %w", err)
+// advertisedRefs lists the refs (and capabilities) the repository advertises to a fetch; an
+// empty repository gives an empty list (its clone then fails naming it).
+func advertisedRefs(ctx context.Context, rawURL string, auth transport.AuthMethod) (*packp.AdvRefs, error) {
+	sess, err := uploadPackSession(rawURL, auth)
+	if err != nil {
+		return nil, err
 	}
+	defer sess.Close()
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return packp.NewAdvRefs(), nil
+	}
+	return adv, err
+}
+
+// resolveRef returns the full name of ref among the advertised refs as a branch or tag, or ""
+// when it is neither (it may then be a commit hash).
+func resolveRef(adv *packp.AdvRefs, ref string) plumbing.ReferenceName {
 	candidates := []plumbing.ReferenceName{plumbing.NewBranchReferenceName(ref), plumbing.NewTagReferenceName(ref)}
 	if strings.HasPrefix(ref, "refs/") {
 		candidates = []plumbing.ReferenceName{plumbing.ReferenceName(ref)}
 	}
 	for _, c := range candidates {
-		for _, r := range refs {
-			if r.Name() == c {
-				return c, nil
-			}
+		if _, ok := adv.References[c.String()]; ok {
+			return c
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // gitRoot joins the clone folder with the source path, refusing a path that escapes the

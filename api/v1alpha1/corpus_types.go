@@ -368,6 +368,27 @@ type CorpusStatus struct {
 	// even when the branch has moved on.
 	// +optional
 	Commit string `json:"commit,omitempty"`
+	// HTTP is what the last scan of an HTTP source saw of its archive (HTTP sources only):
+	// the next scan asks the server whether it changed since (If-None-Match,
+	// If-Modified-Since) and keeps the figures above without downloading it when it did not.
+	// +optional
+	HTTP *HTTPValidator `json:"http,omitempty"`
+}
+
+// HTTPValidator is what a scan saw of an HTTP source's archive: the response's cache
+// validators and the settings the documents were listed with.
+type HTTPValidator struct {
+	// ETag of the archive's response.
+	// +optional
+	ETag string `json:"etag,omitempty"`
+	// LastModified of the archive's response (an HTTP date), sent when there is no ETag.
+	// +optional
+	LastModified string `json:"lastModified,omitempty"`
+	// Selection is a hash of the source settings the documents were listed with (URL,
+	// checksum, format, include, exclude, maxDocumentBytes): a scan under other settings
+	// lists the archive again.
+	// +optional
+	Selection string `json:"selection,omitempty"`
 }
 
 // Corpus is a set of documents to index: where they live and how to read them.

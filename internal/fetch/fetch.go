@@ -51,6 +51,17 @@ type Options struct {
 	// volume and its limit in the error (a worker's scratch volume, say).
 	Space     int64
 	SpaceName string
+	// IfNoneMatch (an ETag) and IfModifiedSince (an HTTP date) make the GET conditional: a
+	// 304 Not Modified answer is ErrNotModified, with nothing downloaded or written.
+	IfNoneMatch, IfModifiedSince string
+}
+
+// ErrNotModified is the answer to a conditional fetch whose file has not changed (HTTP 304).
+var ErrNotModified = errors.New("not modified since the last fetch")
+
+// Validators are the cache validators of a fetched file's response (empty when it sent none).
+type Validators struct {
+	ETag, LastModified string
 }
 
 // Fetch downloads rawURL into dir (created when missing), checks its SHA-256 and unpacks it
@@ -60,17 +71,27 @@ type Options struct {
 // checksum mismatch naming both digests ("sha256 mismatch: got X, want Y"), a download or
 // unpacked total over MaxBytes, both together over Space (naming SpaceName), an entry that escapes dir, a link or device entry.
 func Fetch(ctx context.Context, rawURL, dir string, o Options) error {
+	_, err := FetchValidated(ctx, rawURL, dir, o)
+	return err
+}
+
+// FetchValidated fetches as Fetch does and returns the response's validators (ETag,
+// Last-Modified), which a later fetch passes as Options.IfNoneMatch and IfModifiedSince.
+// Errors: Fetch's, and ErrNotModified (wrapped, naming the URL) for a conditional fetch the
+// server answers with 304 Not Modified.
+func FetchValidated(ctx context.Context, rawURL, dir string, o Options) (Validators, error) {
+	var v Validators
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("url %q: %w", rawURL, err)
+		return v, fmt.Errorf("url %q: %w", rawURL, err)
 	}
 	shown := u.Redacted()
 	want := strings.ToLower(strings.TrimSpace(o.SHA256))
 	switch {
 	case want == "" && o.RequireSHA256:
-		return fmt.Errorf("fetch %s: no sha256 (a checksum is required)", shown)
+		return v, fmt.Errorf("fetch %s: no sha256 (a checksum is required)", shown)
 	case want != "" && (len(want) != 64 || strings.Trim(want, "0123456789abcdef") != ""):
-		return fmt.Errorf("fetch %s: sha256 %q is not 64 hex digits", shown, o.SHA256)
+		return v, fmt.Errorf("fetch %s: sha256 %q is not 64 hex digits", shown, o.SHA256)
 	}
 	limit := o.MaxBytes
 	if limit <= 0 {
@@ -81,26 +102,36 @@ func Fetch(ctx context.Context, rawURL, dir string, o Options) error {
 		client = http.DefaultClient
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return v, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return fmt.Errorf("fetch %s: %w", shown, err)
+		return v, fmt.Errorf("fetch %s: %w", shown, err)
 	}
-	for k, v := range o.Header {
-		req.Header[k] = v
+	for k, vals := range o.Header {
+		req.Header[k] = vals
+	}
+	if o.IfNoneMatch != "" {
+		req.Header.Set("If-None-Match", o.IfNoneMatch)
+	}
+	if o.IfModifiedSince != "" {
+		req.Header.Set("If-Modified-Since", o.IfModifiedSince)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("fetch %s: %w", shown, err)
+		return v, fmt.Errorf("fetch %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotModified && (o.IfNoneMatch != "" || o.IfModifiedSince != "") {
+		return v, fmt.Errorf("fetch %s: %w", shown, ErrNotModified)
+	}
+	v = Validators{ETag: resp.Header.Get("ETag"), LastModified: resp.Header.Get("Last-Modified")}
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("fetch %s: HTTP %s", shown, resp.Status)
+		return v, fmt.Errorf("fetch %s: HTTP %s", shown, resp.Status)
 	}
 	tmp, err := os.CreateTemp(dir, ".download-*")
 	if err != nil {
-		return err
+		return v, err
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
@@ -111,28 +142,28 @@ func Fetch(ctx context.Context, rawURL, dir string, o Options) error {
 	}
 	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, readMax+1))
 	if err != nil {
-		return fmt.Errorf("fetch %s: %w", shown, err)
+		return v, fmt.Errorf("fetch %s: %w", shown, err)
 	}
 	if n > limit {
-		return fmt.Errorf("fetch %s: larger than %d bytes", shown, limit)
+		return v, fmt.Errorf("fetch %s: larger than %d bytes", shown, limit)
 	}
 	if o.Space > 0 && n > o.Space {
-		return fmt.Errorf("fetch %s: the download (over %d bytes) exceeds %s", shown, o.Space, o.SpaceName)
+		return v, fmt.Errorf("fetch %s: the download (over %d bytes) exceeds %s", shown, o.Space, o.SpaceName)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); want != "" && got != want {
-		return fmt.Errorf("fetch %s: sha256 mismatch: got %s, want %s", shown, got, want)
+		return v, fmt.Errorf("fetch %s: sha256 mismatch: got %s, want %s", shown, got, want)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return err
+		return v, err
 	}
 	un := unpacker{dir: dir, budget: limit}
 	if o.Space > 0 && o.Space-n < limit {
 		un.budget, un.space = o.Space-n, o.SpaceName
 	}
 	if err := un.unpack(tmp, n, path.Base(u.Path)); err != nil {
-		return fmt.Errorf("fetch %s: unpack: %w", shown, err)
+		return v, fmt.Errorf("fetch %s: unpack: %w", shown, err)
 	}
-	return nil
+	return v, nil
 }
 
 // unpacker writes entries under dir while budget (bytes) lasts; space, when set, names the

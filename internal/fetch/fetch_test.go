@@ -8,12 +8,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 type entry struct {
@@ -200,4 +203,67 @@ func TestFetchWithinTheSpaceOfItsVolume(t *testing.T) {
 	if err := Fetch(context.Background(), srv.URL+"/a.tar", t.TempDir(), Options{Space: int64(len(archive)) + 5000, SpaceName: name}); err != nil {
 		t.Errorf("archive and its files fit: %v", err)
 	}
+}
+
+// Issue 51: a conditional fetch of an unchanged file (If-None-Match with its ETag, or
+// If-Modified-Since with its Last-Modified) is ErrNotModified with nothing downloaded or
+// written; a changed file is downloaded with its new validators.
+func TestConditionalFetchOfAnUnchangedFile(t *testing.T) {
+	body := tarOf(t, true, entry{name: "a.md", body: "# A\n"})
+	etag := `"v1"`
+	modified := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	var full atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", etag)
+		rec := &statusRecorder{ResponseWriter: w}
+		http.ServeContent(rec, r, "archief.tar.gz", modified, bytes.NewReader(body))
+		if rec.status == http.StatusOK {
+			full.Add(1)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	v, err := FetchValidated(context.Background(), srv.URL+"/archief.tar.gz", dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.ETag != etag || v.LastModified != modified.Format(http.TimeFormat) {
+		t.Errorf("validators %+v, want ETag %s and Last-Modified %s", v, etag, modified.Format(http.TimeFormat))
+	}
+	for _, o := range []Options{{IfNoneMatch: v.ETag}, {IfModifiedSince: v.LastModified}} {
+		again := filepath.Join(t.TempDir(), "again")
+		_, err := FetchValidated(context.Background(), srv.URL+"/archief.tar.gz", again, o)
+		if !errors.Is(err, ErrNotModified) {
+			t.Errorf("conditional fetch %+v of an unchanged file: err %v, want ErrNotModified", o, err)
+		}
+		if entries, _ := os.ReadDir(again); len(entries) != 0 {
+			t.Errorf("conditional fetch %+v wrote %d entries", o, len(entries))
+		}
+	}
+	if n := full.Load(); n != 1 {
+		t.Errorf("%d full downloads, want 1", n)
+	}
+	etag = `"v2"`
+	v2, err := FetchValidated(context.Background(), srv.URL+"/archief.tar.gz", t.TempDir(), Options{IfNoneMatch: v.ETag})
+	if err != nil || v2.ETag != `"v2"` || full.Load() != 2 {
+		t.Errorf("conditional fetch of a changed file: %+v, err %v, %d downloads; want it downloaded with ETag \"v2\"", v2, err, full.Load())
+	}
+}
+
+// statusRecorder keeps the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(p)
 }

@@ -63,6 +63,10 @@ const (
 	// EnvPlanSHA256 holds the hex SHA-256 of the plan the Job was created for; a worker whose
 	// plan file hashes otherwise refuses to run (see [Read]).
 	EnvPlanSHA256 = "RAGOPS_PLAN_SHA256"
+	// EnvJobUID holds the UID of the worker's Job (from its pod's
+	// batch.kubernetes.io/controller-uid label): the shards of an embed Job of an HTTP source
+	// share one download under it (package pipeline/stage).
+	EnvJobUID = "RAGOPS_JOB_UID"
 	// EnvScratchBytes holds the size limit, in bytes, of the worker's scratch volume
 	// (ScratchVolume at /tmp): a fetch that would exceed it fails naming the volume and limit.
 	EnvScratchBytes = "RAGOPS_SCRATCH_BYTES"
@@ -127,6 +131,10 @@ type Scan struct {
 	Namespace string `json:"namespace"`
 	Corpus    string `json:"corpus"`
 	Source    Source `json:"source"`
+	// Previous is the Corpus's last recorded scan of an HTTP source, with its validators:
+	// the scan asks the server whether the archive changed since and, when it did not (and
+	// was listed with the same Selection), returns these figures without downloading it.
+	Previous *ScanResult `json:"previous,omitempty"`
 }
 
 // ScanResult is the termination message of a scan pod.
@@ -137,7 +145,23 @@ type ScanResult struct {
 	Skipped   map[string]int64 `json:"skipped,omitempty"`
 	// Commit is the Git commit listed (Git sources only).
 	Commit string `json:"commit,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// HTTP holds the validators of the archive listed (HTTP sources whose server sent any).
+	HTTP  *ragopsv1alpha1.HTTPValidator `json:"http,omitempty"`
+	Error string                        `json:"error,omitempty"`
+}
+
+// Selection returns a hash (16 hex digits of SHA-256) of the settings that decide which
+// documents a listing of s holds: an HTTP source's URL and checksum, the format, include and
+// exclude globs and maxDocumentBytes. Two scans with the same Selection of an unchanged
+// archive list the same documents.
+func (s Source) Selection() string {
+	var url, sum string
+	if s.HTTP != nil {
+		url, sum = s.HTTP.URL, s.HTTP.SHA256
+	}
+	raw, _ := json.Marshal([]any{url, sum, s.Format, s.Include, s.Exclude, s.MaxDocumentBytes}) // strings and numbers: no error
+	h := sha256.Sum256(raw)
+	return hex.EncodeToString(h[:8])
 }
 
 // Build asks `ragops embed` to chunk, embed and write one shard of a corpus into a revision

@@ -54,6 +54,7 @@ func Estimate(in EstimateInputs, d Defaults) *Workload {
 		Revision: c.Status.Revision, Args: []string{"estimate"}, Image: d.Image, Shards: 1}
 	var src plan.Source
 	w.MountCorpus(c, &src)
+	pinGit(c, &src)
 	p := plan.Estimate{Version: plan.Version, Namespace: exp.Namespace, Experiment: exp.Name, Source: src,
 		Seed: exp.Spec.Algorithm.Seed, Fraction: in.Fraction, MinDocuments: in.MinDocuments}
 	// The sample comes from (and goes to) the Corpus's extraction cache in the trials' Weaviate.

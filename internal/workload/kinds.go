@@ -48,13 +48,21 @@ func ScanJobName(c *ragopsv1alpha1.Corpus, trigger string) string {
 }
 
 // Scan returns the scan Job of a Corpus (ScanJobName of trigger): it lists the source and
-// reports the documents, their revision and the skipped ones.
+// reports the documents, their revision and the skipped ones. The plan of an HTTP Corpus
+// carries its last recorded scan (status figures and status.http), so that an archive the
+// server reports unchanged is not downloaded.
 func Scan(c *ragopsv1alpha1.Corpus, trigger string, d Defaults) *Workload {
 	w := &Workload{Owner: c, Name: ScanJobName(c, trigger), Component: ComponentScan, Deadline: d.Deadline,
 		Revision: strconv.FormatInt(c.Generation, 10), Args: []string{"scan"}, Image: d.Image}
 	var src plan.Source
 	w.MountCorpus(c, &src)
-	w.Plan = plan.Scan{Version: plan.Version, Namespace: c.Namespace, Corpus: c.Name, Source: src}
+	p := plan.Scan{Version: plan.Version, Namespace: c.Namespace, Corpus: c.Name, Source: src}
+	if c.Spec.HTTP != nil && c.Status.HTTP != nil && c.Status.Revision != "" {
+		// An archive that has not changed since is not downloaded again (pipeline/scan).
+		p.Previous = &plan.ScanResult{Documents: c.Status.Documents, Bytes: c.Status.Bytes, Revision: c.Status.Revision,
+			Skipped: c.Status.Skipped, HTTP: c.Status.HTTP.DeepCopy()}
+	}
+	w.Plan = p
 	return w
 }
 
@@ -130,12 +138,8 @@ func Embed(in EmbedInputs, d Defaults) *Workload {
 		Args: []string{"embed"}, Template: e.Template, Image: d.Image, Shards: max(e.Shards, 1), GPU: e.Device == ragopsv1alpha1.DeviceCUDA}
 	var src plan.Source
 	w.MountCorpus(in.Corpus, &src)
-	if g := in.Corpus.Spec.Git; g != nil && in.Corpus.Status.Commit != "" {
-		// Embed the commit the Corpus counted, not wherever the branch is now.
-		pinned := *g
-		pinned.Ref = in.Corpus.Status.Commit
-		src.Git = &pinned
-	}
+	pinGit(in.Corpus, &src)
+	w.shareHTTPDownload(in.Corpus)
 	if in.Incremental {
 		w.Annotations = map[string]string{AnnotationCorpusRevision: in.Corpus.Status.Revision,
 			AnnotationSyncAttempt: strconv.Itoa(int(rev.SyncAttempt))}

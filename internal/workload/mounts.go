@@ -113,6 +113,32 @@ func (w *Workload) MountCorpus(c *ragopsv1alpha1.Corpus, src *plan.Source) {
 	}
 }
 
+// pinGit makes a Git source read the commit the Corpus's last scan counted (status.commit),
+// not wherever its ref is now: builds, syncs and estimates read what the scan listed, and a
+// commit is what a partial clone fetches at depth 1 (corpus.fetchGit). Other sources, and a
+// Corpus not scanned yet, are left as they are.
+func pinGit(c *ragopsv1alpha1.Corpus, src *plan.Source) {
+	if g := c.Spec.Git; g != nil && c.Status.Commit != "" {
+		pinned := *g
+		pinned.Ref = c.Status.Commit
+		src.Git = &pinned
+	}
+}
+
+// JobUIDLabel is the label the Job controller puts on its pods: the Job's UID.
+const JobUIDLabel = "batch.kubernetes.io/controller-uid"
+
+// shareHTTPDownload gives the shards of an embed Job of an HTTP Corpus their Job's UID in
+// plan.EnvJobUID (from the pod's JobUIDLabel), under which they share one download of the
+// archive (package pipeline/stage); one shard has nothing to share.
+func (w *Workload) shareHTTPDownload(c *ragopsv1alpha1.Corpus) {
+	if c.Spec.HTTP == nil || w.Shards < 2 {
+		return
+	}
+	w.Env = append(w.Env, corev1.EnvVar{Name: plan.EnvJobUID, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['" + JobUIDLabel + "']"}}})
+}
+
 // MountS3Identity gives the workload the credentials source of an S3 web identity: a
 // projected ServiceAccount token bound to the identity's audience and expiry, mounted
 // read-only at plan.S3IdentityDir, its path in $RAGOPS_S3_WEB_IDENTITY_TOKEN_FILE. The pod

@@ -27,6 +27,7 @@ import (
 	"github.com/ragops/ragops/pipeline/docmeta"
 	"github.com/ragops/ragops/pipeline/extractcache"
 	"github.com/ragops/ragops/pipeline/progress"
+	"github.com/ragops/ragops/pipeline/stage"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/formats"
 	"github.com/ragops/ragops/reader/ocr"
@@ -62,6 +63,8 @@ type Options struct {
 	beforeSync func()
 	// opened, set by tests, receives the store once it is open.
 	opened func(*vectorstore.Store)
+	// stageWait, set by tests, bounds a shard's wait for shard 0's stage of an HTTP source.
+	stageWait time.Duration
 }
 
 // ReadersError is a document reader that could not start (PDFium failed to load, say): no
@@ -307,11 +310,18 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	if p.Incremental {
 		fetch.Unchanged = func(id, listing string) (string, bool) {
 			r, ok := b.records[id]
-			if !ok || !r.Complete || r.Listing == "" || r.Listing != listing {
+			if !ok || !r.Complete || r.Listing == "" || r.Listing != listing || !b.skipsBytes(r) {
 				return "", false
 			}
 			return r.Hash, true
 		}
+	}
+	if st := b.httpStage(); st != nil {
+		fetch.HTTP = st.Fetch
+	}
+	if p.Source.Git != nil && cache != nil {
+		// A shard learns its unchanged Git documents' hashes without their blobs.
+		fetch.GitIndex = gitIndex{store: cache, log: b.log}
 	}
 	src, err := corpus.OpenWith(ctx, p.Source, os.TempDir(), b.readers, fetch)
 	if err != nil {
@@ -477,6 +487,14 @@ func (b *shardBuild) updateRecords(ctx context.Context, ids []string, set func(*
 		recs = append(recs, r)
 	}
 	return b.putRecords(ctx, recs)
+}
+
+// skipsBytes reports whether a sync may leave the bytes of a document with complete record
+// r unfetched when its listing shows them unchanged: not when its chunks hold other access
+// groups (regrouping reads its metadata), nor when a declared field reads the format
+// reader's fields (a metadata-only change then reads the document). Those are downloaded.
+func (b *shardBuild) skipsBytes(r vectorstore.ManifestRecord) bool {
+	return r.AccessKey == b.accessKey && !b.fields.NeedsReader()
 }
 
 // putRecords writes manifest records, manifestBatch a request.
@@ -1000,7 +1018,7 @@ func (b *shardBuild) collectCache(ctx context.Context) error {
 				b.log.Warn("extraction cache not collected: the corpus was not listed whole")
 			}
 		}
-		return !whole || live[group]
+		return !whole || live[group] || stage.IsStage(group) // a stage is collected by its own rules
 	}
 	n, err := extractcache.Weaviate(b.store, b.p.ExtractionCache).Collect(ctx, keep)
 	if err != nil {

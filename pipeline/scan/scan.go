@@ -4,8 +4,10 @@ package scan
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/internal/plan"
 )
@@ -14,7 +16,28 @@ import (
 // documents skipped by reason. An S3 source is listed, not downloaded (BEIR files aside): its
 // revision comes from the objects' keys, ETags and sizes (corpus.OpenOptions.Listing).
 func Run(ctx context.Context, log *slog.Logger, src plan.Source, workDir string) (plan.ScanResult, error) {
-	s, err := corpus.OpenWith(ctx, src, workDir, nil, corpus.OpenOptions{Listing: true})
+	return RunAfter(ctx, log, src, nil, workDir)
+}
+
+// RunAfter runs a scan as Run does after the scan previous (nil: none; plan.Scan.Previous).
+// An HTTP source is downloaded only when it changed: a previous scan with validators (ETag,
+// Last-Modified) and the source's Selection makes the download conditional, and an archive
+// the server answers 304 Not Modified for keeps previous's figures. The result carries the
+// validators of what it downloaded (HTTP sources).
+func RunAfter(ctx context.Context, log *slog.Logger, src plan.Source, previous *plan.ScanResult, workDir string) (plan.ScanResult, error) {
+	opts := corpus.OpenOptions{Listing: true}
+	selection := src.Selection()
+	if v := previousHTTP(src, previous, selection); v != nil {
+		opts.IfNoneMatch, opts.IfModifiedSince = v.ETag, v.LastModified
+	}
+	s, err := corpus.OpenWith(ctx, src, workDir, nil, opts)
+	if errors.Is(err, corpus.ErrNotModified) {
+		res := *previous
+		res.Error = ""
+		log.Info("scanned: the HTTP archive has not changed since the last scan, not downloaded", "documents", res.Documents,
+			"bytes", res.Bytes, "revision", res.Revision, "etag", opts.IfNoneMatch, "lastModified", opts.IfModifiedSince)
+		return res, nil
+	}
 	if err != nil {
 		return plan.ScanResult{}, err
 	}
@@ -37,6 +60,19 @@ func Run(ctx context.Context, log *slog.Logger, src plan.Source, workDir string)
 	res.Documents = int64(len(docs))
 	res.Revision = corpus.WithMetadata(corpus.Revision(docs), src.Metadata)
 	res.Commit = s.Commit()
+	if etag, modified := s.HTTPValidators(); src.HTTP != nil && (etag != "" || modified != "") {
+		res.HTTP = &ragopsv1alpha1.HTTPValidator{ETag: etag, LastModified: modified, Selection: selection}
+	}
 	log.Info("scanned", "root", s.Root(), "documents", res.Documents, "bytes", res.Bytes, "revision", res.Revision, "commit", res.Commit)
 	return res, nil
+}
+
+// previousHTTP returns the validators of previous when they can make src's download
+// conditional: an HTTP source, a recorded revision, and the same Selection.
+func previousHTTP(src plan.Source, previous *plan.ScanResult, selection string) *ragopsv1alpha1.HTTPValidator {
+	if src.HTTP == nil || previous == nil || previous.Revision == "" || previous.HTTP == nil ||
+		previous.HTTP.Selection != selection || previous.HTTP.ETag == "" && previous.HTTP.LastModified == "" {
+		return nil
+	}
+	return previous.HTTP
 }
