@@ -430,8 +430,10 @@ func (b *shardBuild) readStates(ctx context.Context) error {
 		if all, err = b.store.DocumentStates(ctx, p.Collection, 0, nil); err != nil {
 			return err
 		}
-		if metaHashes, err = b.store.DocumentMetaHashes(ctx, p.Collection, 0, nil); err != nil {
-			return err
+		if b.fields != nil { // the collection has PropMetaHash (EnsureProperties, in open)
+			if metaHashes, err = b.store.DocumentMetaHashes(ctx, p.Collection, 0, nil); err != nil {
+				return err
+			}
 		}
 		recs := make([]vectorstore.ManifestRecord, 0, len(all))
 		for id, st := range all {
