@@ -95,8 +95,8 @@ func protocol() string {
 
 // Start starts a span of ragops's tracer (the global provider's: a no-op while tracing is
 // off) as a child of ctx's span.
-func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return otel.Tracer(ScopeName).Start(ctx, name, trace.WithAttributes(attrs...))
+func Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	return otel.Tracer(ScopeName).Start(ctx, name, opts...)
 }
 
 // FromEnv returns ctx with the remote parent its process was given in TRACEPARENT and
