@@ -21,6 +21,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -76,10 +77,11 @@ func Setup(ctx context.Context, service string) (shutdown func(context.Context) 
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return noop, fmt.Errorf("trace resource: %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newDeferring(sdktrace.NewBatchSpanProcessor(exp))), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
+	on.Store(true)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	return tp.Shutdown, nil
+	return func(ctx context.Context) error { on.Store(false); return tp.Shutdown(ctx) }, nil
 }
 
 // protocol is the OTLP protocol for traces: the traces variable, the general one, else
@@ -156,4 +158,22 @@ func JobEnv(ctx context.Context) [][2]string {
 		env = append(env, [2]string{EnvTraceState, state})
 	}
 	return env
+}
+
+// Reconcile starts the deferred span of one reconcile of kind's object namespace/name
+// ("Index reconcile"): exported only when the reconcile did work (Keep: a status written, a
+// Job created) or failed. end ends it with the reconcile's error.
+func Reconcile(ctx context.Context, kind, namespace, name string) (_ context.Context, end func(error)) {
+	ctx, span := StartDeferred(ctx, kind+" reconcile", trace.WithAttributes(attribute.String("ragops.kind", kind),
+		attribute.String("ragops.namespace", namespace), attribute.String("ragops.name", name)))
+	return ctx, func(err error) { End(span, err) }
+}
+
+// End marks err (if any) on span and ends it.
+func End(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
