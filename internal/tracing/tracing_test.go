@@ -2,11 +2,15 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -142,5 +146,56 @@ func TestJobEnvCarriesParent(t *testing.T) {
 	remote := trace.SpanContextFromContext(FromEnv(context.Background()))
 	if !remote.IsRemote() || remote.TraceID() != span.SpanContext().TraceID() || remote.SpanID() != span.SpanContext().SpanID() {
 		t.Errorf("FromEnv(%s=%q) = %v, want the parent %v", EnvTraceParent, env[EnvTraceParent], remote, span.SpanContext())
+	}
+}
+
+// TestDeferredSpanKeptOnlyForWork: a deferred span (a reconcile's) and the spans under it are
+// exported together when one of them did work (Keep) or failed, and not at all otherwise (a
+// reconcile with nothing to do); spans outside deferred ones are exported as they end.
+func TestDeferredSpanKeptOnlyForWork(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newDeferring(sdktrace.NewSimpleSpanProcessor(exp))))
+	before := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(before) })
+	reconcile := func(work, fail bool) {
+		ctx, end := Reconcile(context.Background(), "Index", "ns", "idx")
+		for _, step := range []string{"resolveInputs", "reconcileBuild"} {
+			sctx, span := Start(ctx, step)
+			if work && step == "reconcileBuild" {
+				Keep(sctx, "job created")
+			}
+			span.End()
+		}
+		var err error
+		if fail {
+			err = errors.New("weaviate unreachable")
+		}
+		end(err)
+	}
+	names := func() []string {
+		var out []string
+		for _, s := range exp.GetSpans() {
+			out = append(out, s.Name)
+		}
+		exp.Reset()
+		return out
+	}
+	reconcile(false, false)
+	if got := names(); len(got) != 0 {
+		t.Errorf("a reconcile without work exported %v", got)
+	}
+	reconcile(true, false)
+	if got := strings.Join(names(), ","); got != "resolveInputs,reconcileBuild,Index reconcile" {
+		t.Errorf("a reconcile that created a Job exported %q, want its span and its steps", got)
+	}
+	reconcile(false, true)
+	if got := strings.Join(names(), ","); got != "resolveInputs,reconcileBuild,Index reconcile" {
+		t.Errorf("a failed reconcile exported %q, want its span and its steps", got)
+	}
+	_, span := Start(context.Background(), "build.shard")
+	span.End()
+	if got := names(); len(got) != 1 {
+		t.Errorf("a span outside reconciles exported %v, want it alone", got)
 	}
 }
