@@ -239,3 +239,13 @@ func enqueueReferrers(c client.Client, newList func() client.ObjectList, field s
 		return reqs
 	})
 }
+
+// otlpEnv is the manager's OTLP settings (tracing.JobEnv without a trace context) for the
+// model servers it runs, so their request spans go to the same backend; none while tracing is off.
+func otlpEnv() []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, kv := range tracing.JobEnv(context.Background()) {
+		env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+	}
+	return env
+}

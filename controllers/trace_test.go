@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/tracing"
@@ -31,7 +32,6 @@ func TestScanJobCarriesTheReconcileTrace(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", jaeger.OTLPHTTP)
-	before := otel.GetTracerProvider()
 	shutdown, err := tracing.Setup(context.Background(), "ragops-manager")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestScanJobCarriesTheReconcileTrace(t *testing.T) {
 		if !flushed {
 			flushed = true
 			_ = shutdown(context.Background())
-			otel.SetTracerProvider(before)
+			otel.SetTracerProvider(noop.NewTracerProvider())
 		}
 	}
 	t.Cleanup(flush)

@@ -12,6 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // otlpListener accepts TCP connections and reports each on the returned channel: a stand-in
@@ -49,8 +50,8 @@ func clearOTEL(t *testing.T) {
 // spans recorded and the provider installed.
 func traceSome(t *testing.T) (recording bool, provider trace.TracerProvider) {
 	t.Helper()
-	before := otel.GetTracerProvider()
-	t.Cleanup(func() { otel.SetTracerProvider(before) })
+	otel.SetTracerProvider(noop.NewTracerProvider()) // what a process starts with
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 	shutdown, err := Setup(context.Background(), "ragops-test")
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +124,7 @@ func TestJobEnvCarriesParent(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
 	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_always_on")
 	t.Setenv("OTEL_SERVICE_NAME", "ragops-manager")
-	before := otel.GetTracerProvider()
-	t.Cleanup(func() { otel.SetTracerProvider(before) })
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 	shutdown, err := Setup(context.Background(), "ragops-test")
 	if err != nil {
 		t.Fatal(err)
@@ -155,9 +155,8 @@ func TestJobEnvCarriesParent(t *testing.T) {
 func TestDeferredSpanKeptOnlyForWork(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newDeferring(sdktrace.NewSimpleSpanProcessor(exp))))
-	before := otel.GetTracerProvider()
 	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(before) })
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 	reconcile := func(work, fail bool) {
 		ctx, end := Reconcile(context.Background(), "Index", "ns", "idx")
 		for _, step := range []string{"resolveInputs", "reconcileBuild"} {

@@ -56,12 +56,11 @@ func BenchmarkTracingOverhead(b *testing.B) {
 		b.Setenv(k, "")
 	}
 	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", jaeger.OTLPHTTP)
-	before := otel.GetTracerProvider()
 	shutdown, err := tracing.Setup(context.Background(), "ragops-worker")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = shutdown(context.Background()); otel.SetTracerProvider(before) }()
+	defer func() { _ = shutdown(context.Background()); otel.SetTracerProvider(noop.NewTracerProvider()) }()
 	on := otel.GetTracerProvider()
 	off := noop.NewTracerProvider()
 

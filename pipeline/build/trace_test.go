@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/tracing"
@@ -72,8 +73,7 @@ func TestBuildTraceInJaeger(t *testing.T) {
 	}
 
 	// The pods' side, as cmd's runWorker does it.
-	before := otel.GetTracerProvider()
-	t.Cleanup(func() { otel.SetTracerProvider(before) })
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 	shutdown, err := tracing.Setup(ctx, "ragops-worker")
 	if err != nil {
 		t.Fatal(err)
