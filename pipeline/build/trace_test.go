@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -212,29 +213,43 @@ func TestBuildTraceInJaeger(t *testing.T) {
 	}
 }
 
-// logTree logs the span tree under s, one line a span, collapsing runs of the same
-// operation under one parent into one line with their count.
+// logTree logs the span tree under s, one line a span; three or more children of one name
+// are one line with their count, total time and summed figures.
 func logTree(t *testing.T, children map[string][]jaegertest.Span, s jaegertest.Span, depth int) {
 	t.Logf("%*s%s [%s] %.1f ms %s", 2*depth, "", s.OperationName, s.Service, float64(s.Duration)/1000, tagLine(s))
 	kids := children[s.SpanID]
 	sort.Slice(kids, func(i, j int) bool { return kids[i].StartTime < kids[j].StartTime })
-	for i := 0; i < len(kids); {
-		j := i
-		for j < len(kids) && kids[j].OperationName == kids[i].OperationName {
-			j++
+	byName := map[string][]jaegertest.Span{}
+	var order []string
+	for _, k := range kids {
+		if byName[k.OperationName] == nil {
+			order = append(order, k.OperationName)
 		}
-		if j-i > 2 {
-			var ms float64
-			for _, k := range kids[i:j] {
-				ms += float64(k.Duration) / 1000
-			}
-			t.Logf("%*s%s x%d, %.1f ms in all", 2*(depth+1), "", kids[i].OperationName, j-i, ms)
-		} else {
-			for _, k := range kids[i:j] {
+		byName[k.OperationName] = append(byName[k.OperationName], k)
+	}
+	for _, name := range order {
+		group := byName[name]
+		if len(group) < 3 {
+			for _, k := range group {
 				logTree(t, children, k, depth+1)
 			}
+			continue
 		}
-		i = j
+		var ms float64
+		sums := map[string]int64{}
+		for _, k := range group {
+			ms += float64(k.Duration) / 1000
+			for _, key := range []string{"documents", "chunks", "tokens", "bytes", "words"} {
+				sums[key] += k.Int("ragops." + key)
+			}
+		}
+		line := ""
+		for _, key := range []string{"documents", "chunks", "tokens", "bytes", "words"} {
+			if sums[key] > 0 {
+				line += fmt.Sprintf(" %s=%d", key, sums[key])
+			}
+		}
+		t.Logf("%*s%s x%d [%s] %.1f ms in all,%s", 2*(depth+1), "", name, len(group), group[0].Service, ms, line)
 	}
 }
 
