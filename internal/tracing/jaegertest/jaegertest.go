@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,7 +197,18 @@ func (s Span) Int(key string) int64 {
 // Trace returns the spans Jaeger holds of the trace id (32 hex digits), none when it has not
 // stored any yet.
 func (s *Server) Trace(ctx context.Context, id string) ([]Span, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Query+"/api/traces/"+id, nil)
+	return s.get(ctx, "/api/traces/"+id)
+}
+
+// Search returns the spans of the traces (at most 100) that have a span of service named
+// operation.
+func (s *Server) Search(ctx context.Context, service, operation string) ([]Span, error) {
+	return s.get(ctx, "/api/traces?limit=100&service="+url.QueryEscape(service)+"&operation="+url.QueryEscape(operation))
+}
+
+// get reads the traces of a query API path; none when it answers 404.
+func (s *Server) get(ctx context.Context, path string) ([]Span, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Query+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +221,7 @@ func (s *Server) Trace(ctx context.Context, id string) ([]Span, error) {
 		return nil, nil
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /api/traces/%s: %s", id, resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	var body struct {
 		Data []struct {
