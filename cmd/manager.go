@@ -3,6 +3,7 @@ package cmd
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/internal/tracing"
 )
 
 // Scheme holds the core, batch and ragops types the manager uses.
@@ -76,6 +78,12 @@ func newManagerCommand() *cobra.Command {
 				return err
 			}
 			ctx := ctrl.SetupSignalHandler()
+			// Reconcile spans over OTLP when OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set; the Jobs get the same settings.
+			shutdown, err := tracing.Setup(ctx, "ragops-manager")
+			if err != nil {
+				return err
+			}
+			defer flushTraces(shutdown, slog.Default())
 			if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{
 				WorkerImage: workerImage, ManagerNamespace: managerNamespace, ProgressInterval: progress, DriftInterval: drift, FinalizerTimeout: finalizerTimeout,
 				IndexConcurrency: indexConcurrency, WeaviateOutageWait: outageWait, JobStopTimeout: jobStopTimeout,

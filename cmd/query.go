@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/query"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -46,6 +48,11 @@ docs/querying.md.`,
 			if err != nil {
 				return err
 			}
+			shutdown, err := tracing.Setup(cmd.Context(), "ragops-query")
+			if err != nil {
+				return err
+			}
+			defer flushTraces(shutdown, slog.Default())
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(

@@ -6,8 +6,10 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/pipeline/scan"
 )
 
@@ -23,7 +25,12 @@ func newScanCommand() *cobra.Command {
 				if err := plan.Read(w.planPath, &p); err != nil {
 					return plan.ScanResult{}, err
 				}
-				return scan.RunAfter(ctx, log, p.Source, p.Previous, os.TempDir())
+				ctx, span := tracing.Start(ctx, "scan")
+				res, err := scan.RunAfter(ctx, log, p.Source, p.Previous, os.TempDir())
+				span.SetAttributes(attribute.Int64("ragops.documents", res.Documents), attribute.Int64("ragops.bytes", res.Bytes),
+					attribute.String("ragops.corpus_revision", res.Revision))
+				tracing.End(span, err)
+				return res, err
 			}, func(r *plan.ScanResult, err error) { r.Error = err.Error() })
 		},
 	}

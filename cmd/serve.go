@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragops/ragops/embedder"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/serving"
 )
 
@@ -34,13 +35,19 @@ readiness turns 503, in-flight requests complete, then the process exits.`,
 		RunE: func(*cobra.Command, []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			shutdown, err := tracing.Setup(ctx, "ragops-model-server")
+			if err != nil {
+				return err
+			}
+			defer flushTraces(shutdown, log)
 			cfg.Embedder.Device = embedder.Device(device)
 			cfg.Embedder.Precision = embedder.Precision(precision)
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return err
 			}
-			return serving.Run(ctx, ln, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+			return serving.Run(ctx, ln, cfg, log)
 		},
 	}
 	f := c.Flags()

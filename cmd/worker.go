@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/tracing"
 )
 
 // workerFlags are shared by the Job subcommands.
@@ -33,7 +34,13 @@ func runWorker[R any](w *workerFlags, fn func(ctx context.Context, log *slog.Log
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	res, err := fn(ctx, log)
+	// Spans go to the OTLP endpoint the manager forwarded, under the reconcile that made the Job.
+	shutdown, terr := tracing.Setup(ctx, "ragops-worker")
+	if terr != nil {
+		log.Warn("tracing off", "error", terr)
+	}
+	defer flushTraces(shutdown, log)
+	res, err := fn(tracing.FromEnv(ctx), log)
 	if err != nil {
 		withError(&res, err)
 	}
@@ -48,4 +55,13 @@ func runWorker[R any](w *workerFlags, fn func(ctx context.Context, log *slog.Log
 		return err
 	}
 	return nil
+}
+
+// flushTraces exports the spans still queued before the process exits, waiting at most 10 s.
+func flushTraces(shutdown func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := shutdown(ctx); err != nil {
+		log.Warn("traces not exported", "error", err)
+	}
 }

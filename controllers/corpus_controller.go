@@ -27,6 +27,7 @@ import (
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/internal/workload"
 )
 
@@ -80,6 +81,8 @@ func (r *CorpusReconciler) now() time.Time {
 
 // Reconcile syncs one Corpus.
 func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	ctx, endSpan := tracing.Reconcile(ctx, "Corpus", req.Namespace, req.Name)
+	defer func() { endSpan(retErr) }()
 	var c ragopsv1alpha1.Corpus
 	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
 		r.written.forget(req.NamespacedName)

@@ -26,6 +26,7 @@ import (
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/internal/workload"
 )
 
@@ -83,6 +84,8 @@ type evaluationState struct {
 // collect its result); reconcile.Summarize sets its conditions once from their merged
 // result, and the quality gauge follows QualityDropped.
 func (r *EvaluationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	ctx, endSpan := tracing.Reconcile(ctx, "Evaluation", req.Namespace, req.Name)
+	defer func() { endSpan(retErr) }()
 	var ev ragopsv1alpha1.Evaluation
 	if err := r.Get(ctx, req.NamespacedName, &ev); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -24,6 +24,7 @@ import (
 	"github.com/ragops/ragops/internal/conditions"
 	"github.com/ragops/ragops/internal/metrics"
 	"github.com/ragops/ragops/internal/reconcile"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -94,6 +95,8 @@ type indexState struct {
 // and Stalled from them once, before the status is patched once. A step's error ends the
 // reconcile (the work queue backs off) after its result is summarized like any other.
 func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	ctx, endSpan := tracing.Reconcile(ctx, "Index", req.Namespace, req.Name)
+	defer func() { endSpan(retErr) }()
 	var idx ragopsv1alpha1.Index
 	if err := r.Get(ctx, req.NamespacedName, &idx); err != nil {
 		if apierrors.IsNotFound(err) {

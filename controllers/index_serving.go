@@ -356,7 +356,7 @@ func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users 
 		Volumes: w.Volumes, Mounts: w.Mounts, Init: w.Init,
 		Device: string(device), Precision: string(precision), Replicas: max(sv.Replicas, 1),
 		Resources: sv.Resources, NodeSelector: sv.NodeSelector, Tolerations: sv.Tolerations,
-		ManagerNamespace: r.Options.ManagerNamespace,
+		ManagerNamespace: r.Options.ManagerNamespace, Env: otlpEnv(),
 		WeaviateNamespaces: slices.Sorted(func(yield func(string) bool) {
 			for ns := range weaviateNS {
 				if !yield(ns) {

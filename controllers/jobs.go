@@ -20,6 +20,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/internal/workload"
 )
 
@@ -107,6 +108,7 @@ func ensureJob(ctx context.Context, c client.Client, live client.Reader, w *work
 	} else if err != nil {
 		return nil, fmt.Errorf("create plan ConfigMap %s: %w", w.Name, err)
 	}
+	w.Trace = tracing.JobEnv(ctx) // the pods' spans are children of this reconcile's
 	j := w.Job()
 	ctr := &j.Spec.Template.Spec.Containers[0]
 	ctr.Env = append(ctr.Env, corev1.EnvVar{Name: plan.EnvPlanSHA256, Value: sum})
@@ -126,6 +128,7 @@ func ensureJob(ctx context.Context, c client.Client, live client.Reader, w *work
 	} else if err != nil {
 		return nil, fmt.Errorf("create Job %s: %w", w.Name, err)
 	}
+	tracing.Keep(ctx, "job created")
 	// The plan belongs to its Job too: the garbage collector removes it with the Job, however
 	// the Job goes.
 	if err := controllerutil.SetOwnerReference(j, cm, c.Scheme()); err == nil {
@@ -235,4 +238,14 @@ func enqueueReferrers(c client.Client, newList func() client.ObjectList, field s
 		}
 		return reqs
 	})
+}
+
+// otlpEnv is the manager's OTLP settings (tracing.JobEnv without a trace context) for the
+// model servers it runs, so their request spans go to the same backend; none while tracing is off.
+func otlpEnv() []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, kv := range tracing.JobEnv(context.Background()) {
+		env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+	}
+	return env
 }

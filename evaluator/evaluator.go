@@ -27,10 +27,14 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ragops/ragops/evaluator/beir"
 	"github.com/ragops/ragops/evaluator/metrics"
 	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/evaluator/stats"
+	"github.com/ragops/ragops/internal/tracing"
 )
 
 // DatasetSource says where the BEIR data set lives; set exactly one of Dir, FS, ConfigMap
@@ -220,7 +224,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Reranker != nil && !returnsText(cfg.Retriever) {
 		opts.Texts = beir.TextsAll
 	}
-	ds, err := loadDataset(ctx, cfg.Dataset, opts)
+	lctx, span := tracing.Start(ctx, "evaluator.load", trace.WithAttributes(attribute.String("ragops.dataset", cfg.Dataset.Name)))
+	ds, err := loadDataset(lctx, cfg.Dataset, opts)
+	tracing.End(span, err)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -229,6 +235,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		queries = queries[:cfg.MaxQueries]
 	}
 
+	qctx, span := tracing.Start(ctx, "evaluator.queries", trace.WithAttributes(attribute.Int("ragops.queries", len(queries)),
+		attribute.String("ragops.mode", string(cfg.Mode))))
 	runs := make([]QueryRun, len(queries))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -237,7 +245,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				runs[i] = runQuery(ctx, &cfg, ds, queries[i], maxK)
+				runs[i] = runQuery(qctx, &cfg, ds, queries[i], maxK)
 			}
 		}()
 	}
@@ -249,6 +257,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	close(jobs)
 	wg.Wait()
+	tracing.End(span, ctx.Err())
 	if err := ctx.Err(); err != nil {
 		return Summary{}, fmt.Errorf("evaluator: %w", err)
 	}

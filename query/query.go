@@ -17,10 +17,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -126,7 +129,10 @@ type Request struct {
 //
 // Errors: an empty text or K < 1; no alias (the Index has no active revision yet); a dense or
 // hybrid query on a collection without a model server wired; Weaviate's errors.
-func Run(ctx context.Context, s *vectorstore.Store, alias string, req Request) ([]vectorstore.Hit, error) {
+func Run(ctx context.Context, s *vectorstore.Store, alias string, req Request) (hits []vectorstore.Hit, err error) {
+	ctx, span := tracing.Start(ctx, "query", trace.WithAttributes(attribute.String("ragops.alias", alias),
+		attribute.String("ragops.mode", string(req.Mode)), attribute.Int("ragops.k", req.K)))
+	defer func() { span.SetAttributes(attribute.Int("ragops.hits", len(hits))); tracing.End(span, err) }()
 	if strings.TrimSpace(req.Text) == "" || req.K < 1 {
 		return nil, fmt.Errorf("query: want a non-empty text and k >= 1, have %q and %d", req.Text, req.K)
 	}
@@ -162,7 +168,11 @@ func Run(ctx context.Context, s *vectorstore.Store, alias string, req Request) (
 	default:
 		return nil, fmt.Errorf("query: mode %q: want %s, %s or %s", req.Mode, vectorstore.ModeDense, vectorstore.ModeBM25, vectorstore.ModeHybrid)
 	}
-	return s.Search(ctx, alias, q)
+	// A dense or hybrid query is embedded by Weaviate, through the revision's model server.
+	ctx, search := tracing.Start(ctx, "query.search", trace.WithAttributes(attribute.Bool("ragops.embed_text", q.EmbedText)))
+	hits, err = s.Search(ctx, alias, q)
+	tracing.End(search, err)
+	return hits, err
 }
 
 // ownProperties are the chunk properties ragops itself writes; the others are metadata.

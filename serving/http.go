@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ragops/ragops/embedder"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/serving/specs"
 )
 
@@ -81,7 +82,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	inst := func(name string, h http.HandlerFunc) http.Handler {
 		obs := s.metrics.duration.MustCurryWith(prometheus.Labels{"handler": name})
-		return promhttp.InstrumentHandlerDuration(obs, h)
+		return tracing.Handler(name, promhttp.InstrumentHandlerDuration(obs, h))
 	}
 	vectors := inst("vectors", func(w http.ResponseWriter, r *http.Request) { s.handleVectors(w, r, 0, false) })
 	mux.Handle("POST /vectors", vectors)

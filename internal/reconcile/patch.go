@@ -19,6 +19,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/metrics"
+	"github.com/ragops/ragops/internal/tracing"
 )
 
 // Object is a ragops resource with conditions.
@@ -83,6 +84,7 @@ func (p *StatusPatcher) Patch(ctx context.Context, c client.Client, rec events.E
 		return err
 	}
 	p.emitTransitions(rec, obj, *p.before.GetConditions(), *obj.GetConditions())
+	tracing.Keep(ctx, "status")
 	return nil
 }
 

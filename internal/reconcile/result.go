@@ -7,8 +7,14 @@ package reconcile
 
 import (
 	"context"
+	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +22,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/conditions"
+	"github.com/ragops/ragops/internal/tracing"
 )
 
 // Result is what one step of a reconcile decided: whether the later steps run, when to look
@@ -132,7 +139,7 @@ type Step[S any] func(context.Context, S) (Result, error)
 func Run[S any](ctx context.Context, st S, steps ...Step[S]) (Result, error) {
 	var merged Result
 	for _, step := range steps {
-		res, err := step(ctx, st)
+		res, err := traceStep(ctx, st, step)
 		merged = merged.Merge(res)
 		if err != nil || res.Stop {
 			return merged, err
@@ -179,4 +186,22 @@ func Summarize(obj conditions.Getter, res Result) ctrl.Result {
 		}
 	}
 	return ctrl.Result{RequeueAfter: res.RequeueAfter}
+}
+
+// traceStep runs step in a span named after its function when ctx's span records (a traced
+// reconcile, tracing.Reconcile), with the outcome it decided.
+func traceStep[S any](ctx context.Context, st S, step Step[S]) (Result, error) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return step(ctx, st)
+	}
+	name := runtime.FuncForPC(reflect.ValueOf(step).Pointer()).Name()
+	name = strings.TrimSuffix(name[strings.LastIndex(name, ".")+1:], "-fm")
+	ctx, span := tracing.Start(ctx, name)
+	res, err := step(ctx, st)
+	if res.Reason != "" {
+		span.SetAttributes(attribute.String("ragops.reason", res.Reason))
+	}
+	span.SetAttributes(attribute.Bool("ragops.stop", res.Stop))
+	tracing.End(span, err)
+	return res, err
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/tracing"
 )
 
 // Labels on everything ragops creates.
@@ -96,6 +98,10 @@ type Workload struct {
 	Deadline time.Duration
 	// Annotations go on the Job.
 	Annotations map[string]string
+	// Trace is the worker's tracing environment (tracing.JobEnv: the OTLP settings and the
+	// TRACEPARENT of the reconcile that made the Job), set on the container; its TRACEPARENT
+	// is also the Job's tracing.AnnotationTraceParent. None while tracing is off.
+	Trace [][2]string
 	// fetched is the room, in bytes, the remote sources the worker fetches into /tmp need
 	// (see Fetches); the scratch volume's size limit is ScratchBase more.
 	fetched int64
@@ -190,13 +196,24 @@ func (w *Workload) Job() *batchv1.Job {
 		{Name: plan.ScratchVolume, MountPath: "/tmp"},
 	}, w.Mounts...)
 	env := append(slices.Clone(w.Env), corev1.EnvVar{Name: plan.EnvScratchBytes, Value: strconv.FormatInt(w.ScratchLimit().Value(), 10)})
+	annotations := w.Annotations
+	for _, kv := range w.Trace {
+		env = append(env, corev1.EnvVar{Name: kv[0], Value: kv[1]})
+		if kv[0] == tracing.EnvTraceParent {
+			annotations = maps.Clone(annotations)
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[tracing.AnnotationTraceParent] = kv[1]
+		}
+	}
 	shards := max(w.Shards, 1)
 	backoff := t.BackoffLimit
 	if backoff == nil {
 		backoff = ptr.To(DefaultBackoffLimit)
 	}
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.Owner.GetNamespace(), Name: w.Name, Labels: w.Labels(), Annotations: w.Annotations},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.Owner.GetNamespace(), Name: w.Name, Labels: w.Labels(), Annotations: annotations},
 		Spec: batchv1.JobSpec{
 			Completions:           ptr.To(shards),
 			Parallelism:           ptr.To(shards),

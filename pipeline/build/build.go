@@ -18,7 +18,6 @@ import (
 	"github.com/ragops/ragops/access"
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/chunkers"
-	"github.com/ragops/ragops/chunkers/docchunk"
 	"github.com/ragops/ragops/chunkers/registry"
 	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/embedder"
@@ -117,11 +116,15 @@ func (l *lazyReaders) Read(ctx context.Context, data []byte) (reader.Document, e
 // deletes none of the shard's documents it did not see, and counts them in Kept (the
 // deletions wait for a sync that reads every container). Errors: the model,
 // Weaviate or the corpus source fail, or the readers cannot start (*ReadersError).
-func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (plan.BuildResult, error) {
+func Run(ctx context.Context, log *slog.Logger, p plan.Build, o Options) (res plan.BuildResult, err error) {
 	b := &shardBuild{log: log, p: p, o: o, start: time.Now(), res: plan.BuildResult{Shard: o.Shard, Skipped: map[string]int64{}},
 		seen: map[string]bool{}, emptied: map[string]bool{}, wrote: map[string]bool{}}
+	ctx, span := startShard(ctx, p, o.Shard)
+	defer func() { endShard(span, res, err) }()
 	defer b.close()
-	for _, step := range []func(context.Context) error{b.open, b.planShard, b.syncDocuments, b.regroupAccess, b.removeStale, b.collectCache} {
+	for _, step := range []func(context.Context) error{traced("build.open", b.open), traced("build.plan", b.planShard),
+		traced("build.sync", b.syncDocuments), traced("build.regroup", b.regroupAccess), traced("build.removeStale", b.removeStale),
+		traced("build.collectCache", b.collectCache)} {
 		if err := step(ctx); err != nil {
 			return b.res, err
 		}
@@ -538,6 +541,9 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	err := b.src.WalkChanged(wctx, b.mine, need, func(d corpus.Document) error {
 		b.readTime += time.Since(b.visited)
 		defer func() { b.visited = time.Now() }()
+		if d.Read {
+			readSpan(ctx, b.visited, d.ID, d.Size, "")
+		}
 		return b.document(ctx, d)
 	}, func(sk corpus.Skipped) {
 		b.readTime += time.Since(b.visited)
@@ -550,6 +556,7 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 			cancel()
 			return
 		}
+		readSpan(ctx, b.visited, sk.ID, 0, sk.Reason)
 		b.skipped(sk)
 	})
 	b.readTime += time.Since(b.visited)
@@ -708,7 +715,7 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		return nil
 	}
 	chunkStart := time.Now()
-	chunks, err := docchunk.Chunk(ctx, b.chunker, d.Doc)
+	chunks, err := b.chunk(ctx, d)
 	b.chunkTime += time.Since(chunkStart)
 	if err != nil {
 		res.Skipped["ChunkingFailed"]++
@@ -770,7 +777,7 @@ func (b *shardBuild) skipped(sk corpus.Skipped) {
 // flush embeds the pending documents together and writes their chunks: new documents in one
 // upsert, the documents the collection already had (or all in a sync) replaced whole
 // together (vectorstore.Store.ReplaceDocuments: one upsert, one batched delete).
-func (b *shardBuild) flush(ctx context.Context) error {
+func (b *shardBuild) flush(ctx context.Context) (err error) {
 	if len(b.pending) == 0 {
 		return nil
 	}
@@ -779,7 +786,7 @@ func (b *shardBuild) flush(ctx context.Context) error {
 	for i, d := range b.pending {
 		docs[i] = embedder.Document{Text: d.Doc.Text, Chunks: b.pendingChunks[i]}
 	}
-	vecs, err := b.model.EmbedDocuments(ctx, docs, b.mode)
+	vecs, err := b.embed(ctx, docs)
 	if err != nil {
 		return err
 	}
@@ -787,6 +794,8 @@ func (b *shardBuild) flush(ctx context.Context) error {
 	replace := map[string][]vectorstore.Chunk{}
 	writeStart := time.Now()
 	defer func() { b.writeTime += time.Since(writeStart) }()
+	ctx, endWrite := b.writeSpan(ctx, len(docs))
+	defer func() { endWrite(err) }()
 	// The documents' manifest records go in incomplete before their chunks and complete after
 	// them: a shard stopped in between leaves records that make the next run write them again
 	// whole (replacing any partial chunks, whose IDs are deterministic: no duplicate).

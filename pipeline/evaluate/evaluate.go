@@ -21,12 +21,16 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/evaluator"
 	"github.com/ragops/ragops/evaluator/metrics"
 	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -55,8 +59,14 @@ func (q queryEncoder) EncodeQuery(ctx context.Context, text string) ([]float32, 
 // Run runs one evaluation plan and returns its result (the pod's termination message).
 // Errors: the plan's mode, fusion or dataset is invalid; the model or Weaviate fail; some
 // queries failed (evaluator.ErrQueriesFailed, with the metrics of the others in the result).
-func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (plan.EvaluateResult, error) {
-	var res plan.EvaluateResult
+func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (res plan.EvaluateResult, err error) {
+	ctx, span := tracing.Start(ctx, "evaluate", trace.WithAttributes(attribute.String("ragops.namespace", p.Namespace),
+		attribute.String("ragops.evaluation", p.Evaluation), attribute.String("ragops.revision", p.Revision),
+		attribute.String("ragops.collection", p.Collection), attribute.String("ragops.mode", string(p.Mode))))
+	defer func() {
+		span.SetAttributes(attribute.Int("ragops.queries", res.Queries))
+		tracing.End(span, err)
+	}()
 	cfg := evaluator.Config{
 		Split: p.Split, Cutoffs: p.K, MaxQueries: p.MaxQueries, OutDir: o.OutDir,
 		Alpha:  p.Alpha,

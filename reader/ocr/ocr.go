@@ -27,6 +27,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ragops/ragops/internal/tracing"
 )
 
 // Mode says which pages are read by OCR.
@@ -172,7 +178,9 @@ type Result struct {
 // Page recognises one page image; dpi is its resolution in pixels per inch, 0 when
 // unknown (Tesseract then estimates it from the text height). Errors: Tesseract failed,
 // ran past PageTimeout, or ctx ended.
-func (e *Engine) Page(ctx context.Context, img *image.Gray, dpi int) (Result, error) {
+func (e *Engine) Page(ctx context.Context, img *image.Gray, dpi int) (res Result, err error) {
+	ctx, span := tracing.Start(ctx, SpanPage, trace.WithAttributes(attribute.Int("ragops.dpi", dpi)))
+	defer func() { endPage(span, res, err) }()
 	first, err := e.run(ctx, img, dpi, 3)
 	if err != nil {
 		return Result{}, err
@@ -250,4 +258,18 @@ func PGM(img *image.Gray) []byte {
 		out = append(out, img.Pix[i:i+w]...)
 	}
 	return out
+}
+
+// SpanPage is the span of one page's recognition (Page).
+const SpanPage = "ocr.page"
+
+// endPage sets a page's words and confidence on its span, marks an error and ends it.
+func endPage(span trace.Span, res Result, err error) {
+	span.SetAttributes(attribute.Int("ragops.words", res.Words), attribute.Float64("ragops.confidence", res.Confidence),
+		attribute.Bool("ragops.second_pass", res.SecondPass))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
