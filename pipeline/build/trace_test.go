@@ -99,7 +99,7 @@ func TestBuildTraceInJaeger(t *testing.T) {
 	want, ocrPages := 1, int64(0)
 	for _, r := range results {
 		batches := (int(r.Documents) + embedBatchDocuments - 1) / embedBatchDocuments
-		want += 1 + 5 + 2*int(r.Documents) + 2*batches
+		want += 1 + 6 + 2*int(r.Documents) + 2*batches
 		if r.OCR != nil {
 			want += int(r.OCR.Pages)
 			ocrPages += r.OCR.Pages
