@@ -6,6 +6,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -78,6 +79,20 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 		// Recorded before revisions kept their strategy: it cannot be cut again.
 		r.syncs.leave(queued)
 		return true, reconcile.Proceed, nil
+	}
+	if rev.CorpusRevision == corpusRev {
+		// The steady state: the revision holds the Corpus's revision. Without a sync Job of
+		// the revision in the cache there is nothing to follow or delete, and nothing is
+		// created, so the API server is not asked (a Job the cache has not seen yet brings
+		// its own reconcile once it has: Owns).
+		jobs, err := r.revisionJobs(ctx, idx, rev.Name)
+		if err != nil {
+			return false, reconcile.Stop, err
+		}
+		if !slices.ContainsFunc(jobs, func(j batchv1.Job) bool { return j.Labels[workload.LabelJobKind] == workload.JobKindSync }) {
+			r.syncs.leave(queued)
+			return true, reconcile.Proceed, nil
+		}
 	}
 	current := workload.SyncJobName(idx, rev, corpusRev)
 	inflight, stopping, others, haveCurrent, err := r.syncInFlight(ctx, st, rev, current)
@@ -271,7 +286,8 @@ func syncBackoff(n int32) time.Duration {
 }
 
 // syncInFlight reads the sync Jobs of rev from the API server (a sync Job created moments
-// ago may not be in the cache yet, and missing it would start a second one beside it) and
+// ago may not be in the cache yet, and missing it would start a second one beside it; only
+// when rev lags the Corpus or the cache holds a sync Job of it, see syncRevision) and
 // returns the one to follow, if any: the oldest that runs, else a finished one (not failed)
 // whose corpus revision rev has not recorded, which is a result not read yet. stopping names
 // those being deleted, which may still write; others the remaining finished ones (results

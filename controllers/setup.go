@@ -17,8 +17,11 @@ import (
 	"context"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -190,7 +193,9 @@ const AnnotationSkipCleanup = "ragops.dev/skip-cleanup"
 
 // ScopeCache limits what the manager caches, so its memory does not grow with the cluster
 // and it holds no Secret data: Jobs and Pods only when ragops made them (label
-// app.kubernetes.io/managed-by=ragops, which the Job template gives its pods); Secrets,
+// app.kubernetes.io/managed-by=ragops, which the Job template gives its pods); Deployments,
+// Services, NetworkPolicies and PodDisruptionBudgets only when they are ragops's model
+// servers (managed-by=ragops and app.kubernetes.io/component=model-server); Secrets,
 // ConfigMaps and PersistentVolumeClaims are watched as metadata only (the reconcilers map
 // them to the objects that name them) and read from the API server when a reconcile needs
 // one. Call it on the options before ctrl.NewManager.
@@ -201,13 +206,19 @@ func ScopeCache(o *ctrl.Options) {
 	}
 	o.Cache.ByObject[&batchv1.Job{}] = ours
 	o.Cache.ByObject[&corev1.Pod{}] = ours
+	// Model server objects: only ragops's (ModelServerReconciler writes them once per change
+	// of a namespace's set; Index reconciles read them here, not from the API server).
+	servers := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer})}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}, &policyv1.PodDisruptionBudget{}} {
+		o.Cache.ByObject[obj] = servers
+	}
 	if o.Client.Cache == nil {
 		o.Client.Cache = &client.CacheOptions{}
 	}
 	o.Client.Cache.DisableFor = append(o.Client.Cache.DisableFor, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.PersistentVolumeClaim{})
 }
 
-// SetupWithManager registers the field indexes and all four reconcilers.
+// SetupWithManager registers the field indexes and the reconcilers.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	opts.defaults()
 	if opts.APIReader == nil {
@@ -274,6 +285,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return err
 	}
 	if err := (&IndexReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&ModelServerReconciler{Client: mgr.GetClient(), Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	for _, kind := range []string{"Secret", "ConfigMap"} {
