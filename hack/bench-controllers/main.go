@@ -339,6 +339,7 @@ func run(o options) error {
 		if res.apiTouchEnd, err = scrapeAPIServer(ctx, env.Config); err != nil {
 			return err
 		}
+		res.touchListWindow = time.Since(steadyTo)
 		res.touched = true
 	}
 	if o.sync {

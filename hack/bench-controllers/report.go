@@ -44,6 +44,7 @@ type result struct {
 	syncWall                                                            time.Duration
 	syncSample                                                          procSample
 	syncMaxRSS                                                          uint64
+	touchListWindow                                                     time.Duration // from apiSteadyEnd to apiTouchEnd
 }
 
 // listRate formats the kube-apiserver's LISTs between two scrapes over d.
@@ -191,7 +192,7 @@ func (r *result) markdown() string {
 		row("kube-apiserver LISTs during the steady window (uncached reads; informers only watch then)", listRate(r.apiSteadyStart, r.apiSteadyEnd, r.steady))
 	}
 	if r.touched && r.apiTouchEnd != nil {
-		row("kube-apiserver LISTs from the end of the steady window to the end of the touch round", listRate(r.apiSteadyEnd, r.apiTouchEnd, r.touchWall))
+		row("kube-apiserver LISTs from the end of the steady window to the end of the touch round", listRate(r.apiSteadyEnd, r.apiTouchEnd, r.touchListWindow))
 	}
 	if r.synced {
 		sh := r.syncEndMetrics.histogram("controller_runtime_reconcile_time_seconds", idx).minus(r.syncStartMetrics.histogram("controller_runtime_reconcile_time_seconds", idx))
