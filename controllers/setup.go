@@ -82,9 +82,9 @@ type Options struct {
 	// ModelServers reads the model hash a model server reports; nil means
 	// HTTPModelServerClient.
 	ModelServers ModelServerClient
-	// ModelServerGrace is how long a model server is kept after its creation even when no
-	// Index seems to need it: another Index's reconcile may have created it for a revision not
-	// yet in that Index's written status (default 1 minute).
+	// ModelServerGrace is how long a model server object is kept after its creation even
+	// when no Index seems to need it: the cached Indexes the ModelServerReconciler decides
+	// from may lag the status that made it needed (default 1 minute).
 	ModelServerGrace time.Duration
 	// APIReader reads from the API server, not the cache (the manager's GetAPIReader; set by
 	// SetupWithManager): it tells a Job ragops cannot see in its label-scoped cache from one
