@@ -250,12 +250,16 @@ func (r *ModelServerReconciler) ensureObject(ctx context.Context, desired, exist
 		d.Spec.ClusterIP, d.Spec.ClusterIPs = old.Spec.ClusterIP, old.Spec.ClusterIPs
 		d.Spec.IPFamilies, d.Spec.IPFamilyPolicy = old.Spec.IPFamilies, old.Spec.IPFamilyPolicy
 	case *appsv1.Deployment:
+		have := existing.(*appsv1.Deployment).Spec.Replicas
+		if ptr.Deref(have, 1) == ptr.Deref(d.Spec.Replicas, 1) {
+			break // whoever scales it, the replicas stay as they are
+		}
 		autoscaled, err := r.autoscaled(ctx, d.Namespace, d.Name)
 		if err != nil {
 			return err
 		}
 		if autoscaled {
-			d.Spec.Replicas = existing.(*appsv1.Deployment).Spec.Replicas
+			d.Spec.Replicas = have
 		}
 	}
 	return r.Update(ctx, desired)
@@ -265,7 +269,7 @@ func (r *ModelServerReconciler) ensureObject(ctx context.Context, desired, exist
 // Deployment name in ns: its replicas are then the autoscaler's. The autoscalers are listed
 // from the API server (Options.APIReader): the manager caches none (they are not ragops's,
 // and caching every autoscaler of the cluster would cost memory for a read made only when a
-// model server's Deployment is rewritten, which is once per change of the set).
+// model server's Deployment is rewritten with other replicas than it has).
 func (r *ModelServerReconciler) autoscaled(ctx context.Context, ns, name string) (bool, error) {
 	var hpas autoscalingv2.HorizontalPodAutoscalerList
 	if err := r.Options.reader(r.Client).List(ctx, &hpas, client.InNamespace(ns)); err != nil {
