@@ -26,11 +26,13 @@ package controllers
 //
 // Lifetime without owner references to Indexes: a server's objects are labelled
 // (componentModelServer) and carry no owner reference, so adding or deleting an Index
-// rewrites at most one annotation (annotationServerIndexes) instead of every object's owner
+// rewrites at most one annotation (AnnotationServerIndexes) instead of every object's owner
 // list. A server no Index needs any more (revisions pruned, model changed, serving disabled,
 // its last Index deleted) is deleted by the ModelServerReconciler, which also runs for every
 // namespace holding model server objects when the manager starts, so servers whose Indexes
 // went while no manager ran are collected too. Deleting the namespace deletes them as well.
+// Servers written by an older manager (an owner reference per Index) are rewritten once
+// without them: their content hash differs.
 
 import (
 	"context"
