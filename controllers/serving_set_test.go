@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
@@ -280,4 +281,25 @@ func TestDeletingEveryIndexDeletesTheModelServer(t *testing.T) {
 			return apierrors.IsNotFound(err), nil
 		})
 	}
+}
+
+// Issue 56: a model server whose Indexes went while no manager ran (labelled, no owner, no
+// Index in its namespace) is collected without any Index event: the manager reconciles every
+// namespace that holds model server objects.
+func TestModelServerWithoutIndexesIsCollected(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	labels := map[string]string{"app.kubernetes.io/managed-by": "ragops", "app.kubernetes.io/component": "model-server", "ragops.dev/model-server": "ragops-serve-0000000000"}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ragops-serve-0000000000", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "serve", Image: "ragops:test"}}},
+		}}}
+	if err := env.Client.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the Deployment no Index needs deleted", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &appsv1.Deployment{})
+		return apierrors.IsNotFound(err), nil
+	})
 }
