@@ -17,12 +17,22 @@ package controllers
 // Weaviate has the text2vec-transformers module) and index_serving_gate.go (which revision may
 // take the alias, status.serving and ServingReady).
 //
-// Lifetime without a finalizer: every object of a server carries an owner reference (not a
-// controller reference) to each Index that needs it, rewritten on every reconcile of any
-// Index in the namespace from the Indexes' kept revisions. A server no Index needs any more
-// (revisions pruned, model changed, serving disabled) is deleted by that reconcile; one whose
-// last Index is deleted is deleted by Kubernetes' garbage collector once its last owner is
-// gone. Reads go to the API server (Options.APIReader), so the manager caches no Deployments.
+// One set per namespace, written once per change: the ModelServerReconciler
+// (index_serving_set.go), keyed by namespace, computes the servers every Index there needs
+// from the cached Indexes whenever an Index's serving needs change, and writes only the
+// objects whose content hash (annotationSpecHash) differs from what the cache holds. An Index
+// reconcile only reads its servers from the manager's cache (label-scoped: ScopeCache), so it
+// issues no API LIST and no write to them, whatever the namespace's number of Indexes.
+//
+// Lifetime without owner references to Indexes: a server's objects are labelled
+// (componentModelServer) and carry no owner reference, so adding or deleting an Index
+// rewrites at most one annotation (AnnotationServerIndexes) instead of every object's owner
+// list. A server no Index needs any more (revisions pruned, model changed, serving disabled,
+// its last Index deleted) is deleted by the ModelServerReconciler, which also runs for every
+// namespace holding model server objects when the manager starts, so servers whose Indexes
+// went while no manager ran are collected too. Deleting the namespace deletes them as well.
+// Servers written by an older manager (an owner reference per Index) are rewritten once
+// without them: their content hash differs.
 
 import (
 	"context"
@@ -30,24 +40,15 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/reconcile"
-	"github.com/ragops/ragops/internal/workload"
-	"github.com/ragops/ragops/serving/specs"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;delete
@@ -91,6 +92,20 @@ const componentModelServer = "model-server"
 // annotationSpecHash on a model server object is the hash of what the controller last wrote;
 // an object whose hash differs from the desired one is updated.
 const annotationSpecHash = "ragops.dev/spec-hash"
+
+// Annotations of a model server Deployment that say whom it serves (written by the
+// ModelServerReconciler, read by Index reconciles for ServingSettingsApplied).
+const (
+	// AnnotationServerIndexes is the number of Indexes whose kept or desired revisions
+	// need the server (a decimal).
+	AnnotationServerIndexes = "ragops.dev/indexes"
+	// annotationSettingsFrom names the Index whose spec.serving settings the server runs
+	// (settingsFor's from).
+	annotationSettingsFrom = "ragops.dev/settings-from"
+	// annotationPrecisionOverride is the spec.serving.precision override the server applies
+	// ("" for none; settingsFor's precision).
+	annotationPrecisionOverride = "ragops.dev/precision-override"
+)
 
 // servingKey is what a model server serves: a model folder in the precision a revision was
 // embedded in; for an imagePath model, from the image the revision recorded (Image; empty
@@ -156,115 +171,51 @@ func servingNeeds(idx *ragopsv1alpha1.Index, desired, image string) map[string]s
 	return needs
 }
 
-// reconcileServing runs the model servers the namespace's Indexes need, deletes those none
-// needs, and reports the server of the revision behind the alias (of the desired revision
-// while none serves) in status.serving and the ServingReady condition. It never stops the
-// reconcile; while that server is not ready it looks again after ProgressInterval.
+// reconcileServing reports the model server of the revision behind the alias (of the desired
+// revision while none serves) in status.serving and the ServingReady condition, and in
+// ServingSettingsApplied whether the servers this Index needs run its spec.serving settings.
+// The servers themselves are written by the ModelServerReconciler, once per change of the
+// namespace's set; this step reads them from the manager's cache and issues no API LIST, so
+// its cost does not grow with the namespace's Indexes. It never stops the reconcile; while
+// that server is not ready it looks again after ProgressInterval.
 func (r *IndexReconciler) reconcileServing(ctx context.Context, st *indexState) (reconcile.Result, error) {
 	idx := st.idx
-	var list ragopsv1alpha1.IndexList
-	if err := r.List(ctx, &list, client.InNamespace(idx.Namespace)); err != nil {
-		return reconcile.Stop, err
+	res := r.servingStatus(ctx, st)
+	if !idx.Spec.Serving.ServingEnabled() {
+		return res.Remove(ragopsv1alpha1.ConditionServingSettingsApplied), nil
 	}
-	// Which Indexes need which servers: this one from its status in hand, the others as
-	// their last reconcile wrote it.
-	users := map[string][]*ragopsv1alpha1.Index{}
-	keys := map[string]servingKey{}
-	for i := range list.Items {
-		other := &list.Items[i]
-		if other.UID == idx.UID {
-			other = idx
+	var notes []string
+	for _, name := range slices.Sorted(maps.Keys(servingNeeds(idx, st.revision, r.Options.WorkerImage))) {
+		var dep appsv1.Deployment
+		if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: name}, &dep); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // not written yet: the ModelServerReconciler writes it once the revision is recorded
+			}
+			return reconcile.Stop, err
 		}
-		for name, k := range servingNeeds(other, other.Status.Revision, r.Options.WorkerImage) {
-			users[name] = append(users[name], other)
-			keys[name] = k
+		fromName, ok := dep.Annotations[annotationSettingsFrom]
+		if !ok {
+			continue // written by an older manager: the ModelServerReconciler rewrites it
 		}
-	}
-	reader := r.Options.reader(r.Client)
-	var deps appsv1.DeploymentList
-	if err := reader.List(ctx, &deps, client.InNamespace(idx.Namespace),
-		client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer}); err != nil {
-		return reconcile.Stop, err
-	}
-	names := map[string]bool{}
-	own := servingNeeds(idx, st.revision, r.Options.WorkerImage)
-	for name := range own {
-		names[name] = true
-	}
-	addressed := r.addressNeeds(idx, list.Items)
-	existing := map[string]*appsv1.Deployment{}
-	for i, d := range deps.Items {
-		existing[d.Name] = &deps.Items[i]
-		names[d.Name] = true
-		if len(users[d.Name]) == 0 && time.Since(d.CreationTimestamp.Time) > r.Options.ModelServerGrace {
-			if err := r.deleteServer(ctx, idx.Namespace, d.Name, addressed[d.Name]); err != nil {
+		from := idx
+		if fromName != idx.Name {
+			from = &ragopsv1alpha1.Index{}
+			if err := r.Get(ctx, client.ObjectKey{Namespace: idx.Namespace, Name: fromName}, from); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // deleted meanwhile: the server is being rewritten
+				}
 				return reconcile.Stop, err
 			}
-			log.FromContext(ctx).Info("model server deleted: no kept revision needs it", "deployment", d.Name, "serviceKept", addressed[d.Name])
-			delete(names, d.Name)
+		}
+		if note := settingsConflict(idx, from, ragopsv1alpha1.Precision(dep.Annotations[annotationPrecisionOverride])); note != "" {
+			notes = append(notes, fmt.Sprintf("model server %s: %s", name, note))
 		}
 	}
-	if r.Options.ModelServerURLs == ModelServerClusterIP {
-		// Services kept for their address that no kept revision needs any more.
-		var svcs corev1.ServiceList
-		if err := reader.List(ctx, &svcs, client.InNamespace(idx.Namespace),
-			client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer}); err != nil {
-			return reconcile.Stop, err
-		}
-		for _, svc := range svcs.Items {
-			if existing[svc.Name] == nil && len(users[svc.Name]) == 0 && !addressed[svc.Name] && time.Since(svc.CreationTimestamp.Time) > r.Options.ModelServerGrace {
-				if err := r.deleteServer(ctx, idx.Namespace, svc.Name, false); err != nil {
-					return reconcile.Stop, err
-				}
-			}
-		}
+	if len(notes) == 0 {
+		return res.Set(ragopsv1alpha1.ConditionServingSettingsApplied, metav1.ConditionTrue, ReasonOwnSettings, "the model servers run this Index's spec.serving settings"), nil
 	}
-	raced := false
-	for name := range names {
-		if len(users[name]) == 0 {
-			continue // created moments ago for a revision not yet recorded
-		}
-		err := r.ensureServer(ctx, keys[name], users[name], existing[name])
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			// The reconcile of another Index that shares the server wrote it meanwhile: the
-			// next look, on a fresh read, finds what it wrote.
-			log.FromContext(ctx).V(1).Info("model server written by another reconcile; looking again", "server", name, "error", err.Error())
-			raced = true
-			continue
-		}
-		if err != nil {
-			return reconcile.Stop, err
-		}
-	}
-	res := r.servingStatus(ctx, st)
-	if idx.Spec.Serving.ServingEnabled() {
-		var notes []string
-		for _, name := range slices.Sorted(maps.Keys(own)) {
-			if len(users[name]) == 0 {
-				continue
-			}
-			from, precision := settingsFor(users[name])
-			if note := settingsConflict(idx, from, precision); note != "" {
-				notes = append(notes, fmt.Sprintf("model server %s: %s", name, note))
-			}
-		}
-		if len(notes) == 0 {
-			res = res.Set(ragopsv1alpha1.ConditionServingSettingsApplied, metav1.ConditionTrue, ReasonOwnSettings, "the model servers run this Index's spec.serving settings")
-		} else {
-			res = res.Set(ragopsv1alpha1.ConditionServingSettingsApplied, metav1.ConditionFalse, ReasonSharedServerSettings, strings.Join(notes, "; "))
-		}
-	} else {
-		res = res.Remove(ragopsv1alpha1.ConditionServingSettingsApplied)
-	}
-	if raced && (res.RequeueAfter == 0 || res.RequeueAfter > reconcile.ConflictRequeue) {
-		res.RequeueAfter = reconcile.ConflictRequeue
-	}
-	return res, nil
+	return res.Set(ragopsv1alpha1.ConditionServingSettingsApplied, metav1.ConditionFalse, ReasonSharedServerSettings, strings.Join(notes, "; ")), nil
 }
-
-// annotationSetHash on a model server Deployment hashes all of the server's desired objects:
-// a Deployment that carries the desired one needs no further reads or writes.
-const annotationSetHash = "ragops.dev/set-hash"
 
 // settingsFor decides what a model server shared by users runs with: the replicas, device,
 // resources and scheduling of from, the oldest of them (by creation, then name), and a
@@ -322,170 +273,4 @@ func deviceOf(s ragopsv1alpha1.ServingSpec) ragopsv1alpha1.Device {
 		return ragopsv1alpha1.DeviceCPU
 	}
 	return s.Device
-}
-
-// ensureServer creates or updates a model server's objects, owned by every Index in users,
-// with the settings settingsFor decides. listed is the server's Deployment as listed (nil
-// when none).
-func (r *IndexReconciler) ensureServer(ctx context.Context, k servingKey, users []*ragopsv1alpha1.Index, listed *appsv1.Deployment) error {
-	first, override := settingsFor(users)
-	var owners []metav1.OwnerReference
-	weaviateNS := map[string]bool{}
-	for _, u := range users {
-		owners = append(owners, metav1.OwnerReference{APIVersion: ragopsv1alpha1.GroupVersion.String(), Kind: "Index", Name: u.Name, UID: u.UID})
-		if ns, ok := specs.WeaviateNamespace(u.Spec.Weaviate.URL, u.Namespace); ok {
-			weaviateNS[ns] = true
-		}
-	}
-	slices.SortFunc(owners, func(a, b metav1.OwnerReference) int { return strings.Compare(string(a.UID), string(b.UID)) })
-	image := r.Options.WorkerImage
-	if k.Image != "" {
-		image = k.Image // an imagePath model's folder is in the image its revisions were built from
-	}
-	w := &workload.Workload{Owner: first, Image: image}
-	modelDir := w.MountModel("model", plan.ModelDir, k.Model, w.Image)
-	sv := first.Spec.Serving
-	device, precision := deviceOf(sv), k.Precision
-	if override != "" {
-		precision = override
-	}
-	srv := specs.Server{
-		Name: k.name(), Namespace: first.Namespace,
-		Labels: map[string]string{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer},
-		Owners: owners, Image: image, ModelDir: modelDir,
-		Volumes: w.Volumes, Mounts: w.Mounts, Init: w.Init,
-		Device: string(device), Precision: string(precision), Replicas: max(sv.Replicas, 1),
-		Resources: sv.Resources, NodeSelector: sv.NodeSelector, Tolerations: sv.Tolerations,
-		ManagerNamespace: r.Options.ManagerNamespace, Env: otlpEnv(),
-		WeaviateNamespaces: slices.Sorted(func(yield func(string) bool) {
-			for ns := range weaviateNS {
-				if !yield(ns) {
-					return
-				}
-			}
-		}),
-	}
-	dep := srv.Deployment()
-	workload.RestrictPod(&dep.Spec.Template.Spec)
-	objs := []client.Object{srv.Service(), srv.NetworkPolicy()}
-	pdb := srv.PodDisruptionBudget()
-	if pdb != nil {
-		objs = append(objs, pdb)
-	}
-	setHash := hashJSON([]any{dep, objs})[:16]
-	if listed != nil && listed.Annotations[annotationSetHash] == setHash {
-		return nil
-	}
-	if pdb == nil {
-		if err := r.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: srv.Namespace, Name: srv.Name}}); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	// The Deployment last: its set hash says the others are written.
-	dep.Annotations = map[string]string{annotationSetHash: setHash}
-	objs = append(objs, dep)
-	autoscaled, err := r.autoscaled(ctx, srv.Namespace, srv.Name)
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if err := r.ensureObject(ctx, o, autoscaled); err != nil {
-			return fmt.Errorf("model server %s: %w", srv.Name, err)
-		}
-	}
-	return nil
-}
-
-// autoscaled reports whether a HorizontalPodAutoscaler (or KEDA's, which is one) scales the
-// Deployment name in ns: its replicas are then the autoscaler's.
-func (r *IndexReconciler) autoscaled(ctx context.Context, ns, name string) (bool, error) {
-	var hpas autoscalingv2.HorizontalPodAutoscalerList
-	if err := r.Options.reader(r.Client).List(ctx, &hpas, client.InNamespace(ns)); err != nil {
-		return false, fmt.Errorf("list HorizontalPodAutoscalers: %w", err)
-	}
-	for _, h := range hpas.Items {
-		ref := h.Spec.ScaleTargetRef
-		if ref.Kind == "Deployment" && ref.Name == name && strings.HasPrefix(ref.APIVersion, appsv1.GroupName+"/") {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// ensureObject creates desired, or updates the existing object when what the controller last
-// wrote (annotationSpecHash) differs. A Service keeps its allocated cluster IPs; a Deployment
-// keeps its replicas when autoscaled.
-func (r *IndexReconciler) ensureObject(ctx context.Context, desired client.Object, autoscaled bool) error {
-	hash := hashJSON(desired)[:16]
-	ann := desired.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[annotationSpecHash] = hash
-	desired.SetAnnotations(ann)
-	existing := desired.DeepCopyObject().(client.Object)
-	err := r.Options.reader(r.Client).Get(ctx, client.ObjectKeyFromObject(desired), existing)
-	if apierrors.IsNotFound(err) {
-		return r.Create(ctx, desired)
-	}
-	if err != nil {
-		return err
-	}
-	if existing.GetAnnotations()[annotationSpecHash] == hash {
-		return nil
-	}
-	desired.SetResourceVersion(existing.GetResourceVersion())
-	if svc, ok := desired.(*corev1.Service); ok {
-		old := existing.(*corev1.Service)
-		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = old.Spec.ClusterIP, old.Spec.ClusterIPs
-		svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = old.Spec.IPFamilies, old.Spec.IPFamilyPolicy
-	}
-	if dep, ok := desired.(*appsv1.Deployment); ok && autoscaled {
-		dep.Spec.Replicas = existing.(*appsv1.Deployment).Spec.Replicas
-	}
-	return r.Update(ctx, desired)
-}
-
-// addressNeeds returns, by name, the model servers whose Service (not Deployment) stays
-// although no Index needs the server: with ModelServerClusterIP, a collection's URL holds its
-// Service's ClusterIP, which a recreated Service would not get back, so the Services of the
-// kept revisions of Indexes with serving disabled stay (without pods) until those revisions
-// are pruned, and turning serving on again finds the address their collections are wired to.
-// idx is the Index in hand (its status as this reconcile has it); others as listed.
-func (r *IndexReconciler) addressNeeds(idx *ragopsv1alpha1.Index, indexes []ragopsv1alpha1.Index) map[string]bool {
-	out := map[string]bool{}
-	if r.Options.ModelServerURLs != ModelServerClusterIP {
-		return out
-	}
-	for i := range indexes {
-		other := &indexes[i]
-		if other.UID == idx.UID {
-			other = idx
-		}
-		if other.Spec.Serving.ServingEnabled() {
-			continue
-		}
-		on := other.DeepCopy()
-		on.Spec.Serving.Enabled = nil
-		for name := range servingNeeds(on, "", r.Options.WorkerImage) {
-			out[name] = true
-		}
-	}
-	return out
-}
-
-// deleteServer deletes a model server's objects (those already gone are skipped); keepService
-// leaves its Service (addressNeeds).
-func (r *IndexReconciler) deleteServer(ctx context.Context, ns, name string, keepService bool) error {
-	om := metav1.ObjectMeta{Namespace: ns, Name: name}
-	objs := []client.Object{&appsv1.Deployment{ObjectMeta: om}, &networkingv1.NetworkPolicy{ObjectMeta: om}, &policyv1.PodDisruptionBudget{ObjectMeta: om}}
-	if !keepService {
-		objs = append(objs, &corev1.Service{ObjectMeta: om})
-	}
-	for _, o := range objs {
-		if err := r.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	return nil
 }

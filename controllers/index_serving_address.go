@@ -35,7 +35,7 @@ func (r *IndexReconciler) serverURL(ctx context.Context, namespace string, k ser
 		return servingEndpoint(namespace, k), nil
 	}
 	var svc corev1.Service
-	err := r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: namespace, Name: k.name()}, &svc)
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: k.name()}, &svc) // cached (ScopeCache)
 	if apierrors.IsNotFound(err) {
 		return "", nil
 	}

@@ -39,7 +39,7 @@ func (r *IndexReconciler) readServer(ctx context.Context, ns string, k servingKe
 	}
 	s := serverState{name: k.name(), endpoint: url}
 	var dep appsv1.Deployment
-	err = r.Options.reader(r.Client).Get(ctx, client.ObjectKey{Namespace: ns, Name: s.name}, &dep)
+	err = r.Get(ctx, client.ObjectKey{Namespace: ns, Name: s.name}, &dep) // cached (ScopeCache)
 	if apierrors.IsNotFound(err) {
 		return s, nil
 	}

@@ -6,6 +6,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -78,6 +79,20 @@ func (r *IndexReconciler) syncRevision(ctx context.Context, st *indexState, rev 
 		// Recorded before revisions kept their strategy: it cannot be cut again.
 		r.syncs.leave(queued)
 		return true, reconcile.Proceed, nil
+	}
+	if rev.CorpusRevision == corpusRev {
+		// The steady state: the revision holds the Corpus's revision. Without a sync Job of
+		// the revision in the cache there is nothing to follow or delete, and nothing is
+		// created, so the API server is not asked (a Job the cache has not seen yet brings
+		// its own reconcile once it has: Owns).
+		jobs, err := r.revisionJobs(ctx, idx, rev.Name)
+		if err != nil {
+			return false, reconcile.Stop, err
+		}
+		if !slices.ContainsFunc(jobs, func(j batchv1.Job) bool { return j.Labels[workload.LabelJobKind] == workload.JobKindSync }) {
+			r.syncs.leave(queued)
+			return true, reconcile.Proceed, nil
+		}
 	}
 	current := workload.SyncJobName(idx, rev, corpusRev)
 	inflight, stopping, others, haveCurrent, err := r.syncInFlight(ctx, st, rev, current)
@@ -271,22 +286,39 @@ func syncBackoff(n int32) time.Duration {
 	return min(30*time.Second<<min(n, 7), time.Hour)
 }
 
-// syncInFlight reads the sync Jobs of rev from the API server (a sync Job created moments
-// ago may not be in the cache yet, and missing it would start a second one beside it) and
+// syncInFlight reads the sync Jobs of rev (from the API server unless the cache shows one to
+// follow: a sync Job created moments ago may not be in the cache yet, and missing it would
+// start a second one beside it; syncRevision asks only when rev lags the Corpus or the cache
+// holds a sync Job of it) and
 // returns the one to follow, if any: the oldest that runs, else a finished one (not failed)
 // whose corpus revision rev has not recorded, which is a result not read yet. stopping names
 // those being deleted, which may still write; others the remaining finished ones (results
 // recorded, or failed), which go before a new sync starts; current is never among them, and
 // haveCurrent says whether a Job of that name exists.
 func (r *IndexReconciler) syncInFlight(ctx context.Context, st *indexState, rev *ragopsv1alpha1.RevisionStatus, current string) (inflight *batchv1.Job, stopping, others []string, haveCurrent bool, err error) {
-	var list batchv1.JobList
-	if err := r.Options.reader(r.Client).List(ctx, &list, client.InNamespace(st.idx.Namespace),
-		client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelRevision: rev.Name, workload.LabelJobKind: workload.JobKindSync}); err != nil {
-		return nil, nil, nil, false, err
+	// The cache first: a Job it shows to follow or to wait for is followed from it (its
+	// events bring the next reconcile). Only a decision the cache could get wrong by lagging
+	// (nothing to follow: delete the finished ones, start a new one) is made on the API
+	// server's list.
+	for _, reader := range []client.Reader{r.Client, r.Options.reader(r.Client)} {
+		var list batchv1.JobList
+		if err := reader.List(ctx, &list, client.InNamespace(st.idx.Namespace),
+			client.MatchingLabels{workload.LabelManagedBy: workload.ManagedBy, workload.LabelRevision: rev.Name, workload.LabelJobKind: workload.JobKindSync}); err != nil {
+			return nil, nil, nil, false, err
+		}
+		inflight, stopping, others, haveCurrent = pickSync(list.Items, st.idx, rev, current)
+		if inflight != nil || len(stopping) > 0 {
+			break
+		}
 	}
-	jobs := list.Items[:0]
-	for _, j := range list.Items {
-		if metav1.IsControlledBy(&j, st.idx) {
+	return inflight, stopping, others, haveCurrent, nil
+}
+
+// pickSync is syncInFlight's decision on the listed sync Jobs of rev.
+func pickSync(listed []batchv1.Job, idx *ragopsv1alpha1.Index, rev *ragopsv1alpha1.RevisionStatus, current string) (inflight *batchv1.Job, stopping, others []string, haveCurrent bool) {
+	jobs := listed[:0]
+	for _, j := range listed {
+		if metav1.IsControlledBy(&j, idx) {
 			jobs = append(jobs, j)
 		}
 	}
@@ -322,7 +354,7 @@ func (r *IndexReconciler) syncInFlight(ctx context.Context, st *indexState, rev 
 	} else if unread != nil {
 		others = append(others, unread.Name) // superseded by the running one, which writes later
 	}
-	return inflight, stopping, others, haveCurrent, nil
+	return inflight, stopping, others, haveCurrent
 }
 
 // servingMessage is the Ready message of an Index whose revision serves, with the revision's

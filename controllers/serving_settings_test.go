@@ -21,7 +21,7 @@ import (
 
 // TestAutoscaledServerKeepsReplicas (issue 55 item 15): a model server Deployment that a
 // HorizontalPodAutoscaler scales keeps the autoscaler's replicas when the controller rewrites
-// it (here: a second Index joins its owners).
+// it (here: a second Index joins it).
 func TestAutoscaledServerKeepsReplicas(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
@@ -49,12 +49,12 @@ func TestAutoscaledServerKeepsReplicas(t *testing.T) {
 	if err := env.Client.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "both Indexes owning the model server", func() (bool, error) {
+	eventually(t, 60*time.Second, "the model server serving both Indexes", func() (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep)
-		return err == nil && len(dep.OwnerReferences) == 2, err
+		return err == nil && dep.Annotations[controllers.AnnotationServerIndexes] == "2", err
 	})
 	if got := ptr.Deref(dep.Spec.Replicas, 0); got != 3 {
-		t.Errorf("replicas %d after the owners changed, want the autoscaler's 3", got)
+		t.Errorf("replicas %d after a second Index joined, want the autoscaler's 3", got)
 	}
 }
 
@@ -88,9 +88,9 @@ func TestSharedServerSettings(t *testing.T) {
 	if err := env.Client.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "both Indexes owning the model server", func() (bool, error) {
+	eventually(t, 60*time.Second, "the model server serving both Indexes", func() (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep)
-		return err == nil && len(dep.OwnerReferences) == 2, err
+		return err == nil && dep.Annotations[controllers.AnnotationServerIndexes] == "2", err
 	})
 	eventually(t, 60*time.Second, "the server in the precision the revisions were built in", func() (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep)

@@ -17,8 +17,11 @@ import (
 	"context"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -79,9 +82,9 @@ type Options struct {
 	// ModelServers reads the model hash a model server reports; nil means
 	// HTTPModelServerClient.
 	ModelServers ModelServerClient
-	// ModelServerGrace is how long a model server is kept after its creation even when no
-	// Index seems to need it: another Index's reconcile may have created it for a revision not
-	// yet in that Index's written status (default 1 minute).
+	// ModelServerGrace is how long a model server object is kept after its creation even
+	// when no Index seems to need it: the cached Indexes the ModelServerReconciler decides
+	// from may lag the status that made it needed (default 1 minute).
 	ModelServerGrace time.Duration
 	// APIReader reads from the API server, not the cache (the manager's GetAPIReader; set by
 	// SetupWithManager): it tells a Job ragops cannot see in its label-scoped cache from one
@@ -190,7 +193,9 @@ const AnnotationSkipCleanup = "ragops.dev/skip-cleanup"
 
 // ScopeCache limits what the manager caches, so its memory does not grow with the cluster
 // and it holds no Secret data: Jobs and Pods only when ragops made them (label
-// app.kubernetes.io/managed-by=ragops, which the Job template gives its pods); Secrets,
+// app.kubernetes.io/managed-by=ragops, which the Job template gives its pods); Deployments,
+// Services, NetworkPolicies and PodDisruptionBudgets only when they are ragops's model
+// servers (managed-by=ragops and app.kubernetes.io/component=model-server); Secrets,
 // ConfigMaps and PersistentVolumeClaims are watched as metadata only (the reconcilers map
 // them to the objects that name them) and read from the API server when a reconcile needs
 // one. Call it on the options before ctrl.NewManager.
@@ -201,13 +206,19 @@ func ScopeCache(o *ctrl.Options) {
 	}
 	o.Cache.ByObject[&batchv1.Job{}] = ours
 	o.Cache.ByObject[&corev1.Pod{}] = ours
+	// Model server objects: only ragops's (ModelServerReconciler writes them once per change
+	// of a namespace's set; Index reconciles read them here, not from the API server).
+	servers := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer})}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}, &policyv1.PodDisruptionBudget{}} {
+		o.Cache.ByObject[obj] = servers
+	}
 	if o.Client.Cache == nil {
 		o.Client.Cache = &client.CacheOptions{}
 	}
 	o.Client.Cache.DisableFor = append(o.Client.Cache.DisableFor, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.PersistentVolumeClaim{})
 }
 
-// SetupWithManager registers the field indexes and all four reconcilers.
+// SetupWithManager registers the field indexes and the reconcilers.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	opts.defaults()
 	if opts.APIReader == nil {
@@ -274,6 +285,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return err
 	}
 	if err := (&IndexReconciler{Client: mgr.GetClient(), Events: rec, Options: opts}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&ModelServerReconciler{Client: mgr.GetClient(), Options: opts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	for _, kind := range []string{"Secret", "ConfigMap"} {

@@ -45,6 +45,7 @@ import (
 	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -65,6 +66,8 @@ type options struct {
 	creators      int
 	readyTimeout  time.Duration
 	touch         bool
+	sync          bool
+	syncTimeout   time.Duration
 	keepArtifacts bool
 }
 
@@ -78,6 +81,8 @@ func main() {
 	flag.IntVar(&o.creators, "creators", 4, "concurrent Index creators")
 	flag.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Minute, "how long to wait for every Index to be Ready")
 	flag.BoolVar(&o.touch, "touch", true, "after the steady window, annotate every Index once and measure the no-op reconciles")
+	flag.BoolVar(&o.sync, "sync", true, "after the touch round, change the Corpus once and measure until every Index has synced it")
+	flag.DurationVar(&o.syncTimeout, "sync-timeout", 20*time.Minute, "how long to wait for every Index to sync the changed Corpus")
 	flag.BoolVar(&o.keepArtifacts, "keep", false, "keep the temporary folder (manager log)")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard())
@@ -275,6 +280,9 @@ func run(o options) error {
 	if res.steadyStartMetrics, err = mgr.scrape(); err != nil {
 		return err
 	}
+	if res.apiSteadyStart, err = scrapeAPIServer(ctx, env.Config); err != nil {
+		return err
+	}
 	steadyFrom := time.Now()
 	logf("steady window of %s", o.steady)
 	select {
@@ -284,6 +292,9 @@ func run(o options) error {
 	}
 	steadyTo := time.Now()
 	if res.steadyEndMetrics, err = mgr.scrape(); err != nil {
+		return err
+	}
+	if res.apiSteadyEnd, err = scrapeAPIServer(ctx, env.Config); err != nil {
 		return err
 	}
 	res.steady = steadyTo.Sub(steadyFrom)
@@ -325,11 +336,29 @@ func run(o options) error {
 			return err
 		}
 		res.touchSample = mustSample(mgr)
+		if res.apiTouchEnd, err = scrapeAPIServer(ctx, env.Config); err != nil {
+			return err
+		}
+		res.touchListWindow = time.Since(steadyTo)
 		res.touched = true
+	}
+	if o.sync {
+		if err := syncRound(ctx, k8s, env.Config, mgr, rec, ns, o, res, func() uint64 {
+			samplesMu.Lock()
+			defer samplesMu.Unlock()
+			m := maxRSS
+			maxRSS = 0 // the sync round's own peak from here on
+			return m
+		}); err != nil {
+			return err
+		}
 	}
 	res.final = mustSample(mgr)
 	samplesMu.Lock()
-	res.maxSampledRSS = maxRSS
+	res.maxSampledRSS = max(res.maxSampledRSS, maxRSS)
+	if o.sync {
+		res.syncMaxRSS = maxRSS
+	}
 	samplesMu.Unlock()
 	res.load1 = loadAvg()
 
@@ -446,4 +475,74 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func() (
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// syncRound changes the Corpus once (a fourth document in its ConfigMap) and waits until
+// every Index's active revision holds the new corpus revision (their sync Jobs played like the
+// builds), measuring the index reconciles, the kube-apiserver's LISTs and the manager's RSS
+// over that window. takePeak returns the RSS peak sampled so far and restarts the sampling.
+func syncRound(ctx context.Context, k8s client.Client, cfg *rest.Config, mgr *managerProcess, rec *recorder, ns string, o options, res *result, takePeak func() uint64) error {
+	var corpus ragopsv1alpha1.Corpus
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &corpus); err != nil {
+		return err
+	}
+	from := corpus.Status.Revision
+	var err error
+	if res.syncStartMetrics, err = mgr.scrape(); err != nil {
+		return err
+	}
+	if res.apiSyncStart, err = scrapeAPIServer(ctx, cfg); err != nil {
+		return err
+	}
+	res.maxSampledRSS = takePeak()
+	logf("sync round: changing the Corpus (revision %s) once", from)
+	start := time.Now()
+	var cm corev1.ConfigMap
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "docs"}, &cm); err != nil {
+		return err
+	}
+	cm.Data["d.md"] = "# Besluit\nHet voorstel is aangenomen op " + start.Format(time.RFC3339) + "."
+	if err := k8s.Update(ctx, &cm); err != nil {
+		return err
+	}
+	var to string
+	if err := poll(ctx, 2*time.Minute, "the Corpus's new revision", func() (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &corpus); err != nil {
+			return false, err
+		}
+		to = corpus.Status.Revision
+		return to != "" && to != from, nil
+	}); err != nil {
+		return err
+	}
+	lastLog := time.Now()
+	deadline := time.Now().Add(o.syncTimeout)
+	for rec.servedCount(to) < o.n {
+		if !mgr.alive() {
+			return fmt.Errorf("ragops manager exited (%v); log: %s", mgr.waitErr, mgr.logPath)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d Indexes synced corpus revision %s after %s", rec.servedCount(to), o.n, to, o.syncTimeout)
+		}
+		if time.Since(lastLog) > 15*time.Second {
+			logf("sync round: %d/%d Indexes hold corpus revision %s", rec.servedCount(to), o.n, to)
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	res.syncWall = time.Since(start)
+	logf("sync round: every Index synced in %s", res.syncWall.Round(time.Millisecond))
+	if res.syncEndMetrics, err = mgr.scrape(); err != nil {
+		return err
+	}
+	if res.apiSyncEnd, err = scrapeAPIServer(ctx, cfg); err != nil {
+		return err
+	}
+	res.syncSample = mustSample(mgr)
+	res.synced = true
+	return nil
 }

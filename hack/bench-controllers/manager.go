@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -166,4 +167,26 @@ func (m *managerProcess) scrape() (metricSet, error) {
 		return nil, errors.New("GET /metrics: " + resp.Status)
 	}
 	return parseMetrics(bytes.NewReader(body))
+}
+
+// scrapeAPIServer reads the kube-apiserver's own /metrics (apiserver_request_total counts
+// every request by verb and resource, whoever sent it).
+func scrapeAPIServer(ctx context.Context, cfg *rest.Config) (metricSet, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/metrics: %s", cfg.Host, resp.Status)
+	}
+	return parseMetrics(resp.Body)
 }

@@ -161,3 +161,39 @@ func (h histogram) bucketOf(q float64) (lower, upper float64) {
 	}
 	return lower, math.Inf(1)
 }
+
+// listsSince returns the kube-apiserver's LIST requests between two scrapes of its /metrics
+// (apiserver_request_total{verb="LIST"}), in total and by resource. Informers list once when
+// they start and then watch, so during a window without informer starts these are the
+// manager's reads that bypass its cache (the benchmark's own clients list nothing then).
+func listsSince(before, after metricSet) (total float64, byResource map[string]float64) {
+	byResource = map[string]float64{}
+	add := func(s metricSet, sign float64) {
+		mf := s["apiserver_request_total"]
+		if mf == nil {
+			return
+		}
+		for _, m := range mf.GetMetric() {
+			if !hasLabels(m, map[string]string{"verb": "LIST"}) {
+				continue
+			}
+			res := ""
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "resource" {
+					res = lp.GetValue()
+				}
+			}
+			v := sign * m.GetCounter().GetValue()
+			byResource[res] += v
+			total += v
+		}
+	}
+	add(after, 1)
+	add(before, -1)
+	for k, v := range byResource {
+		if v == 0 {
+			delete(byResource, k)
+		}
+	}
+	return total, byResource
+}

@@ -45,10 +45,12 @@ type recorder struct {
 	writes  []statusWrite
 	ready   int
 	jobs    chan client.ObjectKey
+	// served is, per Index, the corpus revision its active revision holds.
+	served map[string]string
 }
 
 func newRecorder(n int) *recorder {
-	return &recorder{indexes: make(map[string]*indexTimes, n), jobs: make(chan client.ObjectKey, 4*n+16)}
+	return &recorder{indexes: make(map[string]*indexTimes, n), jobs: make(chan client.ObjectKey, 4*n+16), served: make(map[string]string, n)}
 }
 
 // created registers an Index about to be created.
@@ -120,10 +122,28 @@ func (r *recorder) snapshot() []indexTimes {
 	return out
 }
 
+// servedCount returns how many Indexes' active revisions hold corpus revision rev.
+func (r *recorder) servedCount(rev string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, v := range r.served {
+		if v == rev {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *recorder) onIndex(old, cur *ragopsv1alpha1.Index) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, rev := range cur.Status.Revisions {
+		if rev.Name == cur.Status.ActiveRevision {
+			r.served[cur.Name] = rev.CorpusRevision
+		}
+	}
 	changed := old == nil && !equality.Semantic.DeepEqual(cur.Status, ragopsv1alpha1.IndexStatus{}) ||
 		old != nil && !equality.Semantic.DeepEqual(old.Status, cur.Status)
 	if !changed {

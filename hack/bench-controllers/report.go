@@ -36,6 +36,34 @@ type result struct {
 	weaviateCPU        float64 // CPU-s from the first create to all Ready
 	weaviateRSS        uint64  // at the end of the steady window
 	collections        int
+	// kube-apiserver scrapes around the steady window, after the touch round, and around the
+	// sync round.
+	apiSteadyStart, apiSteadyEnd, apiTouchEnd, apiSyncStart, apiSyncEnd metricSet
+	syncStartMetrics, syncEndMetrics                                    metricSet
+	synced                                                              bool
+	syncWall                                                            time.Duration
+	syncSample                                                          procSample
+	syncMaxRSS                                                          uint64
+	touchListWindow                                                     time.Duration // from apiSteadyEnd to apiTouchEnd
+}
+
+// listRate formats the kube-apiserver's LISTs between two scrapes over d.
+func listRate(before, after metricSet, d time.Duration) string {
+	total, by := listsSince(before, after)
+	var parts []string
+	for _, k := range sortedKeys(by) {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, by[k]))
+	}
+	return fmt.Sprintf("%.2f/s (%.0f in %s: %s)", total/d.Seconds(), total, d.Round(time.Second), strings.Join(parts, ", "))
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // percentiles returns the nearest-rank p50, p99 and max of ds (NaN when empty).
@@ -159,6 +187,21 @@ func (r *result) markdown() string {
 		row("after the touch round: RSS / heap in use / goroutines",
 			fmt.Sprintf("%s / %s / %.0f", mib(r.touchSample.RSS),
 				mib(uint64(r.touchMetrics.sum("go_memstats_heap_inuse_bytes", nil))), r.touchMetrics.sum("go_goroutines", nil)))
+	}
+	if r.apiSteadyStart != nil && r.apiSteadyEnd != nil {
+		row("kube-apiserver LISTs during the steady window (uncached reads; informers only watch then)", listRate(r.apiSteadyStart, r.apiSteadyEnd, r.steady))
+	}
+	if r.touched && r.apiTouchEnd != nil {
+		row("kube-apiserver LISTs from the end of the steady window to the end of the touch round", listRate(r.apiSteadyEnd, r.apiTouchEnd, r.touchListWindow))
+	}
+	if r.synced {
+		sh := r.syncEndMetrics.histogram("controller_runtime_reconcile_time_seconds", idx).minus(r.syncStartMetrics.histogram("controller_runtime_reconcile_time_seconds", idx))
+		row(fmt.Sprintf("sync round: one Corpus change, %d Indexes sync it (sync Jobs played)", r.n),
+			fmt.Sprintf("every sync done %s after the change; index reconcile p50 %s, p99 %s over %.0f; errors %.0f", secs(r.syncWall.Seconds()),
+				quant(sh, 0.5), quant(sh, 0.99), sh.count(),
+				r.syncEndMetrics.sum("controller_runtime_reconcile_errors_total", idx)-r.syncStartMetrics.sum("controller_runtime_reconcile_errors_total", idx)))
+		row("sync round: kube-apiserver LISTs", listRate(r.apiSyncStart, r.apiSyncEnd, r.syncWall))
+		row("sync round: manager RSS at the end / peak sampled during it", fmt.Sprintf("%s / %s", mib(r.syncSample.RSS), mib(r.syncMaxRSS)))
 	}
 	if r.collections > 0 {
 		row("Weaviate during the build: CPU / RSS after the steady window / collections", fmt.Sprintf("%.1f CPU-s / %s / %d", r.weaviateCPU, mib(r.weaviateRSS), r.collections))
