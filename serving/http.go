@@ -164,6 +164,8 @@ func (s *Server) count(e *apiError) {
 // request may take the queue's reserve; on /vectors it is the request's task_type (passage
 // when absent).
 func (s *Server) handleVectors(w http.ResponseWriter, r *http.Request, pathTask Task, weaviate bool) {
+	leave := s.batcher.arrive()
+	defer leave()
 	var req VectorsRequest
 	fail := func(e *apiError) {
 		s.count(e)
@@ -187,7 +189,7 @@ func (s *Server) handleVectors(w http.ResponseWriter, r *http.Request, pathTask 
 	if weaviate {
 		task = pathTask
 	}
-	vecs, _, err := s.embed(r.Context(), task, []string{req.Text}, weaviate)
+	vecs, _, err := s.embed(r.Context(), task, []string{req.Text}, weaviate, leave)
 	if err != nil {
 		fail(embedError(err))
 		return
@@ -275,6 +277,8 @@ type EmbeddingsResponse struct {
 }
 
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
+	leave := s.batcher.arrive()
+	defer leave()
 	fail := func(e *apiError) {
 		s.count(e)
 		if e.status == http.StatusTooManyRequests {
@@ -292,7 +296,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		fail(e)
 		return
 	}
-	vecs, tokens, err := s.Embed(r.Context(), task, texts)
+	vecs, tokens, err := s.embed(r.Context(), task, texts, false, leave)
 	if err != nil {
 		fail(embedError(err))
 		return
