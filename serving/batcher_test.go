@@ -125,7 +125,9 @@ func TestQueuedDuringABatchRunsNextWithoutATimer(t *testing.T) {
 	default:
 		t.Error("the queued queries did not run as a batch")
 	}
-	waitQueued(t, srv.Server, 0)
+	if !t.Failed() {
+		waitQueued(t, srv.Server, 0)
+	}
 }
 
 // TestBatchesTakeTheQueueUpToTheLimits (issue 56): batches are formed from what waits, in
