@@ -57,9 +57,10 @@ type batcher struct {
 
 	queue  chan *job
 	queued atomic.Int64 // texts reserved in the queue (admitted, not yet taken into a batch)
-	// intake counts requests being received: read, parsed and tokenized by their handlers,
-	// not yet queued or refused. A worker with an empty queue waits for these (at most
-	// BatchWindow) and for nothing else.
+	// intake counts requests whose body has been read and that are being parsed, checked
+	// and tokenized by their handlers, not yet queued or refused: work of the server's own,
+	// which no slow client can stretch. A worker with an empty queue waits for these (at
+	// most BatchWindow) and for nothing else.
 	intake atomic.Int64
 	// arrived wakes a worker waiting for intake when a request leaves it.
 	arrived chan struct{}
@@ -97,7 +98,7 @@ func (b *batcher) sequences(task Task, texts []string) ([][]int64, int) {
 }
 
 // arrive counts a request into intake; the returned func takes it out (once, however often
-// it is called). Handlers call arrive before reading the body and leave before queueing.
+// it is called). Handlers call arrive once the body is read and leave before queueing.
 func (b *batcher) arrive() (leave func()) {
 	b.intake.Add(1)
 	var left atomic.Bool
@@ -165,8 +166,8 @@ func (b *batcher) close() {
 // that would overflow the batch opens the next one), and runs them as one batch: requests
 // that arrive while a batch runs make up the next one, sized by what waited, and no timer
 // holds a batch while the model is idle. Only when the queue is empty and requests are being
-// received (intake: read, parsed, tokenized, about to be queued) does the batch wait for
-// them, until BatchWindow after its first job was queued.
+// received (intake: read, being parsed and tokenized, about to be queued) does the batch wait
+// for them, until BatchWindow after its first job was queued.
 func (b *batcher) work() {
 	var carry *job
 	for {

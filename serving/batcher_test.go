@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -296,4 +297,43 @@ func TestQueueFullWhileTheModelIsBusy(t *testing.T) {
 		t.Errorf("rejected_total{queue_full} = %v, want 2", got)
 	}
 	waitQueued(t, srv.Server, 0)
+}
+
+// TestSlowClientDoesNotHoldABatch (issue 56): a batch waits only for requests the server has
+// received and is tokenizing, never for a client still sending its body. With a batch window
+// of an hour, a query submitted while another request's body is half sent comes back; the
+// slow request gets its vector once its body is complete.
+func TestSlowClientDoesNotHoldABatch(t *testing.T) {
+	dir := miniLM(t)
+	srv := startServer(t, dir, serving.Options{BatchWindow: time.Hour})
+	ref := loadModel(t, dir)
+	qs := sciQueries(t, 2)
+	want, err := ref.EmbedQueries(t.Context(), qs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(weaviateBody(qs[1], "query"))
+	pr, pw := io.Pipe()
+	req := httptest.NewRequest(http.MethodPost, "/vectors", pr)
+	rec := httptest.NewRecorder()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Handler().ServeHTTP(rec, req)
+	}()
+	// A pipe write returns once the handler has read it: the handler is reading the body.
+	if _, err := pw.Write(body[:len(body)/2]); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a sixtieth of the window
+	defer cancel()
+	checkVectors(t, "query beside a slow client", <-embedAsync(ctx, srv.Server, serving.TaskQuery, qs[:1]), want[:1])
+	pw.Write(body[len(body)/2:])
+	pw.Close()
+	<-served
+	var v serving.VectorsResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusOK || err != nil {
+		t.Fatalf("slow request: %d %s", rec.Code, rec.Body)
+	}
+	checkVectors(t, "slow request", embedResult{vecs: [][]float32{v.Vector}}, want[1:])
 }

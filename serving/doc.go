@@ -47,7 +47,7 @@
 // Options.MaxBatchTokens tokens, and runs it at once, so the requests that arrive while a
 // batch runs make up the next batch and the model runs batches back to back under load. No
 // timer holds a batch while the model is idle; only when the queue is empty and requests are
-// being received (read, parsed, tokenized) does a batch wait for them, at most
+// received and being parsed and tokenized does a batch wait for them, at most
 // Options.BatchWindow. The embedder pads each ONNX Runtime batch to its longest sequence.
 // The queue holds at most
 // Options.QueueSize texts; a request that does not fit is answered 429 with Retry-After at

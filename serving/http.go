@@ -164,8 +164,6 @@ func (s *Server) count(e *apiError) {
 // request may take the queue's reserve; on /vectors it is the request's task_type (passage
 // when absent).
 func (s *Server) handleVectors(w http.ResponseWriter, r *http.Request, pathTask Task, weaviate bool) {
-	leave := s.batcher.arrive()
-	defer leave()
 	var req VectorsRequest
 	fail := func(e *apiError) {
 		s.count(e)
@@ -178,6 +176,9 @@ func (s *Server) handleVectors(w http.ResponseWriter, r *http.Request, pathTask 
 		fail(e)
 		return
 	}
+	// Received: only the server's own work (checks, tokenizing) remains before it is queued.
+	leave := s.batcher.arrive()
+	defer leave()
 	task, e := s.checkVectors(&req)
 	if e == nil && weaviate && req.Config.TaskType != "" && task != pathTask {
 		e = badRequest("task_type %q posted to %s: this path embeds %s texts only", req.Config.TaskType, r.URL.Path, pathTask)
@@ -277,8 +278,6 @@ type EmbeddingsResponse struct {
 }
 
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	leave := s.batcher.arrive()
-	defer leave()
 	fail := func(e *apiError) {
 		s.count(e)
 		if e.status == http.StatusTooManyRequests {
@@ -291,6 +290,8 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		fail(e)
 		return
 	}
+	leave := s.batcher.arrive()
+	defer leave()
 	texts, task, e := s.checkEmbeddings(&req)
 	if e != nil {
 		fail(e)

@@ -16,9 +16,9 @@ import (
 // Options tunes batching, admission and limits. Zero fields take the defaults named.
 type Options struct {
 	// BatchWindow bounds how long a batch waits, after its first text was queued, for
-	// requests that are being received (read, parsed and tokenized) when nothing else is
-	// queued; default 3 ms. Nothing waits for requests that have not arrived: a free worker
-	// runs what is queued at once, and what arrives meanwhile makes up the next batch.
+	// requests that have been received and are being parsed and tokenized, when nothing else
+	// is queued; default 3 ms. Nothing waits for requests that have not arrived: a free
+	// worker runs what is queued at once, and what arrives meanwhile makes up the next batch.
 	BatchWindow time.Duration
 	// MaxBatchTexts caps the texts of one batch; default 64.
 	MaxBatchTexts int
