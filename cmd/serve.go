@@ -58,7 +58,7 @@ readiness turns 503, in-flight requests complete, then the process exits.`,
 	f.StringVar(&precision, "precision", string(embedder.FP32), "fp32 or fp16 (a variant named in ragops.json)")
 	f.IntVar(&cfg.Embedder.IntraOpThreads, "threads", 0, "ONNX Runtime intra-op threads (0: one per core)")
 	f.IntVar(&cfg.Embedder.BatchTokens, "ort-batch-tokens", 0, "padded tokens per ONNX Runtime batch (0: the device's default)")
-	f.DurationVar(&cfg.Options.BatchWindow, "batch-window", 0, "how long a batch waits for more requests after its first (0: 3ms)")
+	f.DurationVar(&cfg.Options.BatchWindow, "batch-window", 0, "longest a batch waits, when nothing else is queued, for requests received and being tokenized (0: 3ms)")
 	f.IntVar(&cfg.Options.MaxBatchTexts, "max-batch-texts", 0, "texts per batch (0: 64)")
 	f.IntVar(&cfg.Options.MaxBatchTokens, "max-batch-tokens", 0, "tokens per batch (0: 8192)")
 	f.IntVar(&cfg.Options.QueueSize, "queue-size", 0, "texts that may wait for a batch before requests get 429 (0: 256)")

@@ -143,7 +143,38 @@ func (m *Model) embedTexts(ctx context.Context, texts []string, prefix []int64, 
 	if cut != nil {
 		cut.Add(n)
 	}
-	out := make([][]float32, len(texts))
+	return m.embedSeqs(ctx, seqs)
+}
+
+// QuerySequences returns the model inputs EmbedQueries(texts) encodes, one per text: [CLS]
+// query prefix text [SEP] token IDs, cut to the model's positions (counted in
+// Stats.Truncated). It tokenizes only, so a caller can tokenize on its own goroutines and
+// hand the sequences to EmbedSequences later (package serving tokenizes each request as it
+// arrives while the model runs the previous batch).
+func (m *Model) QuerySequences(texts []string) [][]int64 {
+	seqs, n := m.naiveSeqs(texts, m.queryPre)
+	m.truncated.Add(n)
+	return seqs
+}
+
+// TextSequences is QuerySequences for EmbedTexts: the document prefix.
+func (m *Model) TextSequences(texts []string) [][]int64 {
+	seqs, n := m.naiveSeqs(texts, m.docPre)
+	m.truncated.Add(n)
+	return seqs
+}
+
+// EmbedSequences embeds sequences from QuerySequences or TextSequences (of this model), one
+// vector each, with naive pooling: EmbedQueries(texts) equals
+// EmbedSequences(QuerySequences(texts)), and EmbedTexts likewise with TextSequences.
+// Sequences of several calls may be concatenated into one call.
+func (m *Model) EmbedSequences(ctx context.Context, seqs [][]int64) ([][]float32, error) {
+	return m.embedSeqs(ctx, seqs)
+}
+
+// embedSeqs encodes sequences of naiveSeqs and pools each per Config.Pooling.
+func (m *Model) embedSeqs(ctx context.Context, seqs [][]int64) ([][]float32, error) {
+	out := make([][]float32, len(seqs))
 	d := m.cfg.Dimension
 	err := m.encode(ctx, seqs, func(i int, states []float32) {
 		v := make([]float32, d)
@@ -338,7 +369,8 @@ func (m *Model) encodeOverlapped(ctx context.Context, seqs [][]int64, consume fu
 
 // planBatches groups sequence indices into batches: length-sorted (longest first) and
 // packed so that sequences x longest length <= opts.BatchTokens with at most opts.MaxBatch
-// sequences, or, with opts.FixedBatch > 0, FixedBatch consecutive sequences.
+// sequences (greedily, or cut by cost with opts.RunTokens > 0: planByCost), or, with
+// opts.FixedBatch > 0, FixedBatch consecutive sequences.
 func planBatches(seqs [][]int64, opts Options) [][]int {
 	idx := make([]int, len(seqs))
 	for i := range idx {
@@ -352,6 +384,9 @@ func planBatches(seqs [][]int64, opts Options) [][]int {
 		return out
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return len(seqs[idx[a]]) > len(seqs[idx[b]]) })
+	if opts.RunTokens > 0 {
+		return planByCost(seqs, idx, opts)
+	}
 	for i := 0; i < len(idx); {
 		longest := len(seqs[idx[i]])
 		j := i + 1
@@ -360,6 +395,38 @@ func planBatches(seqs [][]int64, opts Options) [][]int {
 		}
 		out = append(out, idx[i:j])
 		i = j
+	}
+	return out
+}
+
+// planByCost cuts idx (sequence indices sorted longest first) into consecutive batches that
+// minimise the modelled cost sum over batches of opts.RunTokens + sequences x longest length
+// (every batch is padded to its longest sequence), each within opts.BatchTokens (unless it
+// holds one sequence) and opts.MaxBatch: an exact dynamic programme over the cut points,
+// O(len(idx) x MaxBatch). Cutting a sorted list into consecutive runs loses nothing: some
+// optimal partition of sequences into padded batches is always of that form.
+func planByCost(seqs [][]int64, idx []int, opts Options) [][]int {
+	n := len(idx)
+	best := make([]int, n+1) // best[j]: least cost of the first j sequences
+	from := make([]int, n+1) // from[j]: where the last batch of that plan starts
+	for j := 1; j <= n; j++ {
+		best[j] = -1
+		for i := j - 1; i >= 0 && j-i <= opts.MaxBatch; i-- {
+			padded := (j - i) * len(seqs[idx[i]])
+			if padded > opts.BatchTokens && j-i > 1 {
+				break // longer batches starting earlier only grow
+			}
+			if c := best[i] + opts.RunTokens + padded; best[j] < 0 || c < best[j] {
+				best[j], from[j] = c, i
+			}
+		}
+	}
+	var out [][]int
+	for j := n; j > 0; j = from[j] {
+		out = append(out, idx[from[j]:j])
+	}
+	for a, b := 0, len(out)-1; a < b; a, b = a+1, b-1 {
+		out[a], out[b] = out[b], out[a]
 	}
 	return out
 }

@@ -42,11 +42,14 @@
 // since documents are embedded by the build. model must be empty or the folder's model name
 // (or its hash); another name is 404, so an app configured for another model fails loudly.
 //
-// Requests are queued and micro-batched: whatever is queued when a worker is free joins one
-// batch, and while clients send concurrently (the previous batch held more than one text) the
-// first queued text opens a window (Options.BatchWindow) in which further requests join, until
-// the batch holds Options.MaxBatchTexts texts or Options.MaxBatchTokens tokens; a lone client
-// waits for no window. The queue holds at most
+// Requests are tokenized on their own goroutines as they arrive, then queued and
+// micro-batched: a free worker takes everything queued, up to Options.MaxBatchTexts texts and
+// Options.MaxBatchTokens tokens, and runs it at once, so the requests that arrive while a
+// batch runs make up the next batch and the model runs batches back to back under load. No
+// timer holds a batch while the model is idle; only when the queue is empty and requests are
+// received and being parsed and tokenized does a batch wait for them, at most
+// Options.BatchWindow. The embedder pads each ONNX Runtime batch to its longest sequence.
+// The queue holds at most
 // Options.QueueSize texts; a request that does not fit is answered 429 with Retry-After at
 // once. Options.WeaviateReserve of those places (a quarter by default) are open to Weaviate's
 // paths only, so apps calling /vectors or /v1/embeddings cannot starve nearText queries. Bodies over Options.MaxRequestBytes are answered 413 naming the limit; malformed JSON,

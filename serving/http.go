@@ -177,6 +177,9 @@ func (s *Server) handleVectors(w http.ResponseWriter, r *http.Request, pathTask 
 		fail(e)
 		return
 	}
+	// Received: only the server's own work (checks, tokenizing) remains before it is queued.
+	leave := s.batcher.arrive()
+	defer leave()
 	task, e := s.checkVectors(&req)
 	if e == nil && weaviate && req.Config.TaskType != "" && task != pathTask {
 		e = badRequest("task_type %q posted to %s: this path embeds %s texts only", req.Config.TaskType, r.URL.Path, pathTask)
@@ -188,7 +191,7 @@ func (s *Server) handleVectors(w http.ResponseWriter, r *http.Request, pathTask 
 	if weaviate {
 		task = pathTask
 	}
-	vecs, _, err := s.embed(r.Context(), task, []string{req.Text}, weaviate)
+	vecs, _, err := s.embed(r.Context(), task, []string{req.Text}, weaviate, leave)
 	if err != nil {
 		fail(embedError(err))
 		return
@@ -288,12 +291,14 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		fail(e)
 		return
 	}
+	leave := s.batcher.arrive()
+	defer leave()
 	texts, task, e := s.checkEmbeddings(&req)
 	if e != nil {
 		fail(e)
 		return
 	}
-	vecs, tokens, err := s.Embed(r.Context(), task, texts)
+	vecs, tokens, err := s.embed(r.Context(), task, texts, false, leave)
 	if err != nil {
 		fail(embedError(err))
 		return

@@ -16,7 +16,9 @@ import (
 type Config struct {
 	// ModelDir is the model folder (model.onnx, tokenizer.json, ragops.json).
 	ModelDir string
-	// Embedder sets device, precision, threads and ONNX Runtime batching.
+	// Embedder sets device, precision, threads and ONNX Runtime batching. On the CPU a zero
+	// RunTokens becomes embedder.CPURunTokens: each batch of requests is cut into ONNX Runtime
+	// runs by cost, so that one long query does not pad many short ones.
 	Embedder embedder.Options
 	// Options tunes batching and limits; ModelHash is filled in by Run.
 	Options Options
@@ -55,6 +57,9 @@ func Run(ctx context.Context, ln net.Listener, cfg Config, log *slog.Logger) err
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	if cfg.Embedder.RunTokens == 0 && cfg.Embedder.Device != embedder.CUDA {
+		cfg.Embedder.RunTokens = embedder.CPURunTokens
 	}
 	m, err := embedder.Load(cfg.ModelDir, cfg.Embedder)
 	if err != nil {

@@ -15,10 +15,10 @@ import (
 
 // Options tunes batching, admission and limits. Zero fields take the defaults named.
 type Options struct {
-	// BatchWindow is how long a batch waits for more requests after its first text was
-	// queued, when the previous batch held more than one text (concurrent clients); default
-	// 3 ms. A text that waited longer (the workers were busy) does not wait again: the batch
-	// takes what is queued and runs. After a batch of one text nothing waits.
+	// BatchWindow bounds how long a batch waits, after its first text was queued, for
+	// requests that have been received and are being parsed and tokenized, when nothing else
+	// is queued; default 3 ms. Nothing waits for requests that have not arrived: a free
+	// worker runs what is queued at once, and what arrives meanwhile makes up the next batch.
 	BatchWindow time.Duration
 	// MaxBatchTexts caps the texts of one batch; default 64.
 	MaxBatchTexts int
@@ -154,24 +154,29 @@ func (s *Server) Close() {
 }
 
 // Embed embeds texts for task through the queue and the micro-batcher and returns one vector
-// per text and the texts' token count. It does not wait for room in the queue.
+// per text and the texts' token count. It tokenizes on the caller's goroutine and does not
+// wait for room in the queue.
 //
 // Errors: ErrQueueFull, ErrClosed, the caller's context, embedding failures.
 func (s *Server) Embed(ctx context.Context, task Task, texts []string) ([][]float32, int, error) {
-	return s.embed(ctx, task, texts, false)
+	return s.embed(ctx, task, texts, false, nil)
 }
 
 // embed is Embed; reserved requests (Weaviate's paths) may also take the places of
-// Options.WeaviateReserve.
-func (s *Server) embed(ctx context.Context, task Task, texts []string, reserved bool) ([][]float32, int, error) {
+// Options.WeaviateReserve. leave, when not nil, takes the request out of the batcher's
+// intake (batcher.arrive) once its texts are tokenized, just before they are queued.
+func (s *Server) embed(ctx context.Context, task Task, texts []string, reserved bool, leave func()) ([][]float32, int, error) {
+	if leave != nil {
+		defer leave()
+	}
 	if len(texts) == 0 {
 		return nil, 0, nil
 	}
-	tokens := 0
-	for _, t := range texts {
-		tokens += s.batcher.tokens(task, t)
+	seqs, tokens := s.batcher.sequences(task, texts)
+	if leave != nil {
+		leave()
 	}
-	j, err := s.batcher.submit(ctx, task, texts, tokens, reserved)
+	j, err := s.batcher.submit(ctx, task, seqs, tokens, reserved)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -1,10 +1,12 @@
 // Command bench-serve is the load generator of hack/bench-serve/run.sh: it sends SciFact test
 // queries as Weaviate's text2vec-transformers module does (POST /vectors, task_type query) to
-// two running servers, ragops serve and the Python reference server, at each concurrency level
-// in turn (closed loop: each client sends its next query when the previous answer arrives),
-// alternating which server goes first, and prints a Markdown table of queries/s, p50 and p99
-// latency and server CPU-seconds per 1,000 queries (from /proc/PID/stat), plus the minimum
-// cosine between the two servers' vectors for the same queries.
+// running servers, ragops serve, the Python reference server and optionally a second ragops
+// serve (-base-url: another build, e.g. main's, for a before/after in the same run), at each
+// concurrency level in turn (closed loop: each client sends its next query when the previous
+// answer arrives), rotating which server goes first, and prints a Markdown table of queries/s,
+// p50 and p99 latency and server CPU-seconds per 1,000 queries (from /proc/PID/stat), plus the
+// minimum cosine between ragops serve's vectors and each other server's for the same queries.
+// With -rounds N every cell is measured N times, interleaved, and the table shows medians.
 package main
 
 import (
@@ -50,9 +52,13 @@ func main() {
 	goPID := flag.Int("go-pid", 0, "ragops serve process id")
 	pyURL := flag.String("py-url", "", "Python reference server base URL")
 	pyPID := flag.Int("py-pid", 0, "Python reference server process id")
+	baseURL := flag.String("base-url", "", "optional second ragops serve base URL (another build)")
+	basePID := flag.Int("base-pid", 0, "its process id")
+	baseName := flag.String("base-name", "ragops serve (base)", "its name in the table")
 	scifact := flag.String("scifact", "", "SciFact folder (BEIR layout); its test queries are sent")
 	duration := flag.Duration("duration", 8*time.Second, "measured time per server and concurrency")
 	levels := flag.String("concurrency", "1,8,64", "comma-separated concurrency levels")
+	rounds := flag.Int("rounds", 1, "rounds over all levels and servers; the table shows each cell's median")
 	flag.Parse()
 	ds, err := beir.Load(os.DirFS(*scifact), beir.Options{Split: "test", SkipSpans: true})
 	if err != nil {
@@ -63,47 +69,84 @@ func main() {
 		queries = append(queries, q.Text)
 	}
 	targets := []target{{"ragops serve", *goURL, *goPID}, {"python reference", *pyURL, *pyPID}}
+	if *baseURL != "" {
+		targets = append(targets, target{*baseName, *baseURL, *basePID})
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}, Timeout: time.Minute}
 
 	minCos := 1.0
 	for _, q := range queries[:20] {
-		a, errA := vectorOf(client, targets[0].url, q)
-		b, errB := vectorOf(client, targets[1].url, q)
-		if errA != nil || errB != nil {
-			log.Fatalf("parity query %q: %v, %v", q, errA, errB)
+		a, err := vectorOf(client, targets[0].url, q)
+		if err != nil {
+			log.Fatalf("parity query %q: %s: %v", q, targets[0].name, err)
 		}
-		minCos = math.Min(minCos, cosine(a, b))
+		for _, t := range targets[1:] {
+			b, err := vectorOf(client, t.url, q)
+			if err != nil {
+				log.Fatalf("parity query %q: %s: %v", q, t.name, err)
+			}
+			minCos = math.Min(minCos, cosine(a, b))
+		}
 	}
-	var rows []result
-	for i, lv := range strings.Split(*levels, ",") {
+	var cs []int
+	for _, lv := range strings.Split(*levels, ",") {
 		c, err := strconv.Atoi(lv)
 		if err != nil {
 			log.Fatal(err)
 		}
-		order := []target{targets[0], targets[1]}
-		if i%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, t := range order {
-			load(client, t, queries, c, time.Second) // warm the connections and the server
-			r := load(client, t, queries, c, *duration)
-			json.NewEncoder(os.Stderr).Encode(r)
-			rows = append(rows, r)
-		}
+		cs = append(cs, c)
 	}
-	fmt.Printf("min cosine between the two servers' vectors over 20 queries: %.7f\n\n", minCos)
-	fmt.Println("| concurrency | server | queries/s | p50 ms | p99 ms | CPU-s / 1,000 queries | errors |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|")
-	sort.SliceStable(rows, func(a, b int) bool { return rows[a].Concurrency < rows[b].Concurrency })
-	for _, c := range []int{1, 8, 64} {
-		for _, impl := range []string{targets[0].name, targets[1].name} {
-			for _, r := range rows {
-				if r.Concurrency == c && r.Impl == impl {
-					fmt.Printf("| %d | %s | %.1f | %.1f | %.1f | %.2f | %d |\n", r.Concurrency, r.Impl, r.QPS, r.P50ms, r.P99ms, r.CPUPer1000, r.Errors)
-				}
+	type cell struct {
+		impl string
+		c    int
+	}
+	runs := map[cell][]result{}
+	k := 0
+	for range *rounds {
+		for _, c := range cs {
+			order := append(append([]target{}, targets[k%len(targets):]...), targets[:k%len(targets)]...)
+			k++
+			for _, t := range order {
+				load(client, t, queries, c, time.Second) // warm the connections and the server
+				r := load(client, t, queries, c, *duration)
+				json.NewEncoder(os.Stderr).Encode(r)
+				runs[cell{t.name, c}] = append(runs[cell{t.name, c}], r)
 			}
 		}
 	}
+	fmt.Printf("min cosine between ragops serve's vectors and the other servers' over 20 queries: %.7f\n\n", minCos)
+	if *rounds > 1 {
+		fmt.Printf("medians of %d rounds per cell\n\n", *rounds)
+	}
+	fmt.Println("| concurrency | server | queries/s | p50 ms | p99 ms | CPU-s / 1,000 queries | errors | queries/s vs reference |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|")
+	for _, c := range cs {
+		ref := median(runs[cell{targets[1].name, c}], func(r result) float64 { return r.QPS })
+		for _, t := range targets {
+			rs := runs[cell{t.name, c}]
+			errs := 0
+			for _, r := range rs {
+				errs += r.Errors
+			}
+			qps := median(rs, func(r result) float64 { return r.QPS })
+			fmt.Printf("| %d | %s | %.1f | %.1f | %.1f | %.2f | %d | %.2fx |\n", c, t.name, qps,
+				median(rs, func(r result) float64 { return r.P50ms }), median(rs, func(r result) float64 { return r.P99ms }),
+				median(rs, func(r result) float64 { return r.CPUPer1000 }), errs, qps/ref)
+		}
+	}
+}
+
+// median returns the median of f over rs (the mean of the middle two for an even count).
+func median(rs []result, f func(result) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	sort.Float64s(v)
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
 }
 
 // load runs c closed-loop clients against t for d and returns the figures.

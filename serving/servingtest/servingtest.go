@@ -59,12 +59,12 @@ type Server struct {
 	Model *embedder.Model
 }
 
-// Start loads dir with one ONNX Runtime thread, serves it with opts (ModelHash filled in from
-// embedder.FolderHash) on a loopback port and waits for warm-up; it is stopped (drained) and
-// the model closed when the test ends.
+// Start loads dir with one ONNX Runtime thread and cost-planned runs (as serving.Run on the
+// CPU), serves it with opts (ModelHash filled in from embedder.FolderHash) on a loopback port
+// and waits for warm-up; it is stopped (drained) and the model closed when the test ends.
 func Start(t testing.TB, dir string, opts serving.Options) *Server {
 	t.Helper()
-	m, err := embedder.Load(dir, embedder.Options{IntraOpThreads: 1})
+	m, err := embedder.Load(dir, embedder.Options{IntraOpThreads: 1, RunTokens: embedder.CPURunTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
