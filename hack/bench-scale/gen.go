@@ -79,20 +79,24 @@ var parties = []string{"Lokaal Belang", "GroenLinks", "VVD", "CDA", "D66", "PvdA
 	"Partij voor de Ondernemer", "Stadspartij"}
 
 // resolution is document i of the archive at version v: a short council resolution headed
-// Beslispunt / Motivering / Stemverhouding, about 70 words of statute sentences, so that
-// all-MiniLM-L6-v2 (about 2 tokens a Dutch word) embeds it as one chunk of 256 tokens. The
+// Beslispunt / Motivering / Stemverhouding, 40 to 90 words of statute sentences, so that
+// all-MiniLM-L6-v2 (about 2.5 tokens a Dutch word) embeds it as one chunk of 256 tokens. The
 // same (seed, i, v) gives the same text; another v gives another text under the same name.
 // Scanned documents (long) get an annex after a page break: 1 or 2 pages.
 func (p *pool) resolution(seed uint64, i, v int, long bool) []block {
 	r := rand.New(rand.NewPCG(seed, uint64(i)<<16|uint64(v)))
 	year := 2010 + r.IntN(16)
 	title := fmt.Sprintf("Raadsbesluit %d-%04d: %s", year, 1+r.IntN(9999), p.titles[r.IntN(len(p.titles))])
+	// words draws sentences of at most 20 words until n words: about 2.5 WordPiece tokens a
+	// Dutch word, so a resolution stays under 256 tokens.
 	words := func(n int) string {
 		var out []string
 		for c := 0; c < n; {
 			s := p.sentences[r.IntN(len(p.sentences))]
-			out = append(out, s)
-			c += len(strings.Fields(s))
+			if k := len(strings.Fields(s)); k <= 20 || n > 100 {
+				out = append(out, s)
+				c += k
+			}
 		}
 		return strings.Join(out, " ")
 	}
@@ -100,8 +104,8 @@ func (p *pool) resolution(seed uint64, i, v int, long bool) []block {
 	tegen := r.IntN(voor)
 	stem := fmt.Sprintf("Aangenomen met %d stemmen voor en %d stemmen tegen. De fractie van %s stemde tegen.",
 		voor, tegen, parties[r.IntN(len(parties))])
-	bs := []block{{"title", title}, {"heading", "Beslispunt"}, {"body", words(20)},
-		{"heading", "Motivering"}, {"body", words(35)}, {"heading", "Stemverhouding"}, {"body", stem}}
+	bs := []block{{"title", title}, {"heading", "Beslispunt"}, {"body", words(10)},
+		{"heading", "Motivering"}, {"body", words(25)}, {"heading", "Stemverhouding"}, {"body", stem}}
 	if long && r.IntN(3) == 0 {
 		bs = append(bs, block{"pagebreak", ""}, block{"heading", "Bijlage"}, block{"body", words(250)})
 	}

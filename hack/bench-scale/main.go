@@ -4,6 +4,7 @@
 //
 //	bench-scale run -part 1|2|3|4 [flags]   # one part: its steps and goals, one JSON line
 //	bench-scale table -results FILE [-benchmarks FILE]   # Markdown tables of each part's last run
+//	bench-scale gen -pool FILE -out DIR [-docs N] [-seed N]  # only the archive (born-digital), for a look
 //
 // The archive is short council resolutions (Beslispunt / Motivering / Stemverhouding) made of
 // sentences of real Dutch statutes (legalqa-nl), about 70 words each, so that every document
@@ -38,6 +39,8 @@ func main() {
 		err = run(os.Args[2:])
 	case "table":
 		err = table(os.Args[2:])
+	case "gen":
+		err = gen(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -64,7 +67,7 @@ func run(args []string) error {
 	month := fs.String("month", "1200,100,50", "part 1: the month's added,changed,removed documents")
 	fs.IntVar(&o.scanned, "scanned", 0, "part 2: scanned PDFs among -docs (default 200 of 920, in proportion)")
 	fs.IntVar(&o.changes, "changes", 0, "part 2: documents changed in the sync (default 26 of 920, in proportion)")
-	fs.IntVar(&o.size, "size", 256, "chunk size in tokens (Recursive)")
+	fs.IntVar(&o.size, "size", 320, "chunk size in tokens (Recursive)")
 	fs.IntVar(&o.shards, "shards", 2, "embedder pods")
 	fs.StringVar(&o.compression, "compression", "RQ", "part 3: the compression changed to (RQ 8 bits, SQ, BQ)")
 	fs.DurationVar(&o.every, "every", 5*time.Second, "part 4: time between two changes")
@@ -138,6 +141,35 @@ func run(args []string) error {
 		return err
 	}
 	fmt.Println(string(b))
+	return nil
+}
+
+// gen writes -docs documents of the archive (Markdown) into -out and prints their word
+// counts' median and maximum.
+func gen(args []string) error {
+	fs := flag.NewFlagSet("gen", flag.ExitOnError)
+	pool := fs.String("pool", "", "legalqa-nl corpus.jsonl")
+	out := fs.String("out", "", "output folder")
+	docs := fs.Int("docs", 1000, "documents")
+	seed := fs.Uint64("seed", 51, "seed")
+	_ = fs.Parse(args)
+	p, err := loadPool(*pool)
+	if err != nil {
+		return err
+	}
+	a, err := newArchive(p, *seed, *out, *docs, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := a.write(a.ids()); err != nil {
+		return err
+	}
+	var words []int
+	for _, i := range a.ids() {
+		words = append(words, len(strings.Fields(markdown(p.resolution(*seed, i, 1, false)))))
+	}
+	sort.Ints(words)
+	fmt.Printf("%d documents in %s: words median %d, max %d\n", len(words), *out, words[len(words)/2], words[len(words)-1])
 	return nil
 }
 

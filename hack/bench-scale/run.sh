@@ -68,7 +68,7 @@ hack/weaviate.sh start >/dev/null
 eval "$(hack/weaviate.sh env)"
 
 base=${BENCH_SCALE_PORT_BASE:-38000} rootfs=$root/$cache/rootfs model_name=$(basename "$modeldir")
-export LOCALCLUSTER_DIR=$root/$cache/localcluster LOCALCLUSTER_APISERVER_PORT=$((base + 443))
+export LOCALCLUSTER_BIN=${LOCALCLUSTER_BIN:-$root/bin} LOCALCLUSTER_DIR=$root/$cache/localcluster LOCALCLUSTER_APISERVER_PORT=$((base + 443))
 export LOCALCLUSTER_ETCD_PORT=$((base + 790)) LOCALCLUSTER_KUBELET_PORT=$((base + 250))
 down() {
 	if [[ -f "$cache/manager.pid" ]]; then
