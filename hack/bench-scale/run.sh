@@ -10,12 +10,12 @@
 # PersistentVolumes on that folder.
 #
 #   hack/bench-scale/run.sh --part N [flags]
-#     --part N        1: build the archive, a month (+1,200 ~100 -50), one change, and the
+#     --part N[,N]    parts, one after another on one cluster; 1: build the archive, a month (+1,200 ~100 -50), one change, and the
 #                        month's 1,300 alone; 2: a slice with scanned PDFs: build, a strategy
 #                        change, a sync of changed documents; 3: a compression change on SciFact
 #                        with an Evaluation before and after; 4: a Corpus changing every few
 #                        seconds while syncs run
-#     --docs N        documents (part 1: 92184, part 2: 920, part 3: all SciFact, part 4: 500)
+#     --docs N[,N]    documents, one per part listed (or one for all) (part 1: 92184, part 2: 920, part 3: all SciFact, part 4: 500)
 #     --seed N        seed of the documents and mutations (default 51)
 #     --month A,C,R   part 1's month (default 1200,100,50)
 #     --scanned N --changes N   part 2 (default 200 and 26 of 920, in proportion to --docs)
@@ -31,11 +31,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-part=1 write=0 args=()
+part=1 write=0 docs= args=()
 while (($#)); do
 	case $1 in
 	--part) part=$2; shift ;;
-	--docs | --seed | --month | --scanned | --changes | --compression | --every | --live-changes | --burst | --shards)
+	--docs) docs=$2; shift ;;
+	--seed | --month | --scanned | --changes | --compression | --every | --live-changes | --burst | --shards)
 		args+=("-${1#--}" "$2"); shift ;;
 	--write) write=1 ;;
 	*) echo "unknown flag $1 (see the header of $0)" >&2; exit 2 ;;
@@ -53,7 +54,7 @@ modeldir=${RAGOPS_MODEL_DIR:-$(hack/export-model/export.sh | tail -n1)}
 modeldir=$(cd "$modeldir" && pwd)
 # Part 2's scans: Pillow from hack/scan-fixtures's pinned venv (scan.sh makes it).
 python=python3
-if ((part == 2)); then
+if [[ ",$part," == *,2,* ]]; then
 	hack/scan-fixtures/scan.sh >/dev/null 2>&1 || true
 	python=$root/.cache/scan-fixtures/venv/bin/python
 	"$python" -c 'import PIL' || { echo "no Pillow in $python" >&2; exit 1; }
@@ -107,12 +108,19 @@ for p in etcd kube-apiserver kube-controller-manager kube-scheduler localnode; d
 # The node runs the pods; its processes are reniced with it.
 renice -n 10 -p "${pids[@]}" >/dev/null 2>&1 || true
 
-echo "[bench-scale $(date +%H:%M:%S)] part $part ${args[*]}" >&2
-nice -n 10 "$cache/bench-scale" run -part "$part" "${args[@]}" -data "$root/$cache/data" \
-	-pool "$datasets/legalqa-nl/corpus.jsonl" -scifact "$datasets/scifact" -python "$python" \
-	-kubeconfig "$kubeconfig" -namespace bench-scale -node-state "$LOCALCLUSTER_DIR/node" \
-	-image-model "/models/$model_name" -http "$RAGOPS_WEAVIATE_HTTP_HOST" -grpc "$RAGOPS_WEAVIATE_GRPC_HOST" \
-	-manager-pid "$(cat "$cache/manager.pid")" -cluster-pids "$(IFS=,; echo "${pids[*]}")" | tee -a "$results"
+IFS=, read -r -a parts <<<"$part"
+IFS=, read -r -a docsl <<<"$docs"
+for k in "${!parts[@]}"; do
+	p=${parts[k]} pargs=("${args[@]}")
+	n=${docsl[k]:-${docsl[0]:-}}
+	[[ -n "$n" ]] && pargs+=(-docs "$n")
+	echo "[bench-scale $(date +%H:%M:%S)] part $p ${pargs[*]}" >&2
+	nice -n 10 "$cache/bench-scale" run -part "$p" "${pargs[@]}" -data "$root/$cache/data" \
+		-pool "$datasets/legalqa-nl/corpus.jsonl" -scifact "$datasets/scifact" -python "$python" \
+		-kubeconfig "$kubeconfig" -namespace bench-scale -node-state "$LOCALCLUSTER_DIR/node" \
+		-image-model "/models/$model_name" -http "$RAGOPS_WEAVIATE_HTTP_HOST" -grpc "$RAGOPS_WEAVIATE_GRPC_HOST" \
+		-manager-pid "$(cat "$cache/manager.pid")" -cluster-pids "$(IFS=,; echo "${pids[*]}")" | tee -a "$results" || echo "[bench-scale] part $p failed" >&2
+done
 machine="$(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/{print $2}') GiB"
 targs=(-results "$results" -machine "$machine")
 ((write)) && targs+=(-benchmarks BENCHMARKS.md)
