@@ -382,6 +382,7 @@ func part3(ctx context.Context, e *env, o opts) (*partResult, error) {
 		return nil, err
 	}
 	res.check("compression change: tokens embedded", float64(s.Tokens), "= 0", s.Tokens == 0)
+	res.check("compression change: filled by a copy (status copyFrom = the first revision)", float64(btoi(s.CopyFrom == first.Revision)), "= 1", s.CopyFrom == first.Revision)
 	res.check("collection count after (before: "+fmt.Sprint(c0)+")", float64(c1), fmt.Sprintf("= %d", c0), c0 == c1 && c0 > 0)
 	in := before.NDCGInterval != nil && after.NDCG >= before.NDCGInterval.Lower && after.NDCG <= before.NDCGInterval.Upper
 	want := "within before's interval"
@@ -621,4 +622,11 @@ func unique(s []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
