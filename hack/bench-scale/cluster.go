@@ -192,6 +192,17 @@ func (w *watch) poll(ctx context.Context) error {
 	return nil
 }
 
+// ended says every pod seen (an Evaluation's aside) has ended.
+func (w *watch) ended() bool {
+	for _, p := range w.seen {
+		if p.Labels[workload.LabelComponent] != workload.ComponentEvaluate &&
+			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			return false
+		}
+	}
+	return true
+}
+
 // measure adds the pods seen since the last measure to s: CPU and peak RSS from the exit
 // files, BuildResults from the worker pods' termination messages.
 func (w *watch) measure(s *step) error {
@@ -363,9 +374,15 @@ func (m *meter) finish(w *watch, idx *ragopsv1alpha1.Index) (step, error) {
 	}
 	s.OperatorCPUS = m1 - m.m0
 	s.ClusterCPUS = clusterCPU(m.e.clusterPIDs) - m.c0
-	// The last pods' exit files and termination messages: one more look at what is left.
-	if err := w.poll(context.Background()); err != nil {
-		return s, err
+	// The last pods' exit files and termination messages: wait (30 s at most) until every
+	// pod seen, Evaluations' aside, has ended.
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		if err := w.poll(context.Background()); err != nil {
+			return s, err
+		}
+		if w.ended() || time.Now().After(end) {
+			break
+		}
 	}
 	if err := w.measure(&s); err != nil {
 		return s, err

@@ -210,6 +210,10 @@ func table(args []string) error {
 			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %.1f (%.1f + %.1f + %.1f) | %.1f | %.0f |\n", s.Step, s.ReaderCalls,
 				s.Unchanged, s.CacheHits, s.OCRPages, s.Tokens, s.CPUS, s.WorkerCPUS, s.ScanCPUS, s.OperatorCPUS, s.WallS, s.PeakRSSMiB)
 		}
+		if r.Extra != nil {
+			x, _ := json.Marshal(r.Extra)
+			fmt.Fprintf(&b, "\nAlso: `%s`\n", x)
+		}
 		b.WriteString("\n| goal | measured | wanted | met |\n|---|---:|---|---|\n")
 		for _, g := range r.Goals {
 			met := "yes"
