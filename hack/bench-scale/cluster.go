@@ -37,6 +37,7 @@ type env struct {
 	httpHost    string
 	grpcHost    string
 	managerPID  int
+	weaviatePID int
 	clusterPIDs []int
 	timeout     time.Duration
 }
@@ -152,8 +153,10 @@ type step struct {
 	WorkerCPUS   float64 `json:"workerCpuS"`
 	ScanCPUS     float64 `json:"scanCpuS"`
 	OperatorCPUS float64 `json:"operatorCpuS"`
-	// ClusterCPUS is the control plane's and the local node's own CPU (not counted in CPUS).
-	ClusterCPUS float64 `json:"clusterCpuS"`
+	// ClusterCPUS is the control plane's and the local node's own CPU, WeaviateCPUS
+	// Weaviate's (neither counted in CPUS).
+	ClusterCPUS  float64 `json:"clusterCpuS"`
+	WeaviateCPUS float64 `json:"weaviateCpuS,omitempty"`
 	// PeakRSSMiB is the largest worker or scan pod's peak RSS.
 	PeakRSSMiB float64 `json:"peakRssMiB"`
 	Pods       int     `json:"pods"`
@@ -354,16 +357,17 @@ func (e *env) scan(ctx context.Context, w *watch, corpus, request string) (strin
 // meter takes the manager's and the control plane's CPU at a step's start; finish fills the
 // step from the served revision and the pods measured.
 type meter struct {
-	e         *env
-	start     time.Time
-	m0, c0    float64
-	part      int
-	name, idx string
+	e          *env
+	start      time.Time
+	m0, c0, w0 float64
+	part       int
+	name, idx  string
 }
 
 func (e *env) meter(part int, name, index string) *meter {
 	m0, _ := procCPU(e.managerPID)
-	return &meter{e: e, start: time.Now(), m0: m0, c0: clusterCPU(e.clusterPIDs), part: part, name: name, idx: index}
+	w0, _ := procCPU(e.weaviatePID)
+	return &meter{e: e, start: time.Now(), m0: m0, c0: clusterCPU(e.clusterPIDs), w0: w0, part: part, name: name, idx: index}
 }
 
 func (m *meter) finish(w *watch, idx *ragopsv1alpha1.Index) (step, error) {
@@ -374,6 +378,9 @@ func (m *meter) finish(w *watch, idx *ragopsv1alpha1.Index) (step, error) {
 	}
 	s.OperatorCPUS = m1 - m.m0
 	s.ClusterCPUS = clusterCPU(m.e.clusterPIDs) - m.c0
+	if w1, err := procCPU(m.e.weaviatePID); err == nil {
+		s.WeaviateCPUS = w1 - m.w0
+	}
 	// The last pods' exit files and termination messages: wait (30 s at most) until every
 	// pod seen, Evaluations' aside, has ended.
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
@@ -388,7 +395,7 @@ func (m *meter) finish(w *watch, idx *ragopsv1alpha1.Index) (step, error) {
 		return s, err
 	}
 	s.CPUS = s.WorkerCPUS + s.ScanCPUS + s.OperatorCPUS
-	for _, p := range []*float64{&s.CPUS, &s.WorkerCPUS, &s.ScanCPUS, &s.OperatorCPUS, &s.ClusterCPUS, &s.PeakRSSMiB} {
+	for _, p := range []*float64{&s.CPUS, &s.WorkerCPUS, &s.ScanCPUS, &s.OperatorCPUS, &s.ClusterCPUS, &s.WeaviateCPUS, &s.PeakRSSMiB} {
 		*p = round(*p, 2)
 	}
 	if rev := active(idx); rev != nil {

@@ -119,7 +119,7 @@ for k in "${!parts[@]}"; do
 		-pool "$datasets/legalqa-nl/corpus.jsonl" -scifact "$datasets/scifact" -python "$python" \
 		-kubeconfig "$kubeconfig" -namespace bench-scale -node-state "$LOCALCLUSTER_DIR/node" \
 		-image-model "/models/$model_name" -http "$RAGOPS_WEAVIATE_HTTP_HOST" -grpc "$RAGOPS_WEAVIATE_GRPC_HOST" \
-		-manager-pid "$(cat "$cache/manager.pid")" -cluster-pids "$(IFS=,; echo "${pids[*]}")" | tee -a "$results" || echo "[bench-scale] part $p failed" >&2
+		-manager-pid "$(cat "$cache/manager.pid")" -weaviate-pid "$(cat "$RAGOPS_WEAVIATE_STATE/node1.pid")" -cluster-pids "$(IFS=,; echo "${pids[*]}")" | tee -a "$results" || echo "[bench-scale] part $p failed" >&2
 done
 machine="$(nproc) CPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/{print $2}') GiB"
 targs=(-results "$results" -machine "$machine")
