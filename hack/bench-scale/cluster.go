@@ -160,6 +160,9 @@ type step struct {
 	// PeakRSSMiB is the largest worker or scan pod's peak RSS.
 	PeakRSSMiB float64 `json:"peakRssMiB"`
 	Pods       int     `json:"pods"`
+	// Unmeasured counts pods whose exit files were gone before they were read (their CPU is
+	// missing from the sums).
+	Unmeasured int `json:"unmeasured,omitempty"`
 	// Revision and CorpusRevision the served revision holds after the step.
 	Revision       string `json:"revision"`
 	CorpusRevision string `json:"corpusRevision"`
@@ -175,10 +178,13 @@ type watch struct {
 	owners   []string
 	seen     map[string]corev1.Pod
 	measured map[string]bool
+	// used holds each ended pod's CPU seconds and peak RSS MiB, read when first seen ended.
+	used map[string][2]float64
 }
 
 func (e *env) watch(owners ...string) *watch {
-	return &watch{e: e, owners: owners, seen: map[string]corev1.Pod{}, measured: map[string]bool{}}
+	return &watch{e: e, owners: owners, seen: map[string]corev1.Pod{}, measured: map[string]bool{},
+		used: map[string][2]float64{}}
 }
 
 func (w *watch) poll(ctx context.Context) error {
@@ -189,7 +195,17 @@ func (w *watch) poll(ctx context.Context) error {
 			return err
 		}
 		for _, p := range pods.Items {
-			w.seen[string(p.UID)] = p
+			uid := string(p.UID)
+			w.seen[uid] = p
+			if _, ok := w.used[uid]; !ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+				cpu, rss, found, err := w.usage(uid, p)
+				if err != nil {
+					return err
+				}
+				if found {
+					w.used[uid] = [2]float64{cpu, rss}
+				}
+			}
 		}
 	}
 	return nil
@@ -206,39 +222,58 @@ func (w *watch) ended() bool {
 	return true
 }
 
+// usage is a pod's process CPU seconds and peak RSS from the shim's exit files; ok is false
+// when the pod has none (yet, or any more: the node removes a deleted pod's folder).
+func (w *watch) usage(uid string, p corev1.Pod) (cpu, rss float64, ok bool, err error) {
+	for _, cs := range p.Spec.Containers {
+		exits, _ := filepath.Glob(filepath.Join(w.e.nodeState, "pods", uid, "containers", cs.Name, "exit-*.json"))
+		for _, f := range exits {
+			var st struct {
+				Usage *struct {
+					UserSeconds   float64 `json:"userSeconds"`
+					SystemSeconds float64 `json:"systemSeconds"`
+					MaxRSSKiB     int64   `json:"maxRssKiB"`
+				} `json:"usage"`
+			}
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				return 0, 0, false, err
+			}
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return 0, 0, false, fmt.Errorf("%s: %w", f, err)
+			}
+			if st.Usage == nil {
+				return 0, 0, false, fmt.Errorf("%s has no usage: a local node from before the shim recorded rusage", f)
+			}
+			cpu += st.Usage.UserSeconds + st.Usage.SystemSeconds
+			rss = max(rss, float64(st.Usage.MaxRSSKiB)/1024)
+			ok = true
+		}
+	}
+	return cpu, rss, ok, nil
+}
+
 // measure adds the pods seen since the last measure to s: CPU and peak RSS from the exit
-// files, BuildResults from the worker pods' termination messages.
+// files (read when the pod was first seen ended, before a Job's deletion removes them),
+// BuildResults from the worker pods' termination messages.
 func (w *watch) measure(s *step) error {
 	for uid, p := range w.seen {
 		if w.measured[uid] {
 			continue
 		}
 		w.measured[uid] = true
-		var cpu, rss float64
-		for _, cs := range p.Spec.Containers {
-			exits, _ := filepath.Glob(filepath.Join(w.e.nodeState, "pods", uid, "containers", cs.Name, "exit-*.json"))
-			for _, f := range exits {
-				var st struct {
-					Usage *struct {
-						UserSeconds   float64 `json:"userSeconds"`
-						SystemSeconds float64 `json:"systemSeconds"`
-						MaxRSSKiB     int64   `json:"maxRssKiB"`
-					} `json:"usage"`
-				}
-				raw, err := os.ReadFile(f)
-				if err != nil {
-					return err
-				}
-				if err := json.Unmarshal(raw, &st); err != nil {
-					return fmt.Errorf("%s: %w", f, err)
-				}
-				if st.Usage == nil {
-					return fmt.Errorf("%s has no usage: a local node from before the shim recorded rusage", f)
-				}
-				cpu += st.Usage.UserSeconds + st.Usage.SystemSeconds
-				rss = max(rss, float64(st.Usage.MaxRSSKiB)/1024)
+		u, ok := w.used[uid]
+		if !ok {
+			cpu, rss, found, err := w.usage(uid, p)
+			if err != nil {
+				return err
 			}
+			if !found && p.Labels[workload.LabelComponent] != workload.ComponentEvaluate {
+				s.Unmeasured++
+			}
+			u = [2]float64{cpu, rss}
 		}
+		cpu, rss := u[0], u[1]
 		s.Pods++
 		s.PeakRSSMiB = max(s.PeakRSSMiB, rss)
 		switch p.Labels[workload.LabelComponent] {
