@@ -22,6 +22,7 @@
 #     --compression T part 3 (default RQ: 8 bits)
 #     --every D --live-changes N --burst N   part 4 (default 5s, 8, docs/2)
 #     --shards N      embedder pods (default 2)
+#     --timeout D     longest wait of one step (default 45m)
 #     --write         put the tables of each part's last run into BENCHMARKS.md (bench-scale markers)
 # RAGOPS_DATASETS points at the folder holding legalqa-nl/ and scifact/ (default
 # ../shared/datasets); RAGOPS_MODEL_DIR and RAGOPS_ONNXRUNTIME_LIB, when set, are used as they
@@ -36,7 +37,7 @@ while (($#)); do
 	case $1 in
 	--part) part=$2; shift ;;
 	--docs) docs=$2; shift ;;
-	--seed | --month | --scanned | --changes | --compression | --every | --live-changes | --burst | --shards)
+	--seed | --month | --scanned | --changes | --compression | --every | --live-changes | --burst | --shards | --timeout)
 		args+=("-${1#--}" "$2"); shift ;;
 	--write) write=1 ;;
 	*) echo "unknown flag $1 (see the header of $0)" >&2; exit 2 ;;
