@@ -13,7 +13,7 @@ import (
 // (a scanned page's image, when the page is loaded) into the instance's memory and keeps it
 // until the document is closed, so a long scan read from one open document would hold all of
 // its images; reopened, it holds at most about this much plus one page's objects.
-const reopenBytes = 8 << 20
+var reopenBytes int64 = 8 << 20
 
 // document is a PDFium document open in inst. One read from a file (FileReader) is reopened
 // by refresh once PDFium has read reopenBytes through it; one in memory (File) is not, as
