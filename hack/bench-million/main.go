@@ -84,7 +84,12 @@ func main() {
 	case "import":
 		err = importAll(ctx, chunks, *objects, *batch, *until, *countFile, *httpHost, *grpcHost)
 	case "eval":
-		err = eval(ctx, chunks, *objects, *queries, *out, evaluator.Mode(*mode), *concurrency, *httpHost, *grpcHost)
+		m, ok := map[string]evaluator.Mode{"dense": evaluator.Dense, "bm25": evaluator.BM25, "hybrid": evaluator.Hybrid}[*mode]
+		if !ok {
+			err = fmt.Errorf("mode %q, want dense, bm25 or hybrid", *mode)
+			break
+		}
+		err = eval(ctx, chunks, *objects, *queries, *out, m, *concurrency, *httpHost, *grpcHost)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
