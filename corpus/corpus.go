@@ -116,6 +116,13 @@ type DocumentReader interface {
 	Read(ctx context.Context, data []byte) (reader.Document, error)
 }
 
+// FileReader is a DocumentReader that also reads a document from an open file without a
+// copy of all of it in memory (reader.Mux.ReadAt, extractcache.Reader.ReadAt); the walk
+// hands it the file when the reader is one.
+type FileReader interface {
+	ReadAt(ctx context.Context, r io.ReaderAt, size int64) (reader.Document, error)
+}
+
 // Source is an opened corpus source.
 type Source struct {
 	spec   plan.Source
@@ -518,29 +525,13 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 			}
 			continue
 		}
-		data, err := os.ReadFile(full)
-		if err != nil {
-			skip(Skipped{ID: rel, Reason: "Unreadable", Err: err})
+		d, skipped, err := s.readFile(ctx, full, rel, list, need)
+		switch {
+		case err != nil:
+			return err
+		case skipped != nil:
+			skip(*skipped)
 			continue
-		}
-		s.countRead(rel, int64(len(data)))
-		d := Document{ID: rel, Hash: hashOf(data), Size: int64(len(data)), Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}
-		if !list && (need == nil || need(d)) {
-			if s.read == nil {
-				return fmt.Errorf("document %s: no document reader configured", rel)
-			}
-			doc, err := s.read.Read(ctx, data)
-			if err != nil {
-				reason := "Unreadable"
-				if r, ok := reader.ReasonOf(err); ok {
-					reason = string(r)
-				}
-				skip(Skipped{ID: rel, Reason: reason, Err: err})
-				continue
-			}
-			doc.Source = &reader.Source{ID: d.ID, Hash: d.Hash, Size: d.Size}
-			s.addSourceMeta(&doc, rel, d.Size)
-			d.Doc, d.Read = doc, true
 		}
 		if err := visit(d); err != nil {
 			return err
@@ -574,6 +565,62 @@ func (s *Source) fetchNeeded(ctx context.Context, keep func(string) bool, need f
 		delete(s.deferred, rel)
 	}
 	return nil
+}
+
+// readFile hashes the file rel (at full) as it streams it, then, unless list is set or need
+// says otherwise, reads its document: with s.read's ReadAt from the open file when s.read is
+// a FileReader, from a copy in memory otherwise. A file that changed between the hash and
+// the end of the read (size or modification time) is skipped as ReasonChangedWhileRead.
+func (s *Source) readFile(ctx context.Context, full, rel string, list bool, need func(Document) bool) (Document, *Skipped, error) {
+	f, err := os.Open(full)
+	if err != nil {
+		return Document{}, &Skipped{ID: rel, Reason: "Unreadable", Err: err}, nil
+	}
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return Document{}, &Skipped{ID: rel, Reason: "Unreadable", Err: err}, nil
+	}
+	h := sha256.New()
+	size, err := io.Copy(h, f)
+	if err != nil {
+		return Document{}, &Skipped{ID: rel, Reason: "Unreadable", Err: err}, nil
+	}
+	d := Document{ID: rel, Hash: hex.EncodeToString(h.Sum(nil)[:8]), Size: size, Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}
+	s.countRead(rel, size)
+	if list || need != nil && !need(d) {
+		return d, nil, nil
+	}
+	if s.read == nil {
+		return Document{}, nil, fmt.Errorf("document %s: no document reader configured", rel)
+	}
+	var doc reader.Document
+	if fr, ok := s.read.(FileReader); ok {
+		doc, err = fr.ReadAt(ctx, f, size)
+	} else {
+		data := make([]byte, size)
+		if _, err = f.ReadAt(data, 0); err == nil || errors.Is(err, io.EOF) && len(data) == 0 {
+			doc, err = s.read.Read(ctx, data)
+		}
+	}
+	if err != nil {
+		reason := "Unreadable"
+		if r, ok := reader.ReasonOf(err); ok {
+			reason = string(r)
+		}
+		return Document{}, &Skipped{ID: rel, Reason: reason, Err: err}, nil
+	}
+	if now, err := f.Stat(); err != nil || now.Size() != size || !now.ModTime().Equal(before.ModTime()) {
+		if err == nil {
+			err = fmt.Errorf("%d bytes modified at %s; %d bytes modified at %s when hashed", now.Size(),
+				now.ModTime().UTC().Format(time.RFC3339Nano), size, before.ModTime().UTC().Format(time.RFC3339Nano))
+		}
+		return Document{}, &Skipped{ID: rel, Reason: ReasonChangedWhileRead, Err: err}, nil
+	}
+	doc.Source = &reader.Source{ID: d.ID, Hash: d.Hash, Size: d.Size}
+	s.addSourceMeta(&doc, rel, d.Size)
+	d.Doc, d.Read = doc, true
+	return d, nil, nil
 }
 
 // addSourceMeta sets the source fields (MetaSource*) of the file rel in doc.Metadata, size

@@ -2,6 +2,7 @@ package reader
 
 import (
 	"context"
+	"io"
 	"sort"
 	"strings"
 )
@@ -130,4 +131,13 @@ type FormatReader interface {
 	// Read extracts data, whose sniffed media type is mediaType. Errors that mean the
 	// document should be skipped are *SkipError.
 	Read(ctx context.Context, data []byte, mediaType string) (Document, error)
+}
+
+// FileFormatReader is a FormatReader that also reads a document from a file without a copy
+// of all of it in memory: r holds the document's size bytes and is read only where the
+// format needs it (the PDF reader hands it to PDFium, which reads the objects of the page
+// at hand). Results and errors are Read's for the same bytes.
+type FileFormatReader interface {
+	FormatReader
+	ReadAt(ctx context.Context, r io.ReaderAt, size int64, mediaType string) (Document, error)
 }

@@ -9,6 +9,9 @@ rates.
       DIR/queries.jsonl, DIR/qrels/test.tsv  the test queries whose gold documents are all kept
   scan.py fixtures --corpus DATA/scifact --out reader/testdata/ocr
       the small fixtures the reader tests use (see reader/testdata/ocr/README.md)
+  scan.py dossier --corpus DATA/legalqa-nl --pages 300 --out FILE.pdf
+      one scanned dossier of that many pages: Dutch laws of legalqa-nl in corpus order, each
+      from a new page ("## Artikel" lines as headings), as one image-only PDF (issue 56)
 
 Pillow draws the pages (DejaVu fonts); reportlab writes the encrypted and the 2,000-page
 PDFs. Everything is seeded: a rerun writes the same files.
@@ -309,6 +312,38 @@ def cmd_fixtures(a):
     print("fixtures ->", out)
 
 
+def law_blocks(text):
+    blocks = []
+    for para in text.split("\n\n"):
+        para = para.strip()
+        if not para:
+            continue
+        if para.startswith("#"):
+            blocks.append(("title" if para.startswith("# ") else "heading", para.lstrip("# ")))
+        else:
+            blocks.append(("body", para))
+    return blocks
+
+
+def cmd_dossier(a):
+    rng = random.Random(a.seed)
+    pages = []
+    with open(os.path.join(a.corpus, "corpus.jsonl")) as fh:
+        for line in fh:
+            if len(pages) >= a.pages:
+                break
+            d = json.loads(line)
+            imgs, _ = typeset(law_blocks(d["text"]), a.dpi)
+            for img in imgs[: a.pages - len(pages)]:
+                # Keep each page as its JPEG, not as pixels: 300 pages of pixels are 1.2 GB.
+                buf = io.BytesIO()
+                degrade(img, rng, a.level).save(buf, "JPEG", quality=a.quality)
+                pages.append(buf.getvalue())
+    ims = [Image.open(io.BytesIO(b)) for b in pages]
+    ims[0].save(a.out, "PDF", resolution=a.dpi, save_all=True, append_images=ims[1:], quality=a.quality)
+    print(f"{len(pages)} pages -> {a.out} ({os.path.getsize(a.out)} bytes)")
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -324,8 +359,16 @@ def main():
     f.add_argument("--corpus", required=True)
     f.add_argument("--out", required=True)
     f.add_argument("--seed", type=int, default=17)
+    d = sub.add_parser("dossier")
+    d.add_argument("--corpus", required=True)
+    d.add_argument("--out", required=True)
+    d.add_argument("--pages", type=int, default=300)
+    d.add_argument("--dpi", type=int, default=200)
+    d.add_argument("--level", type=float, default=1.0)
+    d.add_argument("--quality", type=int, default=60)
+    d.add_argument("--seed", type=int, default=17)
     a = p.parse_args()
-    {"scifact": cmd_scifact, "fixtures": cmd_fixtures}[a.cmd](a)
+    {"scifact": cmd_scifact, "fixtures": cmd_fixtures, "dossier": cmd_dossier}[a.cmd](a)
 
 
 if __name__ == "__main__":

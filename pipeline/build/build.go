@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -95,6 +96,15 @@ func (l *lazyReaders) Read(ctx context.Context, data []byte) (reader.Document, e
 		return reader.Document{}, &ReadersError{Err: err}
 	}
 	return l.Lazy.Read(ctx, data)
+}
+
+// ReadAt reads a document from a file as formats.Lazy.ReadAt does (a PDF without a copy of
+// it in memory); a start that fails is a *ReadersError.
+func (l *lazyReaders) ReadAt(ctx context.Context, r io.ReaderAt, size int64) (reader.Document, error) {
+	if err := l.Start(ctx); err != nil {
+		return reader.Document{}, &ReadersError{Err: err}
+	}
+	return l.Lazy.ReadAt(ctx, r, size)
 }
 
 // Run runs one shard of a build plan and returns its figures (the pod's termination message).

@@ -160,7 +160,38 @@ func (r *Reader) count(f func(*Stats)) {
 // Encrypted or OCRFailed, which may be passing) is not cached and is extracted again next time.
 func (r *Reader) Read(ctx context.Context, data []byte) (reader.Document, error) {
 	sum := sha256.Sum256(data)
-	raw := hex.EncodeToString(sum[:])
+	return r.read(ctx, hex.EncodeToString(sum[:]), func() (reader.Document, error) { return r.next.Read(ctx, data) })
+}
+
+// FileReader is a DocumentReader that also reads a document from a file without a copy of
+// all of it in memory (reader.Mux.ReadAt).
+type FileReader interface {
+	ReadAt(ctx context.Context, r io.ReaderAt, size int64) (reader.Document, error)
+}
+
+// ReadAt reads the document of size bytes in ra as Read reads its bytes. Its raw SHA-256 is
+// taken by streaming ra; a miss is extracted with next's ReadAt when next is a FileReader
+// (a PDF is then never held whole in memory), from a copy read into memory otherwise.
+func (r *Reader) ReadAt(ctx context.Context, ra io.ReaderAt, size int64) (reader.Document, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(ra, 0, size)); err != nil {
+		return reader.Document{}, err
+	}
+	return r.read(ctx, hex.EncodeToString(h.Sum(nil)), func() (reader.Document, error) {
+		if fr, ok := r.next.(FileReader); ok {
+			return fr.ReadAt(ctx, ra, size)
+		}
+		data := make([]byte, size)
+		if _, err := io.ReadFull(io.NewSectionReader(ra, 0, size), data); err != nil {
+			return reader.Document{}, err
+		}
+		return r.next.Read(ctx, data)
+	})
+}
+
+// read returns the document of raw SHA-256 raw (hex) from the cache, or extracts it and
+// stores it.
+func (r *Reader) read(ctx context.Context, raw string, extract func() (reader.Document, error)) (reader.Document, error) {
 	key := Key(raw, r.settings)
 	if r.store != nil {
 		if doc, ok := r.lookup(ctx, key); ok {
@@ -169,7 +200,7 @@ func (r *Reader) Read(ctx context.Context, data []byte) (reader.Document, error)
 		}
 		r.count(func(s *Stats) { s.Misses++ })
 	}
-	doc, err := r.next.Read(ctx, data)
+	doc, err := extract()
 	r.count(func(s *Stats) {
 		s.Extracted++
 		if err == nil && doc.OCR != nil {

@@ -259,6 +259,10 @@ func TestSkipReasons(t *testing.T) {
 			if !ok || got != c.want {
 				t.Fatalf("error %v, want a skip with reason %s", err, c.want)
 			}
+			_, err = readers.ReadAt(ctx, bytes.NewReader(c.data), int64(len(c.data)))
+			if got, ok := reader.ReasonOf(err); !ok || got != c.want {
+				t.Fatalf("ReadAt: error %v, want a skip with reason %s", err, c.want)
+			}
 		})
 	}
 	t.Run("too large", func(t *testing.T) {
@@ -268,6 +272,36 @@ func TestSkipReasons(t *testing.T) {
 			t.Fatalf("error %v, want TooLarge", err)
 		}
 	})
+}
+
+// TestReadAtSameAsRead reads every document fixture from a file (ReadAt: a PDF through
+// PDFium's file access, without a copy in memory) and from its bytes (Read): the documents
+// are the same (issue 56).
+func TestReadAtSameAsRead(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"raadsbesluit.pdf", "raadsbesluit-nobookmarks.pdf", "raadsbesluit.docx", "raadsbesluit.odt", "raadsbesluit.html", "raadsbesluit.md"} {
+		t.Run(name, func(t *testing.T) {
+			data := fixture(t, name)
+			want, err := readers.Read(ctx, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(filepath.Join("..", "testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := readers.ReadAt(ctx, f, int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := reader.Encode(want)
+			b, _ := reader.Encode(got)
+			if !bytes.Equal(a, b) {
+				t.Errorf("ReadAt gave\n%s\nRead gave\n%s", b, a)
+			}
+		})
+	}
 }
 
 // TestPoolConcurrent reads PDFs from more goroutines than the pool has instances; every

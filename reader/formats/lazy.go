@@ -2,6 +2,7 @@ package formats
 
 import (
 	"context"
+	"io"
 	"sync"
 
 	"github.com/ragops/ragops/reader"
@@ -30,6 +31,15 @@ func (l *Lazy) Read(ctx context.Context, data []byte) (reader.Document, error) {
 		return reader.Document{}, err
 	}
 	return l.r.Read(ctx, data)
+}
+
+// ReadAt reads the document of size bytes in r (reader.Mux.ReadAt: a PDF without a copy
+// of the file in memory), starting the readers first.
+func (l *Lazy) ReadAt(ctx context.Context, r io.ReaderAt, size int64) (reader.Document, error) {
+	if err := l.Start(ctx); err != nil {
+		return reader.Document{}, err
+	}
+	return l.r.ReadAt(ctx, r, size)
 }
 
 // Close stops the readers if they were started.

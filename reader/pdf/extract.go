@@ -186,14 +186,13 @@ type styleKey struct {
 }
 
 // extract reads every page's lines (by OCR where needed), then lays them out with the outline.
-func (r *Reader) extract(ctx context.Context, inst pdfium.Pdfium, data []byte, mediaType string) (reader.Document, error) {
-	od, err := inst.OpenDocument(&requests.OpenDocument{File: &data})
+func (r *Reader) extract(ctx context.Context, inst pdfium.Pdfium, open *requests.OpenDocument, mediaType string) (reader.Document, error) {
+	d, err := openDocument(inst, open)
 	if err != nil {
 		return reader.Document{}, openError(err, mediaType)
 	}
-	doc := od.Document
-	defer inst.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: doc})
-	pc, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: doc})
+	defer d.close()
+	pc, err := inst.FPDF_GetPageCount(&requests.FPDF_GetPageCount{Document: d.doc})
 	if err != nil {
 		return reader.Document{}, reader.Skip(reader.Corrupt, mediaType, err, "cannot count pages")
 	}
@@ -213,7 +212,10 @@ func (r *Reader) extract(ctx context.Context, inst pdfium.Pdfium, data []byte, m
 		if err := ctx.Err(); err != nil {
 			return reader.Document{}, err
 		}
-		lines, n, imgs, err := readPage(inst, doc, i)
+		if err := d.refresh(); err != nil {
+			return reader.Document{}, reader.Skip(reader.Corrupt, mediaType, err, "reopen before page %d", i+1)
+		}
+		lines, n, imgs, err := readPage(inst, d.doc, i)
 		if err != nil {
 			return reader.Document{}, reader.Skip(reader.Corrupt, mediaType, err, "page %d", i+1)
 		}
@@ -226,7 +228,7 @@ func (r *Reader) extract(ctx context.Context, inst pdfium.Pdfium, data []byte, m
 	}
 	var stats *reader.OCRStats
 	if len(need) > 0 {
-		if stats, err = r.ocrPages(ctx, inst, doc, pages, need, mediaType); err != nil {
+		if stats, err = r.ocrPages(ctx, d, pages, need, mediaType); err != nil {
 			return reader.Document{}, err
 		}
 		chars = 0
@@ -244,14 +246,17 @@ func (r *Reader) extract(ctx context.Context, inst pdfium.Pdfium, data []byte, m
 		return reader.Document{}, reader.Skip(reader.Empty, mediaType, nil, "%d pages without text or images", len(pages))
 	}
 	var out reader.Document
-	bm, err := inst.GetBookmarks(&requests.GetBookmarks{Document: doc})
+	if err := d.refresh(); err != nil {
+		return reader.Document{}, reader.Skip(reader.Corrupt, mediaType, err, "reopen for the outline")
+	}
+	bm, err := inst.GetBookmarks(&requests.GetBookmarks{Document: d.doc})
 	if err == nil && len(bm.Bookmarks) > 0 {
 		out = layoutWithBookmarks(pages, bm.Bookmarks, mediaType)
 	} else {
 		out = layoutWithFonts(pages, mediaType)
 	}
 	out.OCR = stats
-	docInfo(inst, doc, &out)
+	docInfo(inst, d.doc, &out)
 	return out, nil
 }
 

@@ -40,7 +40,12 @@ func renderDPI(w, h float64, want, maxPixels int) int {
 // block line per recognised paragraph. Errors are *reader.SkipError: TooLarge when more
 // pages need OCR than allowed, OCRFailed when Tesseract fails, is missing or the
 // document's time budget runs out.
-func (r *Reader) ocrPages(ctx context.Context, inst pdfium.Pdfium, doc references.FPDF_DOCUMENT, pages [][]line, need []int, mediaType string) (*reader.OCRStats, error) {
+//
+// One page is in memory at a time: its grey image is copied out of the instance and its
+// bitmap there freed before recognition, and a file-backed document is reopened once PDFium
+// has read reopenBytes through it (see document), so a long scan's earlier images are not
+// kept.
+func (r *Reader) ocrPages(ctx context.Context, d *document, pages [][]line, need []int, mediaType string) (*reader.OCRStats, error) {
 	if r.ocrErr != nil {
 		return nil, reader.Skip(reader.OCRFailed, mediaType, r.ocrErr, "%d pages need OCR", len(need))
 	}
@@ -59,7 +64,10 @@ func (r *Reader) ocrPages(ctx context.Context, inst pdfium.Pdfium, doc reference
 			return nil, reader.Skip(reader.OCRFailed, mediaType, octx.Err(),
 				"OCR ran past the document's budget of %s after %d of %d pages", o.DocumentTimeout, stats.Pages, len(need))
 		}
-		img, dpi, err := renderGray(inst, doc, i, o.DPI, o.MaxPixels)
+		if err := d.refresh(); err != nil {
+			return nil, reader.Skip(reader.Corrupt, mediaType, err, "reopen before page %d", i+1)
+		}
+		img, dpi, err := renderGray(d.inst, d.doc, i, o.DPI, o.MaxPixels)
 		if err != nil {
 			return nil, reader.Skip(reader.Corrupt, mediaType, err, "render page %d", i+1)
 		}

@@ -40,6 +40,7 @@ import (
 
 	"github.com/klippa-app/go-pdfium"
 	pdfiumerrors "github.com/klippa-app/go-pdfium/errors"
+	"github.com/klippa-app/go-pdfium/requests"
 	"github.com/klippa-app/go-pdfium/webassembly"
 	"github.com/ragops/ragops/reader"
 	"github.com/ragops/ragops/reader/ocr"
@@ -95,7 +96,7 @@ func New(ctx context.Context, opts Options) (*Reader, error) {
 		MaxTotal:      opts.Workers,
 		ReuseWorkers:  true,
 		RuntimeConfig: rc,
-		FSConfig:      wazero.NewFSConfig(), // documents come as bytes: no host files
+		FSConfig:      wazero.NewFSConfig(), // documents come as bytes or readers: no host files
 		Stdout:        io.Discard,
 		Stderr:        io.Discard,
 	})
@@ -122,6 +123,23 @@ func (r *Reader) MediaTypes() []string { return []string{reader.MediaTypePDF} }
 // and checks ctx between pages; a PDFium call already running is not interrupted. An
 // instance that panicked is discarded, not returned to the pool.
 func (r *Reader) Read(ctx context.Context, data []byte, mediaType string) (reader.Document, error) {
+	return r.read(ctx, &requests.OpenDocument{File: &data}, mediaType)
+}
+
+// ReadAt implements reader.FileFormatReader: PDFium reads the file through r as it needs
+// its parts (FPDF_LoadCustomDocument), so neither the Go heap nor the instance's
+// WebAssembly memory holds a copy of the whole file; a scan's page images are read one page
+// at a time, when that page is rendered for OCR. Otherwise as Read; r must stay readable
+// until ReadAt returns.
+func (r *Reader) ReadAt(ctx context.Context, ra io.ReaderAt, size int64, mediaType string) (reader.Document, error) {
+	if size <= 0 {
+		return reader.Document{}, reader.Skip(reader.Empty, mediaType, nil, "0 bytes")
+	}
+	return r.read(ctx, &requests.OpenDocument{FileReader: io.NewSectionReader(ra, 0, size), FileReaderSize: size}, mediaType)
+}
+
+// read reads the document open opens.
+func (r *Reader) read(ctx context.Context, open *requests.OpenDocument, mediaType string) (reader.Document, error) {
 	inst, err := r.pool.GetInstanceWithContext(ctx)
 	if err != nil {
 		return reader.Document{}, fmt.Errorf("pdf: get a PDFium instance: %w", err)
@@ -141,7 +159,7 @@ func (r *Reader) Read(ctx context.Context, data []byte, mediaType string) (reade
 				err = reader.Skip(reader.Corrupt, mediaType, nil, "PDFium failed: %v", p)
 			}
 		}()
-		return r.extract(ctx, inst, data, mediaType)
+		return r.extract(ctx, inst, open, mediaType)
 	}()
 	return doc, err
 }
