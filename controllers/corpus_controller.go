@@ -100,11 +100,15 @@ func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 		return ctrl.Result{}, r.reconcileDelete(ctx, &c)
 	}
 	if !controllerutil.ContainsFinalizer(&c, Finalizer) {
-		base := c.DeepCopy()
-		controllerutil.AddFinalizer(&c, Finalizer)
-		if err := r.Patch(ctx, &c, client.MergeFrom(base)); err != nil {
+		// Patched on a copy: the reconcile goes on with the object as it read it (the patch
+		// reply would replace it with the server's newest view mid-reconcile), plus the
+		// finalizer and the resourceVersion the patch made.
+		withFinalizer := c.DeepCopy()
+		controllerutil.AddFinalizer(withFinalizer, Finalizer)
+		if err := r.Patch(ctx, withFinalizer, client.MergeFrom(c.DeepCopy())); err != nil {
 			return ctrl.Result{}, err
 		}
+		c.Finalizers, c.ResourceVersion = withFinalizer.Finalizers, withFinalizer.ResourceVersion
 	}
 	patcher := reconcile.NewStatusPatcher(&c, needsAPerson)
 	defer func() {
