@@ -123,6 +123,8 @@ type Request struct {
 	// query --where` (query.ParseWhere: year>=2018, type=motie|amendement, ...): they narrow
 	// the access filter, never replace it. The access properties (accessGroups, accessKey)
 	// cannot be named; an unknown property or a bad value is a *BadRequestError naming it.
+	// Neighbours of a hit (its own document's chunks) are expanded under the access filter
+	// only.
 	Where []string `json:"where,omitempty"`
 }
 
