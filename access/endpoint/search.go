@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,6 +119,13 @@ type Request struct {
 	// Neighbours returns with each hit the chunks of its document within this many ordinals
 	// of it, itself included (small-to-big; 0..MaxNeighbours), under the same access filter.
 	Neighbours int `json:"neighbours,omitempty"`
+	// Where are conditions on the chunks' properties, all ANDed, in the syntax of `ragops
+	// query --where` (query.ParseWhere: year>=2018, type=motie|amendement, ...): they narrow
+	// the access filter, never replace it. The access properties (accessGroups, accessKey)
+	// cannot be named; an unknown property or a bad value is a *BadRequestError naming it.
+	// Neighbours of a hit (its own document's chunks) are expanded under the access filter
+	// only.
+	Where []string `json:"where,omitempty"`
 }
 
 // MaxK bounds Request.K; MaxNeighbours bounds Request.Neighbours.
@@ -192,6 +201,11 @@ func (Searcher) Search(ctx context.Context, g Grant, t Target, req Request) ([]H
 	}
 	q := vectorstore.Query{Mode: mode, Text: req.Query, Limit: req.K, WithText: true,
 		Access: &vectorstore.AccessFilter{Groups: g.Groups()}}
+	if len(req.Where) > 0 {
+		if q.Where, err = where(ctx, t.Store, coll, req.Where); err != nil {
+			return nil, err
+		}
+	}
 	if mode != vectorstore.ModeBM25 {
 		if info.Vectorizer == (vectorstore.Transformers{}) {
 			return nil, fmt.Errorf("revision %s (collection %s) has no model server wired: only bm25 can be served", info.Revision, coll)
@@ -214,4 +228,29 @@ func (Searcher) Search(ctx context.Context, g Grant, t Target, req Request) ([]H
 		}
 	}
 	return out, nil
+}
+
+// propertyRe finds the property a where condition names.
+var propertyRe = regexp.MustCompile(`^\s*([_A-Za-z][_0-9A-Za-z]*)`)
+
+// where parses a request's conditions with the property types of collection coll, less the
+// access properties: the caller's conditions are ANDed with the access filter
+// (vectorstore.Search) and cannot name what it filters on.
+func where(ctx context.Context, s *vectorstore.Store, coll string, conds []string) (*filters.WhereBuilder, error) {
+	types, err := s.PropertyTypes(ctx, coll)
+	if err != nil {
+		return nil, err
+	}
+	delete(types, vectorstore.PropAccessGroups)
+	delete(types, vectorstore.PropAccessKey)
+	for _, c := range conds {
+		if m := propertyRe.FindStringSubmatch(c); m != nil && (m[1] == vectorstore.PropAccessGroups || m[1] == vectorstore.PropAccessKey) {
+			return nil, &BadRequestError{Err: fmt.Errorf("where %q: property %s is the access filter's: it cannot be named", c, m[1])}
+		}
+	}
+	w, err := query.ParseWhere(conds, types)
+	if err != nil {
+		return nil, &BadRequestError{Err: err}
+	}
+	return w, nil
 }
