@@ -101,24 +101,7 @@ func (s *Store) EnsureBlobCollection(ctx context.Context, name string) error {
 			text(PropBlobSum, false),
 		},
 	}
-	return s.retry(ctx, func() error {
-		err := s.client.Schema().ClassCreator().WithClass(class).Do(ctx)
-		if err == nil {
-			return nil
-		}
-		if !isAlreadyExists(err) {
-			return classify("create blob collection", name, err)
-		}
-		got, err := s.client.Schema().ClassGetter().WithClassName(name).Do(ctx)
-		if err != nil {
-			return classify("get blob collection", name, err)
-		}
-		if got.Description != blobDescription {
-			return &ServerError{Op: "create blob collection", Collection: name,
-				Err: fmt.Errorf("exists and is not a blob collection (description %q)", got.Description)}
-		}
-		return nil
-	})
+	return s.createDescribedClass(ctx, class, "blob collection")
 }
 
 // PutBlob writes b into collection under [BlobID] of b.Key, replacing what was there.
@@ -242,4 +225,31 @@ func (s *Store) CollectBlobs(ctx context.Context, collection string, pageSize in
 		}
 	}
 	return len(drop), nil
+}
+
+// createDescribedClass creates class, a collection of ragops's own whose Description says
+// what it is; an existing collection of that name is accepted only with the same
+// Description (what names it in errors: "manifest", "blob collection").
+//
+// Errors: an existing collection that is not one ([*ServerError]); typed server errors.
+func (s *Store) createDescribedClass(ctx context.Context, class *models.Class, what string) error {
+	name := class.Class
+	return s.retry(ctx, func() error {
+		err := s.client.Schema().ClassCreator().WithClass(class).Do(ctx)
+		if err == nil {
+			return nil
+		}
+		if !isAlreadyExists(err) {
+			return classify("create "+what, name, err)
+		}
+		got, err := s.client.Schema().ClassGetter().WithClassName(name).Do(ctx)
+		if err != nil {
+			return classify("get "+what, name, err)
+		}
+		if got.Description != class.Description {
+			return &ServerError{Op: "create " + what, Collection: name,
+				Err: fmt.Errorf("exists and is not a %s (description %q)", what, got.Description)}
+		}
+		return nil
+	})
 }

@@ -127,24 +127,7 @@ func (s *Store) EnsureManifest(ctx context.Context, collection string) error {
 			text(PropManifestMetaHash, false), text(PropManifestAccess, false),
 		},
 	}
-	return s.retry(ctx, func() error {
-		err := s.client.Schema().ClassCreator().WithClass(class).Do(ctx)
-		if err == nil {
-			return nil
-		}
-		if !isAlreadyExists(err) {
-			return classify("create manifest", name, err)
-		}
-		got, err := s.client.Schema().ClassGetter().WithClassName(name).Do(ctx)
-		if err != nil {
-			return classify("get manifest", name, err)
-		}
-		if got.Description != manifestDescription {
-			return &ServerError{Op: "create manifest", Collection: name,
-				Err: fmt.Errorf("exists and is not a manifest (description %q)", got.Description)}
-		}
-		return nil
-	})
+	return s.createDescribedClass(ctx, class, "manifest")
 }
 
 // PutManifest writes records into collection's manifest (one object per document, replacing
