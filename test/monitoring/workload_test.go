@@ -23,6 +23,7 @@ import (
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/testenv"
 	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -165,7 +166,7 @@ func runDemo(t *testing.T) *demo {
 		d.waitScraped(t, fmt.Sprintf(`ragops_index_builds_running{namespace=%q, index=%q} == 1`, d.ns, name))
 	}
 	res, _ := json.Marshal(plan.BuildResult{Shard: 0, Documents: int64(len(docs)), Chunks: int64(len(chunks)), Tokens: 600, Seconds: 2})
-	d.finishJob(t, job, string(res))
+	testenv.FinishJob(t, d.cp.Client, job, string(res))
 	d.waitIndex(t, staleIndex, "Ready on revision "+rev, func(idx *ragopsv1alpha1.Index) bool {
 		return meta.IsStatusConditionTrue(idx.Status.Conditions, ragopsv1alpha1.ConditionReady) && idx.Status.ActiveRevision == rev
 	})
@@ -185,7 +186,7 @@ func runDemo(t *testing.T) *demo {
 		t.Fatal(err)
 	}
 	res, _ = json.Marshal(plan.EvaluateResult{Queries: 1, Metrics: []plan.MetricsAtK{{K: 10, Recall: 1, NDCG: 0.6309, MRR: 0.5}}})
-	d.finishJob(t, d.ownedJob(t, ev.Name, ""), string(res))
+	testenv.FinishJob(t, d.cp.Client, d.ownedJob(t, ev.Name, ""), string(res))
 	eventually(t, 90*time.Second, "Evaluation Ready", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(ev), ev)
 		return err == nil && meta.IsStatusConditionTrue(ev.Status.Conditions, ragopsv1alpha1.ConditionReady) && ev.Status.RecallAt10 != nil, err
@@ -277,52 +278,6 @@ func (d *demo) ownedJob(t *testing.T, owner, kind string) *batchv1.Job {
 		return err == nil && len(jobs.Items) == 1, fmt.Errorf("%d Jobs (%v)", len(jobs.Items), err)
 	})
 	return &jobs.Items[0]
-}
-
-// finishJob plays the kubelet and the Job controller (no pods run under envtest): one
-// succeeded pod per message, with it as its termination message, then the Job Complete.
-func (d *demo) finishJob(t *testing.T, job *batchv1.Job, messages ...string) {
-	t.Helper()
-	ctx := context.Background()
-	c := d.cp.Client
-	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name}
-	for k, v := range job.Spec.Template.Labels {
-		labels[k] = v
-	}
-	for i, msg := range messages {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i), Labels: labels,
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
-				Annotations:     map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
-			Spec: *job.Spec.Template.Spec.DeepCopy(),
-		}
-		if err := c.Create(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-		pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
-			Name: job.Spec.Template.Spec.Containers[0].Name, Image: job.Spec.Template.Spec.Containers[0].Image,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: msg, Reason: "Completed"}},
-		}}}
-		if err := c.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-	}
-	now := metav1.Now()
-	startTime := metav1.NewTime(now.Add(-2 * time.Second))
-	n := int32(len(messages))
-	job.Status = batchv1.JobStatus{StartTime: &startTime, CompletionTime: &now, Succeeded: n, Conditions: []batchv1.JobCondition{
-		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "CompletionsReached"},
-		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "CompletionsReached"},
-	}}
-	if job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion {
-		job.Status.CompletedIndexes = "0"
-		if n > 1 {
-			job.Status.CompletedIndexes = fmt.Sprintf("0-%d", n-1)
-		}
-	}
-	if err := c.Status().Update(ctx, job); err != nil {
-		t.Fatalf("complete Job %s: %v", job.Name, err)
-	}
 }
 
 // playModelServers waits for the model server Deployment the Indexes' serving asks for and

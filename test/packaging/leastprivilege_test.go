@@ -37,6 +37,7 @@ import (
 	"github.com/ragops/ragops/cmd"
 	"github.com/ragops/ragops/controllers"
 	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/internal/testenv"
 	"github.com/ragops/ragops/internal/workload"
 	"github.com/ragops/ragops/vectorstore"
 )
@@ -332,55 +333,6 @@ func ready(o interface{ GetConditions() *[]metav1.Condition }, gen int64) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
 }
 
-// finishJob plays the kubelet and the Job controller (no pods run under envtest): one pod
-// per completion index with the given termination message, then the Job marked Complete.
-func finishJob(t *testing.T, c client.Client, job *batchv1.Job, messages ...string) {
-	t.Helper()
-	ctx := context.Background()
-	// The Job controller gives pods the template's labels and job-name (the manager caches
-	// only pods labelled app.kubernetes.io/managed-by=ragops) and itself as their controller
-	// (the manager reads only the pods the Job controls).
-	labels := map[string]string{"batch.kubernetes.io/job-name": job.Name}
-	for k, v := range job.Spec.Template.Labels {
-		labels[k] = v
-	}
-	for i, msg := range messages {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: fmt.Sprintf("%s-%d", job.Name, i),
-				Labels:          labels,
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
-				Annotations:     map[string]string{batchv1.JobCompletionIndexAnnotation: fmt.Sprint(i)}},
-			Spec: *job.Spec.Template.Spec.DeepCopy(),
-		}
-		if err := c.Create(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-		pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
-			Name: job.Spec.Template.Spec.Containers[0].Name, Image: job.Spec.Template.Spec.Containers[0].Image,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: msg, Reason: "Completed"}},
-		}}}
-		if err := c.Status().Update(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
-	}
-	now := metav1.Now()
-	start := metav1.NewTime(now.Add(-2 * time.Second))
-	n := int32(len(messages))
-	job.Status = batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: n, Conditions: []batchv1.JobCondition{
-		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "CompletionsReached"},
-		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "CompletionsReached"},
-	}}
-	if job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion {
-		job.Status.CompletedIndexes = "0"
-		if n > 1 {
-			job.Status.CompletedIndexes = fmt.Sprintf("0-%d", n-1)
-		}
-	}
-	if err := c.Status().Update(ctx, job); err != nil {
-		t.Fatalf("complete Job %s: %v", job.Name, err)
-	}
-}
-
 // ownedJob waits for the one Job a ragops object owns.
 func ownedJob(t *testing.T, c client.Client, ns, owner string) *batchv1.Job {
 	t.Helper()
@@ -484,7 +436,7 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, _ := json.Marshal(plan.BuildResult{Shard: 0, Documents: 3, Chunks: int64(len(chunks)), Tokens: 600, Seconds: 2})
-	finishJob(t, admin, job, string(res))
+	testenv.FinishJob(t, admin, job, string(res))
 	eventually(t, 60*time.Second, "Index Ready on revision "+rev, func() (bool, error) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(idx), idx)
 		return err == nil && ready(idx, idx.Generation) && idx.Status.ActiveRevision == rev, err
@@ -504,7 +456,7 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 	}
 	evJob := ownedJob(t, admin, ns.Name, ev.Name)
 	res, _ = json.Marshal(plan.EvaluateResult{Queries: 1, Metrics: []plan.MetricsAtK{{K: 10, Recall: 1, NDCG: 0.6309, MRR: 0.5}}})
-	finishJob(t, admin, evJob, string(res))
+	testenv.FinishJob(t, admin, evJob, string(res))
 	eventually(t, 60*time.Second, "Evaluation Ready with metrics", func() (bool, error) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(ev), ev)
 		return err == nil && ready(ev, ev.Generation) && ev.Status.RecallAt10 != nil, err
