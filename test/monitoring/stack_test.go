@@ -93,7 +93,9 @@ func need(t *testing.T, msg string) {
 // keeps its default (2h): the Stalled Index is not Ready, and RagopsIndexNotReady must stay
 // pending rather than fire. reconcileErrorsFor keeps its default (15m) too: a reconcile that
 // meets an optimistic-concurrency conflict returns an error and is retried, which is normal
-// and must not page; shortened to seconds, one such conflict under load would fire it.
+// and must not page; shortened to seconds, one such conflict under load would fire it. And
+// weaviateUnreachableFor keeps its default (5m): a few Weaviate calls that time out on a loaded
+// machine raise the error ratio for seconds, which must not page either.
 var chartValues = []string{
 	"prometheusRule.enabled=true",
 	"serviceMonitor.enabled=true",
