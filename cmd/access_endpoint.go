@@ -9,13 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragops/ragops/access/endpoint"
-	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 )
 
 func newAccessEndpointCommand() *cobra.Command {
@@ -44,14 +41,7 @@ resolve groups is 503, never an unfiltered result (docs/security.md).`,
 			if err != nil {
 				return err
 			}
-			scheme := runtime.NewScheme()
-			if err := clientgoscheme.AddToScheme(scheme); err != nil {
-				return err
-			}
-			if err := ragopsv1alpha1.AddToScheme(scheme); err != nil {
-				return err
-			}
-			reader, err := client.New(kube, client.Options{Scheme: scheme})
+			reader, err := client.New(kube, client.Options{Scheme: Scheme()})
 			if err != nil {
 				return err
 			}

@@ -7,12 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/query"
 	"github.com/ragops/ragops/vectorstore"
@@ -81,14 +78,7 @@ docs/querying.md.`,
 				if err != nil {
 					return err
 				}
-				scheme := runtime.NewScheme()
-				if err := clientgoscheme.AddToScheme(scheme); err != nil {
-					return err
-				}
-				if err := ragopsv1alpha1.AddToScheme(scheme); err != nil {
-					return err
-				}
-				kc, err := client.New(rc, client.Options{Scheme: scheme})
+				kc, err := client.New(rc, client.Options{Scheme: Scheme()})
 				if err != nil {
 					return err
 				}
