@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragops/ragops/internal/testenv"
 )
 
 // promAlert is an alert as Prometheus's /api/v1/alerts lists it.
@@ -66,7 +68,7 @@ func TestAlertsFireOnRealPrometheus(t *testing.T) {
 	slices.Sort(wantKeys)
 
 	var firing map[string]promAlert
-	eventually(t, 2*time.Minute, "the alerts firing", func() (bool, error) {
+	testenv.Eventually(t, 2*time.Minute, "the alerts firing", func() (bool, error) {
 		firing = d.alerts(t, "firing")
 		for _, k := range wantKeys {
 			if _, ok := firing[k]; !ok {

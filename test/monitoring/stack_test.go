@@ -157,33 +157,6 @@ func rendered(t *testing.T, objs []*unstructured.Unstructured, kind string) *uns
 	return nil
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// eventually polls cond every 500 ms until it returns true or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s (last: %v)", timeout, what, last)
-}
-
 // process is a server the tests started, with its output in a log file.
 type process struct {
 	name, log string
@@ -241,7 +214,7 @@ func (p *process) tail(n int) string {
 // waitHTTP waits until GET url answers 2xx.
 func waitHTTP(t *testing.T, p *process, u string) {
 	t.Helper()
-	eventually(t, 90*time.Second, p.name+" "+u, func() (bool, error) {
+	testenv.Eventually(t, 90*time.Second, p.name+" "+u, func() (bool, error) {
 		if p.exited() {
 			t.Fatalf("%s exited:\n%s", p.name, p.tail(8192))
 		}
@@ -331,8 +304,8 @@ func (s *stack) startManager(t *testing.T, dir string, objs []*unstructured.Unst
 	if err := s.cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}}); err != nil {
 		t.Fatal(err)
 	}
-	s.metricsAddr = freeAddr(t)
-	probeAddr := freeAddr(t)
+	s.metricsAddr = testenv.FreeAddr(t)
+	probeAddr := testenv.FreeAddr(t)
 	var args []string
 	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
 		switch {
@@ -363,7 +336,7 @@ func (s *stack) startManager(t *testing.T, dir string, objs []*unstructured.Unst
 // inference thread.
 func (s *stack) startModelServer(t *testing.T, dir, modelDir, ortLib string) {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +403,7 @@ func (s *stack) startPrometheus(t *testing.T, bin, dir string, objs []*unstructu
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yaml"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	s.promURL = "http://" + addr
 	s.prometheus = start(t, "prometheus", dir, bin, []string{
 		"--config.file=" + filepath.Join(dir, "prometheus.yaml"),
@@ -453,7 +426,7 @@ func (s *stack) startPrometheus(t *testing.T, bin, dir string, objs []*unstructu
 	if len(groups.Groups) != len(specGroups) || len(specGroups) == 0 {
 		t.Fatalf("Prometheus loaded %d rule groups, the PrometheusRule has %d:\n%s", len(groups.Groups), len(specGroups), s.prometheus.tail(4096))
 	}
-	eventually(t, 60*time.Second, "Prometheus scraping the manager and the model server", func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "Prometheus scraping the manager and the model server", func() (bool, error) {
 		var r queryResult
 		s.api(t, "/api/v1/query", url.Values{"query": {`up == 1`}}, &r)
 		return len(r.Result) == 2, fmt.Errorf("up: %+v", r.Result)

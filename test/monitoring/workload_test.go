@@ -187,7 +187,7 @@ func runDemo(t *testing.T) *demo {
 	}
 	res, _ = json.Marshal(plan.EvaluateResult{Queries: 1, Metrics: []plan.MetricsAtK{{K: 10, Recall: 1, NDCG: 0.6309, MRR: 0.5}}})
 	testenv.FinishJob(t, d.cp.Client, d.ownedJob(t, ev.Name, ""), string(res))
-	eventually(t, 90*time.Second, "Evaluation Ready", func() (bool, error) {
+	testenv.Eventually(t, 90*time.Second, "Evaluation Ready", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(ev), ev)
 		return err == nil && meta.IsStatusConditionTrue(ev.Status.Conditions, ragopsv1alpha1.ConditionReady) && ev.Status.RecallAt10 != nil, err
 	})
@@ -204,7 +204,7 @@ func runDemo(t *testing.T) *demo {
 	if err := c.Update(ctx, handbookDocs); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 90*time.Second, "Corpus handbook listing the new document", func() (bool, error) {
+	testenv.Eventually(t, 90*time.Second, "Corpus handbook listing the new document", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(&corpus), &corpus)
 		return err == nil && corpus.Status.Revision != listed && corpus.Status.Documents == 4, err
 	})
@@ -245,7 +245,7 @@ func (d *demo) queryLoad(t *testing.T) {
 // waitScraped waits until Prometheus answers query with a series.
 func (d *demo) waitScraped(t *testing.T, query string) {
 	t.Helper()
-	eventually(t, 60*time.Second, "Prometheus: "+query, func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "Prometheus: "+query, func() (bool, error) {
 		var r queryResult
 		d.api(t, "/api/v1/query", url.Values{"query": {query}}, &r)
 		return len(r.Result) > 0, nil
@@ -256,7 +256,7 @@ func (d *demo) waitScraped(t *testing.T, query string) {
 func (d *demo) waitIndex(t *testing.T, name, what string, cond func(*ragopsv1alpha1.Index) bool) {
 	t.Helper()
 	var idx ragopsv1alpha1.Index
-	eventually(t, 90*time.Second, "Index "+name+" "+what, func() (bool, error) {
+	testenv.Eventually(t, 90*time.Second, "Index "+name+" "+what, func() (bool, error) {
 		if err := d.cp.Client.Get(context.Background(), client.ObjectKey{Namespace: d.ns, Name: name}, &idx); err != nil {
 			return false, err
 		}
@@ -273,7 +273,7 @@ func (d *demo) ownedJob(t *testing.T, owner, kind string) *batchv1.Job {
 		labels[workload.LabelJobKind] = kind
 	}
 	var jobs batchv1.JobList
-	eventually(t, 90*time.Second, "the "+kind+" Job of "+owner, func() (bool, error) {
+	testenv.Eventually(t, 90*time.Second, "the "+kind+" Job of "+owner, func() (bool, error) {
 		err := d.cp.Client.List(context.Background(), &jobs, client.InNamespace(d.ns), labels)
 		return err == nil && len(jobs.Items) == 1, fmt.Errorf("%d Jobs (%v)", len(jobs.Items), err)
 	})
@@ -288,7 +288,7 @@ func (d *demo) playModelServers(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	var deps appsv1.DeploymentList
-	eventually(t, 90*time.Second, "a model server Deployment", func() (bool, error) {
+	testenv.Eventually(t, 90*time.Second, "a model server Deployment", func() (bool, error) {
 		err := d.cp.Client.List(ctx, &deps, client.InNamespace(d.ns))
 		return err == nil && len(deps.Items) > 0, err
 	})

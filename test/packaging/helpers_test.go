@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,33 +108,6 @@ func ragopsBinary(t *testing.T) string {
 		t.Fatal(binErr)
 	}
 	return binPath
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// eventually polls cond every 200 ms until it returns true or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
 }
 
 // readLines reads a file's lines.

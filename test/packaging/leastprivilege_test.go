@@ -204,7 +204,7 @@ func startManager(t *testing.T, extra ...string) *managerProcess {
 	}
 	find(t, render(t, "default"), "Deployment", managerName, &dep)
 	ctr := dep.Spec.Template.Spec.Containers[0]
-	m := &managerProcess{metricsAddr: freeAddr(t), probeAddr: freeAddr(t), logPath: filepath.Join(dir, "manager.log")}
+	m := &managerProcess{metricsAddr: testenv.FreeAddr(t), probeAddr: testenv.FreeAddr(t), logPath: filepath.Join(dir, "manager.log")}
 	mgrCmd, _, _ := cmd.NewRoot().Find([]string{"manager"})
 	var args []string
 	for _, a := range ctr.Args {
@@ -251,7 +251,7 @@ func startManager(t *testing.T, extra ...string) *managerProcess {
 			t.Logf("manager log (last 8 KiB):\n%s", tail(b, 8192))
 		}
 	})
-	eventually(t, 60*time.Second, "manager /readyz", func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "manager /readyz", func() (bool, error) {
 		if m.cmd.ProcessState != nil {
 			return false, fmt.Errorf("manager exited")
 		}
@@ -337,7 +337,7 @@ func ready(o interface{ GetConditions() *[]metav1.Condition }, gen int64) bool {
 func ownedJob(t *testing.T, c client.Client, ns, owner string) *batchv1.Job {
 	t.Helper()
 	var jobs batchv1.JobList
-	eventually(t, 60*time.Second, "the Job of "+owner, func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "the Job of "+owner, func() (bool, error) {
 		err := c.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{workload.LabelOwner: owner})
 		return err == nil && len(jobs.Items) == 1, err
 	})
@@ -386,11 +386,11 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 		}
 	}
 
-	eventually(t, 60*time.Second, "Corpus Ready", func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "Corpus Ready", func() (bool, error) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(corpus), corpus)
 		return err == nil && ready(corpus, corpus.Generation) && corpus.Status.Documents == 3, err
 	})
-	eventually(t, 60*time.Second, "ChunkingStrategy Ready", func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "ChunkingStrategy Ready", func() (bool, error) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(strategy), strategy)
 		return err == nil && ready(strategy, strategy.Generation), err
 	})
@@ -398,7 +398,7 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 	// The build: the Job the controller created, chunks written where the embedder pods would
 	// write them, the Job completed with the pods' result.
 	var rev string
-	eventually(t, 60*time.Second, "a building revision", func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "a building revision", func() (bool, error) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(idx), idx)
 		rev = idx.Status.Revision
 		return err == nil && rev != "" && len(idx.Status.Revisions) == 1, err
@@ -406,7 +406,7 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 	job := ownedJob(t, admin, ns.Name, idx.Name)
 	// While the build Job runs, the manager exports its progress (the dashboard's panels).
 	var building map[string]*dto.MetricFamily
-	eventually(t, 60*time.Second, "build progress on /metrics", func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "build progress on /metrics", func() (bool, error) {
 		building = m.scrape(t)
 		v, ok := value(building, "ragops_index_builds_running", map[string]string{"namespace": ns.Name, "index": idx.Name})
 		return ok && v == 1, fmt.Errorf("ragops_index_builds_running = %v (present %v)", v, ok)
@@ -437,7 +437,7 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 	}
 	res, _ := json.Marshal(plan.BuildResult{Shard: 0, Documents: 3, Chunks: int64(len(chunks)), Tokens: 600, Seconds: 2})
 	testenv.FinishJob(t, admin, job, string(res))
-	eventually(t, 60*time.Second, "Index Ready on revision "+rev, func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "Index Ready on revision "+rev, func() (bool, error) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(idx), idx)
 		return err == nil && ready(idx, idx.Generation) && idx.Status.ActiveRevision == rev, err
 	})
@@ -457,7 +457,7 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 	evJob := ownedJob(t, admin, ns.Name, ev.Name)
 	res, _ = json.Marshal(plan.EvaluateResult{Queries: 1, Metrics: []plan.MetricsAtK{{K: 10, Recall: 1, NDCG: 0.6309, MRR: 0.5}}})
 	testenv.FinishJob(t, admin, evJob, string(res))
-	eventually(t, 60*time.Second, "Evaluation Ready with metrics", func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "Evaluation Ready with metrics", func() (bool, error) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(ev), ev)
 		return err == nil && ready(ev, ev.Generation) && ev.Status.RecallAt10 != nil, err
 	})
@@ -466,7 +466,7 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 	}
 
 	// Condition transitions were recorded as Events (events.k8s.io, the manager's recorder).
-	eventually(t, 30*time.Second, "Events for the Index and the Evaluation", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "Events for the Index and the Evaluation", func() (bool, error) {
 		var evs eventsv1.EventList
 		if err := admin.List(ctx, &evs, client.InNamespace(ns.Name)); err != nil {
 			return false, err
@@ -521,7 +521,7 @@ func TestLeastPrivilegeFullReconcileAndMetrics(t *testing.T) {
 	if err := admin.Delete(ctx, idx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "Index deleted", func() (bool, error) {
+	testenv.Eventually(t, 60*time.Second, "Index deleted", func() (bool, error) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(idx), &ragopsv1alpha1.Index{})
 		return apierrors.IsNotFound(err), err
 	})

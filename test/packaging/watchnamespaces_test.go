@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/internal/testenv"
 )
 
 // TestWatchNamespacesLimitsTheManager runs the manager binary with --watch-namespaces (the
@@ -40,7 +41,7 @@ func TestWatchNamespacesLimitsTheManager(t *testing.T) {
 	unwatchedCorpus := corpus(other) // exists before the manager starts
 	startManager(t, "--watch-namespaces="+watched)
 	watchedCorpus := corpus(watched)
-	eventually(t, 90*time.Second, "the watched namespace's Corpus Ready", func() (bool, error) {
+	testenv.Eventually(t, 90*time.Second, "the watched namespace's Corpus Ready", func() (bool, error) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(watchedCorpus), watchedCorpus)
 		return err == nil && ready(watchedCorpus, watchedCorpus.Generation) && watchedCorpus.Status.Documents == 1, err
 	})
