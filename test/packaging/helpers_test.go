@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ragops/ragops/internal/testenv"
 	"github.com/ragops/ragops/vectorstore/weaviatetest"
