@@ -270,27 +270,39 @@ func (s *Store) DocumentHashes(ctx context.Context, collection string, pageSize 
 		return nil, err
 	}
 	out := map[string]string{}
+	err := s.pageProperties(ctx, collection, pageSize, []string{PropDocID, PropDocHash}, func(p map[string]any) {
+		id, _ := p[PropDocID].(string)
+		h, _ := p[PropDocHash].(string)
+		if old, ok := out[id]; !ok || old == "" {
+			out[id] = h
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// pageProperties pages through every object of collection with a cursor, pageSize objects a
+// request, fetching only props, and hands each object's properties to visit.
+func (s *Store) pageProperties(ctx context.Context, collection string, pageSize int, props []string, visit func(map[string]any)) error {
 	after := ""
 	for {
 		var res []graphql.SearchResult
 		err := s.retry(ctx, func() error {
 			var err error
 			res, err = s.client.Experimental().Search().WithCollection(collection).WithLimit(pageSize).
-				WithAfter(after).WithProperties(PropDocID, PropDocHash).Do(ctx)
+				WithAfter(after).WithProperties(props...).Do(ctx)
 			return classify("list documents", collection, err)
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, r := range res {
-			id, _ := r.Properties[PropDocID].(string)
-			h, _ := r.Properties[PropDocHash].(string)
-			if old, ok := out[id]; !ok || old == "" {
-				out[id] = h
-			}
+			visit(r.Properties)
 		}
 		if len(res) < pageSize {
-			return out, nil
+			return nil
 		}
 		after = res[len(res)-1].ID
 	}

@@ -104,34 +104,21 @@ func (s *Store) DocumentMetaHashes(ctx context.Context, collection string, pageS
 		pageSize = 1000
 	}
 	out := map[string]string{}
-	after := ""
-	for {
-		var res []graphql.SearchResult
-		err := s.retry(ctx, func() error {
-			var err error
-			res, err = s.client.Experimental().Search().WithCollection(collection).WithLimit(pageSize).
-				WithAfter(after).WithProperties(PropDocID, PropMetaHash).Do(ctx)
-			return classify("list documents", collection, err)
-		})
-		if err != nil {
-			return nil, err
+	err := s.pageProperties(ctx, collection, pageSize, []string{PropDocID, PropMetaHash}, func(p map[string]any) {
+		id, _ := p[PropDocID].(string)
+		if keep != nil && !keep(id) {
+			return
 		}
-		for _, r := range res {
-			id, _ := r.Properties[PropDocID].(string)
-			if keep != nil && !keep(id) {
-				continue
-			}
-			h, _ := r.Properties[PropMetaHash].(string)
-			if old, ok := out[id]; ok && old != h {
-				h = ""
-			}
-			out[id] = h
+		h, _ := p[PropMetaHash].(string)
+		if old, ok := out[id]; ok && old != h {
+			h = ""
 		}
-		if len(res) < pageSize {
-			return out, nil
-		}
-		after = res[len(res)-1].ID
+		out[id] = h
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // DocumentProperties are the metadata properties of one document's chunks.
