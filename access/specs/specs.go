@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ragops/ragops/internal/workload"
+	servingspecs "github.com/ragops/ragops/serving/specs"
 )
 
 // Name is the name of the endpoint's ServiceAccount, Deployment, Service, NetworkPolicy and
@@ -96,9 +97,12 @@ func (e *Endpoint) ClusterRoleBinding() *rbacv1.ClusterRoleBinding {
 }
 
 // Deployment runs `ragops endpoint` for the namespace under the restricted Pod Security
-// profile (with its ServiceAccount token: it calls TokenReview), probed on /healthz.
+// profile (with its ServiceAccount token: it calls TokenReview), probed on /healthz. It
+// listens on its pod's address only ($(POD_IP):Port, as the model servers do,
+// servingspecs.PodIPEnv), so on the local cluster's process node, where pods share the host's
+// network, it and a model server can both hold Port.
 func (e *Endpoint) Deployment() *appsv1.Deployment {
-	args := []string{"endpoint", "--namespace", e.Namespace, "--listen", ":" + strconv.Itoa(Port)}
+	args := []string{"endpoint", "--namespace", e.Namespace, "--listen", "$(" + servingspecs.PodIPEnv + "):" + strconv.Itoa(Port)}
 	var mounts []corev1.VolumeMount
 	var volumes []corev1.Volume
 	if e.ConfigMap != "" {
@@ -113,6 +117,8 @@ func (e *Endpoint) Deployment() *appsv1.Deployment {
 		ServiceAccountName: Name,
 		Containers: []corev1.Container{{
 			Name: "endpoint", Image: e.Image, Command: []string{"ragops"}, Args: args,
+			Env: []corev1.EnvVar{{Name: servingspecs.PodIPEnv, ValueFrom: &corev1.EnvVarSource{
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
 			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
 			VolumeMounts:   mounts,
 			ReadinessProbe: probe, LivenessProbe: probe,

@@ -120,3 +120,25 @@ func TestWeaviatePolicyAdmitsOnlyTheOperatorItsWorkersAndTheEndpoint(t *testing.
 		t.Error("the stored policy does not admit as built")
 	}
 }
+
+// Issue 52, the demo: the endpoint listens on its pod's own address, as the model servers do,
+// not on every address. On the local cluster's process node pods share the host's network:
+// an endpoint on ":8080" and a model server on "$(POD_IP):8080" could not both listen
+// (whichever came second failed to bind), so the endpoint of `make demo-access` never served.
+func TestEndpointListensOnItsPodAddress(t *testing.T) {
+	c := (&Endpoint{Namespace: "archief", Image: "ragops:dev"}).Deployment().Spec.Template.Spec.Containers[0]
+	listen := ""
+	for i, a := range c.Args {
+		if a == "--listen" && i+1 < len(c.Args) {
+			listen = c.Args[i+1]
+		}
+	}
+	if listen != "$(POD_IP):8080" {
+		t.Errorf("--listen %q, want $(POD_IP):8080 (args %v)", listen, c.Args)
+	}
+	// $(POD_IP) expands only from a variable defined in the container's env.
+	if len(c.Env) == 0 || c.Env[0].Name != "POD_IP" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef == nil ||
+		c.Env[0].ValueFrom.FieldRef.FieldPath != "status.podIP" {
+		t.Errorf("env %+v: want POD_IP from status.podIP", c.Env)
+	}
+}
