@@ -59,6 +59,10 @@ demo-experiment: ## The archive's study as one Experiment on legalqa-nl (27-law 
 		RAGOPS_DEMO_SAMPLES=config/samples/demo-legalnl/00-data.yaml,config/samples/demo-legalnl/10-strategies.yaml,config/samples/demo-experiment \
 		RAGOPS_DEMO_DIR=.cache/demo-experiment hack/demo.sh up
 
+.PHONY: demo-access
+demo-access: ## Per-document access: one question (Dutch council motions, MiniLM) through the access endpoint as two personas and with a date range; fails on a leak.
+	RAGOPS_DEMO_DATASET=council hack/demo.sh up
+
 .PHONY: demo-models
 demo-models: ## SciFact per model (e5-small-v2, its int8, bge-small-en-v1.5): fixed-507, sentence-128 and late, dense and hybrid (hours on 2 cores).
 	RAGOPS_DEMO_MODELS=e5-small-v2,e5-small-v2-int8,bge-small-en-v1.5 RAGOPS_DEMO_SAMPLES=config/samples/demo-models \

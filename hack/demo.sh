@@ -8,7 +8,11 @@
 # Environment:
 #   RAGOPS_DEMO_DATASET=D  scifact (default; config/samples/demo), qmsum (config/samples/demo-qmsum,
 #                          `make demo-qmsum`) or legalqa-nl (config/samples/demo-legalnl,
-#                          `make demo-legalnl`), unpacked from hack/demo/D.tar.gz
+#                          `make demo-legalnl`), unpacked from hack/demo/D.tar.gz; or council
+#                          (`make demo-access`: Dutch council motions, hack/demo/council,
+#                          config/samples/demo-access): the Index is waited for instead of
+#                          Evaluations, and hack/demo/access.sh asks one question as two
+#                          personas and with a date range, and fails on a leak
 #   RAGOPS_DEMO_DOCS=N     index only the first N documents (and the judgements on them): a
 #                          quick run; default all (SciFact 5,183, QMSum 232). judged keeps the
 #                          documents the split's qrels judge (QMSum val: its 35 meetings).
@@ -52,7 +56,8 @@ case "$dataset" in
 scifact) ns=ragops-demo split=test default_samples=$root/config/samples/demo default_state=$root/.cache/demo ;;
 qmsum) ns=ragops-demo-qmsum split=val default_samples=$root/config/samples/demo-qmsum default_state=$root/.cache/demo-qmsum ;;
 legalqa-nl) ns=ragops-demo-legalnl split=dev default_samples=$root/config/samples/demo-legalnl default_state=$root/.cache/demo-legalnl ;;
-*) echo "RAGOPS_DEMO_DATASET=$dataset: want scifact, qmsum or legalqa-nl" >&2; exit 2 ;;
+council) ns=ragops-demo-access split= default_samples=$root/config/samples/demo-access default_state=$root/.cache/demo-access ;;
+*) echo "RAGOPS_DEMO_DATASET=$dataset: want scifact, qmsum, legalqa-nl or council" >&2; exit 2 ;;
 esac
 ns=${RAGOPS_DEMO_NAMESPACE:-$ns}
 state=${RAGOPS_DEMO_DIR:-$default_state}
@@ -63,6 +68,7 @@ rollout=none
 rollout=${RAGOPS_DEMO_ROLLOUT:-$rollout}
 steps=11
 [[ "$rollout" == none ]] || steps=12
+[[ "$dataset" == council ]] && steps=10
 export LOCALCLUSTER_DIR=${LOCALCLUSTER_DIR:-$root/.cache/localcluster}
 kubeconfig=$LOCALCLUSTER_DIR/kubeconfig
 weaviate_state=$state/weaviate
@@ -77,7 +83,7 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 # down stops the operator and Weaviate of either demo (RAGOPS_DEMO_DIR names one), then the cluster.
 down() {
 	local dirs=("${RAGOPS_DEMO_DIR:-$root/.cache/demo}")
-	[[ -n "${RAGOPS_DEMO_DIR:-}" ]] || dirs+=("$root/.cache/demo-qmsum" "$root/.cache/demo-legalnl" "$root/.cache/demo-models" "$root/.cache/demo-qmsum-models")
+	[[ -n "${RAGOPS_DEMO_DIR:-}" ]] || dirs+=("$root/.cache/demo-qmsum" "$root/.cache/demo-legalnl" "$root/.cache/demo-models" "$root/.cache/demo-qmsum-models" "$root/.cache/demo-access")
 	for dir in "${dirs[@]}"; do
 		if [[ -f "$dir/manager.pid" ]]; then
 			kill "$(cat "$dir/manager.pid")" 2>/dev/null || true
@@ -135,10 +141,15 @@ if [[ -n "${RAGOPS_DEMO_MODELS:-}" ]]; then
 fi
 du -sh "$rootfs" | sed 's/^/image folder /'
 
-step "$dataset (BEIR layout; hack/demo/$dataset.tar.gz, source and licence in its SOURCE.md)"
 data=$state/data
 rm -rf "$data" && mkdir -p "$data"
-tar -xzf "hack/demo/$dataset.tar.gz" -C "$data"
+if [[ -d "hack/demo/$dataset" ]]; then
+	step "$dataset (hack/demo/$dataset: Markdown with front matter, described in its README.md)"
+	cp -r "hack/demo/$dataset" "$data/"
+else
+	step "$dataset (BEIR layout; hack/demo/$dataset.tar.gz, source and licence in its SOURCE.md)"
+	tar -xzf "hack/demo/$dataset.tar.gz" -C "$data"
+fi
 if [[ "$rollout" != none ]]; then
 	# The rollout's data set: every abstract the test queries judge and the first 1,000 others
 	# as distractors, with all the queries (from the whole corpus, whatever RAGOPS_DEMO_DOCS
@@ -187,7 +198,11 @@ open(os.path.join(root, "qrels", split + ".tsv"), "w").write("\n".join(kept) + "
 print(f"subset: {len(lines)} documents, {len(kept)-1} judgements")
 PY
 fi
-wc -l "$data/$dataset/corpus.jsonl" "$data/$dataset/qrels/$split.tsv"
+if [[ -n "$split" ]]; then
+	wc -l "$data/$dataset/corpus.jsonl" "$data/$dataset/qrels/$split.tsv"
+else
+	find "$data/$dataset" -name '*.md' ! -name README.md | sort
+fi
 
 step "local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the local process node"
 if ! RAGOPS_WEAVIATE_STATE=$weaviate_state hack/weaviate.sh status >/dev/null 2>&1; then
@@ -244,6 +259,9 @@ apply_args=()
 for f in "${sample_paths[@]}"; do apply_args+=(-f "$f"); done
 kc apply "${apply_args[@]}"
 experiments=$(kc get experiments -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null || true)
+# Samples without Evaluations (the access demo) are done when every Index is Ready.
+waited=evaluations
+[[ -n "$(kc get "${apply_args[@]}" -o jsonpath='{range .items[?(@.kind=="Evaluation")]}{.metadata.name}{"\n"}{end}')" ]] || waited=indexes
 
 step "waiting: documents embedded per Index, then recall per Evaluation (refreshes every 20 s)"
 start=$SECONDS
@@ -265,11 +283,11 @@ while [[ -n "$experiments" ]]; do
 	sleep 20
 done
 while [[ -z "$experiments" ]]; do
-	ready=$(kc get evaluations -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)
-	total=$(kc get evaluations -n "$ns" --no-headers | wc -l)
+	ready=$(kc get "$waited" -n "$ns" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)
+	total=$(kc get "$waited" -n "$ns" --no-headers | wc -l)
 	# The rollout's Index is left out: it is the walkthrough's, and its refusals stall it.
 	stalled=$(kc get indexes,evaluations -n "$ns" -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}: {.status.conditions[?(@.type=="Stalled")].message}{"\n"}{end}' | grep -v -e ': $' -e '^Index/rollout:' -e '^Evaluation/rollout-gate-' || true)
-	printf '\n-- %s elapsed, %s/%s evaluations ready\n' "$(date -u -d @$((SECONDS - start)) +%H:%M:%S)" "$ready" "$total"
+	printf '\n-- %s elapsed, %s/%s %s ready\n' "$(date -u -d @$((SECONDS - start)) +%H:%M:%S)" "$ready" "$total" "$waited"
 	kc get indexes -n "$ns"
 	if [[ -n "$stalled" ]]; then
 		printf '\nstalled:\n%s\n' "$stalled"
@@ -279,6 +297,13 @@ while [[ -z "$experiments" ]]; do
 	((SECONDS - start > timeout)) && die "timed out after $timeout s"
 	sleep 20
 done
+
+if [[ "$dataset" == council ]]; then
+	step "one question, two personas, a date range: through the access endpoint (hack/demo/access.sh)"
+	KUBECONFIG=$kubeconfig RAGOPS_DEMO_NAMESPACE=$ns RAGOPS_DEMO_WEAVIATE_PORT_BASE=$wbase hack/demo/access.sh
+	printf '\nThe cluster stays up (KUBECONFIG=%s). Stop everything with: hack/demo.sh down\n' "$kubeconfig"
+	exit 0
+fi
 
 step "results"
 for e in $experiments; do
