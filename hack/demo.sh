@@ -260,10 +260,10 @@ for f in "${sample_paths[@]}"; do apply_args+=(-f "$f"); done
 kc apply "${apply_args[@]}"
 experiments=$(kc get experiments -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' 2>/dev/null || true)
 # Samples without Evaluations (the access demo) are done when every Index is Ready.
-waited=evaluations
-[[ -n "$(kc get "${apply_args[@]}" -o jsonpath='{range .items[?(@.kind=="Evaluation")]}{.metadata.name}{"\n"}{end}')" ]] || waited=indexes
+waited=evaluations then=", then recall per Evaluation"
+[[ -n "$(kc get "${apply_args[@]}" -o jsonpath='{range .items[?(@.kind=="Evaluation")]}{.metadata.name}{"\n"}{end}')" ]] || waited=indexes then=
 
-step "waiting: documents embedded per Index, then recall per Evaluation (refreshes every 20 s)"
+step "waiting: documents embedded per Index$then (refreshes every 20 s)"
 start=$SECONDS
 while [[ -n "$experiments" ]]; do
 	# An Experiment creates its Indexes and Evaluations as its trials start: wait for it.

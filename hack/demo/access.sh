@@ -85,7 +85,7 @@ docs = {}
 for c in body["data"]["Get"][collection]:
     docs[c["docId"]] = c
 print(f"\nThe corpus as the operator sees it ({len(docs)} documents, read from Weaviate directly):")
-row = "  {:<48} {:<10} {:<10} {:<10} {:<8} {}"
+row = "  {:<54} {:<10} {:<10} {:<10} {:<8} {}"
 print(row.format("document", "datum", "type", "aangenomen", "zitting", "accessGroups"))
 for d in sorted(docs):
     c = docs[d]
@@ -131,12 +131,12 @@ for key, (user, token, groups, readable) in personas.items():
         if code != 200:
             check(False, f"{label}: HTTP {code}: {ans}")
             continue
-        print("  {:>4} {:>7}  {:<48} {:<10} {:<10} {:<10} {}".format("rank", "score", "document", "datum", "type", "aangenomen", "groups"))
+        print("  {:>4} {:>7}  {:<54} {:<10} {:<10} {:<10} {}".format("rank", "score", "document", "datum", "type", "aangenomen", "groups"))
         got = set()
         for h in ans["results"]:
             c = docs.get(h["docId"], {"datum": None, "type": None, "aangenomen": None, "accessGroups": []})
             got.add(h["docId"])
-            print("  {:>4} {:>7.4f}  {:<48} {:<10} {:<10} {:<10} {}".format(h["rank"], h["score"], h["docId"], (c["datum"] or "-")[:10],
+            print("  {:>4} {:>7.4f}  {:<54} {:<10} {:<10} {:<10} {}".format(h["rank"], h["score"], h["docId"], (c["datum"] or "-")[:10],
                   c["type"] or "-", str(c["aangenomen"]).lower(), ",".join(c["accessGroups"] or [])))
             check(h["docId"] in readable, f"{label}: {h['docId']} is not readable by {sorted(groups)} (groups {c['accessGroups']})")
             if filtered:
