@@ -104,11 +104,11 @@ func (s Spec) String() string {
 	return fmt.Sprintf("%s:%d", s.Mode, s.Size)
 }
 
-// Context returns what hit expands to under s, in ordinal order, the hit's own chunk
-// included when access lets it be read: Neighbours, the chunks of its document with
-// ordinals within s.Size of it; Section, the consecutive chunks of its document sharing its
-// heading path (exactly), at most s.Size of them centred on the hit (the section's first and
-// last chunks bound the window). Chunks are read from target (a collection or an alias; use
+// Context returns what hit (its DocID and Ordinal) expands to under s, in ordinal order, the
+// hit's own chunk included when access lets it be read: Neighbours, the chunks of its
+// document with ordinals within s.Size of it; Section, the consecutive chunks of its document
+// sharing its heading path (exactly, as stored with the hit's chunk), at most s.Size of them
+// centred on the hit (the section's first and last chunks bound the window). Chunks are read from target (a collection or an alias; use
 // the collection that answered the search) with access as their filter
 // (vectorstore.Store.Neighbours): nothing access does not allow is ever returned. A None spec
 // returns nil.
@@ -134,14 +134,15 @@ func Context(ctx context.Context, s *vectorstore.Store, target string, hit vecto
 }
 
 // section picks from window (one document's chunks in ordinal order) the run of consecutive
-// ordinals around hit with hit's heading path, cut to at most size chunks centred on hit.
+// ordinals around hit's chunk with that chunk's heading path, cut to at most size chunks
+// centred on it; nil when hit's chunk is not in window.
 func section(window []vectorstore.Hit, hit vectorstore.Hit, size int) []vectorstore.Hit {
 	at := slices.IndexFunc(window, func(h vectorstore.Hit) bool { return h.Ordinal == hit.Ordinal })
 	if at < 0 { // the hit itself is not readable: nothing around it is its section
 		return nil
 	}
 	same := func(i, j int) bool {
-		return window[i].Ordinal == window[j].Ordinal+(i-j) && slices.Equal(window[i].HeadingPath, hit.HeadingPath)
+		return window[i].Ordinal == window[j].Ordinal+(i-j) && slices.Equal(window[i].HeadingPath, window[j].HeadingPath)
 	}
 	lo, hi := at, at
 	for lo > 0 && same(lo-1, at) {
