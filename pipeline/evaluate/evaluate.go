@@ -145,6 +145,7 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (res
 	res = ResultFromSummary(sum)
 	if p.Expand != nil {
 		res.Expansion = expansionResult(*p.Expand, sum)
+		fitIntervals(&res) // the expansion takes room in the message too
 	}
 	if p.As != nil {
 		// Retrieved as the persona (spec.as): what it may not read, 0 when the filter holds.
@@ -231,9 +232,16 @@ func ResultFromSummary(sum evaluator.Summary) plan.EvaluateResult {
 	for i := range res.Metrics {
 		res.Metrics[i].Intervals = intervalsAt(sum, res.Metrics[i].K)
 	}
+	fitIntervals(&res)
+	return res
+}
+
+// fitIntervals drops res's intervals at cut-offs other than 10, then at 10, while res is
+// larger than a termination message.
+func fitIntervals(res *plan.EvaluateResult) {
 	for _, keep := range []func(k int) bool{func(k int) bool { return k == metrics.DefaultK }, func(int) bool { return false }} {
 		if raw, err := json.Marshal(res); err == nil && len(raw) <= plan.MaxTerminationMessage {
-			break
+			return
 		}
 		for i := range res.Metrics {
 			if !keep(res.Metrics[i].K) {
@@ -241,7 +249,6 @@ func ResultFromSummary(sum evaluator.Summary) plan.EvaluateResult {
 			}
 		}
 	}
-	return res
 }
 
 // expansionSpec is the query/expand form of a plan's expansion.
