@@ -108,10 +108,10 @@ func (s Spec) String() string {
 // hit's own chunk included when access lets it be read: Neighbours, the chunks of its
 // document with ordinals within s.Size of it; Section, the consecutive chunks of its document
 // sharing its heading path (exactly, as stored with the hit's chunk), at most s.Size of them
-// centred on the hit (the section's first and last chunks bound the window). Chunks are read from target (a collection or an alias; use
-// the collection that answered the search) with access as their filter
-// (vectorstore.Store.Neighbours): nothing access does not allow is ever returned. A None spec
-// returns nil.
+// centred on the hit (the section's first and last chunks bound the window). Chunks are read
+// from target (a collection or an alias; use the collection that answered the search) with
+// access as their filter (vectorstore.Store.Neighbours): nothing access does not allow is
+// ever returned. A None spec returns nil.
 //
 // Errors: an invalid spec; those of vectorstore.Store.Neighbours (a filter without groups
 // included).
