@@ -223,20 +223,23 @@ type EvaluationExpansion struct {
 // queries, rounded to 4 decimals, for the top K chunks and for their expanded context (each
 // chunk counted once per query).
 type ExpansionMetrics struct {
-	// Mode and Size of the expansion measured; K the top chunks expanded per query.
+	// Mode of the expansion measured.
 	Mode ExpansionMode `json:"mode"`
-	Size int32         `json:"size"`
-	K    int32         `json:"k"`
-	// SpanRecall is the share of the annotated relevant spans' bytes the top K chunks cover;
-	// ExpandedSpanRecall the share their expanded context covers (datasets with
-	// query_spans.jsonl; absent otherwise).
+	// Size of the expansion measured (spec.expand.size, defaulted).
+	Size int32 `json:"size"`
+	// K is the top chunks expanded per query.
+	K int32 `json:"k"`
+	// SpanRecall is the share of the annotated relevant spans' bytes the top K chunks cover
+	// (datasets with query_spans.jsonl; absent otherwise).
 	// +optional
 	SpanRecall *float64 `json:"spanRecall,omitempty"`
+	// ExpandedSpanRecall is the share of those bytes their expanded context covers.
 	// +optional
 	ExpandedSpanRecall *float64 `json:"expandedSpanRecall,omitempty"`
-	// TokensReturned is the words of the top K chunks per query (text split at white space);
-	// ExpandedTokensReturned those of their expanded context: what the recall costs a reader.
-	TokensReturned         float64 `json:"tokensReturned"`
+	// TokensReturned is the words of the top K chunks per query (text split at white space).
+	TokensReturned float64 `json:"tokensReturned"`
+	// ExpandedTokensReturned is the words of their expanded context: what the recall costs a
+	// reader.
 	ExpandedTokensReturned float64 `json:"expandedTokensReturned"`
 }
 
