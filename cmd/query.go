@@ -12,6 +12,7 @@ import (
 
 	"github.com/ragops/ragops/internal/tracing"
 	"github.com/ragops/ragops/query"
+	"github.com/ragops/ragops/query/expand"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -19,6 +20,7 @@ func newQueryCommand() *cobra.Command {
 	var (
 		kubeconfig, kubeContext, namespace, index string
 		mode, output, weaviateURL, grpcAddress    string
+		expandFlag                                string
 		k                                         int
 		alpha                                     float32
 		timeout                                   time.Duration
@@ -37,11 +39,18 @@ filtered).
 PROPERTY OP VALUE with OP one of = != < <= > >= ~; repeated conditions are ANDed:
   --where 'type=motie|amendement' --where 'datum>=2018-01-01' --where 'datum<2023'
 Values are typed by the property (int, number, boolean, date as RFC 3339, 2006-01-02 or a
-year); = on a text[] property matches any of the values; ~ is Like (* and ?). See
-docs/querying.md.`,
+year); = on a text[] property matches any of the values; ~ is Like (* and ?).
+
+--expand widens each hit to its context (small-to-big), printed under it: neighbours:N, the
+chunks of its document within N ordinals (1..5); section or section:N, the consecutive chunks
+sharing its heading path, at most N (default 8, up to 20) centred on it. See docs/querying.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := query.ParseMode(mode)
+			if err != nil {
+				return err
+			}
+			spread, err := expand.Parse(expandFlag)
 			if err != nil {
 				return err
 			}
@@ -94,7 +103,14 @@ docs/querying.md.`,
 			if err != nil {
 				return err
 			}
-			return query.Print(cmd.OutOrStdout(), hits, output)
+			if spread.Mode == expand.None {
+				return query.Print(cmd.OutOrStdout(), hits, output)
+			}
+			res, err := query.Expand(ctx, store, target.Alias, hits, spread)
+			if err != nil {
+				return err
+			}
+			return query.PrintExpanded(cmd.OutOrStdout(), res, output)
 		},
 	}
 	f := c.Flags()
@@ -109,6 +125,7 @@ docs/querying.md.`,
 	f.StringVar(&weaviateURL, "weaviate-url", "", "Weaviate HTTP URL instead of the Index's spec.weaviate.url (no Kubernetes lookup; API key from $"+vectorstore.EnvAPIKey+")")
 	f.StringVar(&grpcAddress, "weaviate-grpc-address", "", "Weaviate gRPC host:port with --weaviate-url (default the URL's host, port 50051)")
 	f.StringArrayVar(&where, "where", nil, "filter PROPERTY OP VALUE (OP = != < <= > >= ~), repeatable, ANDed; e.g. --where 'datum>=2018-01-01'")
+	f.StringVar(&expandFlag, "expand", "", "return each hit with its context: neighbours:N (1..5) or section[:N] (at most N chunks of its heading section, default 8)")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "time limit of the lookup and the query")
 	_ = c.MarkFlagRequired("index")
 	return c

@@ -379,6 +379,14 @@ func ApplyResult(st *ragopsv1alpha1.EvaluationStatus, res plan.EvaluateResult) {
 	}
 	st.UnknownQrels = int32(res.UnknownQrels)
 	st.UnreadableChunks = res.UnreadableChunks
+	st.Expansion = nil
+	if x := res.Expansion; x != nil {
+		st.Expansion = &ragopsv1alpha1.ExpansionMetrics{Mode: x.Mode, Size: int32(x.Size), K: int32(x.K),
+			TokensReturned: Round(x.TokensReturned), ExpandedTokensReturned: Round(x.ExpandedTokensReturned)}
+		if x.SpanRecall != nil && x.ExpandedSpanRecall != nil {
+			st.Expansion.SpanRecall, st.Expansion.ExpandedSpanRecall = ptr.To(Round(*x.SpanRecall)), ptr.To(Round(*x.ExpandedSpanRecall))
+		}
+	}
 }
 
 // interval is the status form of measure's interval in m (nil when the worker sent none).

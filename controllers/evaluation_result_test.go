@@ -43,3 +43,26 @@ func TestApplyResultUnreadableChunks(t *testing.T) {
 		t.Fatalf("unreadableChunks %v without a persona, want none", *st.UnreadableChunks)
 	}
 }
+
+// Issue 52, small-to-big: the worker's expansion figures land in status.expansion rounded,
+// span recall only when the dataset had spans, and a run without them clears it.
+func TestApplyResultExpansion(t *testing.T) {
+	var st ragopsv1alpha1.EvaluationStatus
+	half, whole := 0.5, 1.0
+	ApplyResult(&st, plan.EvaluateResult{Queries: 1, Expansion: &plan.ExpansionResult{
+		Expand:     plan.Expand{Mode: ragopsv1alpha1.ExpandSection, Size: 8, K: 10},
+		SpanRecall: &half, ExpandedSpanRecall: &whole, TokensReturned: 6.123456, ExpandedTokensReturned: 12}})
+	x := st.Expansion
+	if x == nil || x.Mode != ragopsv1alpha1.ExpandSection || x.Size != 8 || x.K != 10 || x.SpanRecall == nil || *x.SpanRecall != 0.5 ||
+		x.ExpandedSpanRecall == nil || *x.ExpandedSpanRecall != 1 || x.TokensReturned != 6.1235 || x.ExpandedTokensReturned != 12 {
+		t.Fatalf("status.expansion %+v", x)
+	}
+	ApplyResult(&st, plan.EvaluateResult{Queries: 1, Expansion: &plan.ExpansionResult{Expand: plan.Expand{Mode: ragopsv1alpha1.ExpandNeighbours, Size: 1, K: 10}, TokensReturned: 6, ExpandedTokensReturned: 18}})
+	if x := st.Expansion; x == nil || x.SpanRecall != nil || x.ExpandedSpanRecall != nil || x.ExpandedTokensReturned != 18 {
+		t.Fatalf("without spans: status.expansion %+v", x)
+	}
+	ApplyResult(&st, plan.EvaluateResult{Queries: 1})
+	if st.Expansion != nil {
+		t.Fatalf("a run without expansion left status.expansion %+v", st.Expansion)
+	}
+}

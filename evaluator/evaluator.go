@@ -80,6 +80,17 @@ type Config struct {
 	Reranker   Reranker
 	RerankTopN int
 
+	// Expander, when set, widens each query's top ExpandK chunks in final order to their
+	// context (small-to-big), and the summary adds, for those chunks and for their expanded
+	// context (each chunk counted once): spanRecall@K and expandedSpanRecall@K (SpanRecall,
+	// over the queries with spans) and tokensReturned@K and expandedTokensReturned@K (the
+	// chunks' words, over all queries). Tokens are words (text split at white space): a
+	// model-independent count of what a reader of the context gets. Chunk text comes from the
+	// retriever, else from the data set's document by the chunk's offsets.
+	Expander Expander
+	// ExpandK is how many top chunks are expanded and measured; default 10.
+	ExpandK int
+
 	// Cutoffs are the k of the metrics; 10 is always added.
 	Cutoffs []int
 	// MaxQueries evaluates only the first n queries of the split when > 0.
@@ -155,6 +166,14 @@ func (c *Config) defaults() error {
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 4
+	}
+	switch {
+	case c.ExpandK < 0:
+		return fmt.Errorf("evaluator: expand k %d, want >= 1", c.ExpandK)
+	case c.Expander == nil:
+		c.ExpandK = 0
+	case c.ExpandK == 0:
+		c.ExpandK = metrics.DefaultK
 	}
 	if c.RunTag == "" {
 		c.RunTag = "ragops-" + strings.ToLower(string(c.Mode))
@@ -295,6 +314,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		records[qv.QueryID] = &QueryRecord{QueryID: qv.QueryID, Values: qv.Values}
 	}
 	spanHits := map[int]int{}
+	expanded := map[string][2]float64{} // expansion metric -> sum, count
 	for _, r := range runs {
 		rec := records[r.QueryID]
 		if rec == nil { // a query without a relevant document: not evaluated
@@ -322,7 +342,17 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 				rec.Values["spanHit@"+fmt.Sprint(k)] = hit
 			}
 		}
+		if cfg.Expander != nil {
+			for name, v := range expansionValues(r, ds.Spans[r.QueryID], cfg.ExpandK) {
+				rec.Values[name] = v
+				expanded[name] = [2]float64{expanded[name][0] + v, expanded[name][1] + 1}
+			}
+		}
 	}
+	for name, sc := range expanded {
+		sum.Metrics[name] = Round4(sc[0] / sc[1])
+	}
+	sum.ExpandK = cfg.ExpandK
 	if sum.SpanQueries > 0 {
 		for _, k := range cutoffs {
 			sum.Metrics["spanHit@"+fmt.Sprint(k)] = Round4(float64(spanHits[k]) / float64(sum.SpanQueries))
@@ -416,32 +446,96 @@ func runQuery(ctx context.Context, cfg *Config, ds *beir.Dataset, bq beir.Query,
 	// A hit on a document the data set does not list is a retrieved document without a
 	// judgement: not relevant (BEIR, trec_eval), not a failure.
 	out.Chunks, out.Docs, out.Short = ret.Chunks, ret.Docs, ret.Short
-	if cfg.Reranker == nil {
-		return out
-	}
-	chunks, n, err := Rerank(ctx, cfg.Reranker, q, ret.Chunks, cfg.RerankTopN, func(h ChunkHit) (string, error) {
-		if h.Text != "" {
-			return h.Text, nil
+	if cfg.Reranker != nil {
+		chunks, n, err := Rerank(ctx, cfg.Reranker, q, ret.Chunks, cfg.RerankTopN, func(h ChunkHit) (string, error) { return chunkText(ds, h) })
+		if err != nil {
+			out.Chunks, out.Docs, out.Err = nil, nil, err
+			return out
 		}
-		doc, ok := ds.Doc(h.DocID)
-		if !ok {
-			return "", fmt.Errorf("chunk %d of %q has no text: the retriever returns none and the data set's corpus does not hold the document", h.Ordinal, h.DocID)
+		docs := AggregateReranked(chunks, n)
+		if len(docs) > maxK {
+			docs = docs[:maxK]
 		}
-		if h.Start < 0 || h.End > len(doc.Text) || h.Start >= h.End {
-			return "", fmt.Errorf("chunk %d of %q has offsets [%d, %d) outside the document (%d bytes)", h.Ordinal, h.DocID, h.Start, h.End, len(doc.Text))
+		out.Chunks, out.Docs, out.Reranked = chunks, docs, n
+	}
+	if cfg.Expander != nil {
+		if err := expandRun(ctx, cfg, ds, &out); err != nil {
+			out.Chunks, out.Docs, out.Err = nil, nil, fmt.Errorf("evaluator: query %q: expand: %w", bq.ID, err)
 		}
-		return doc.Text[h.Start:h.End], nil
-	})
-	if err != nil {
-		out.Chunks, out.Docs, out.Err = nil, nil, err
-		return out
 	}
-	docs := AggregateReranked(chunks, n)
-	if len(docs) > maxK {
-		docs = docs[:maxK]
-	}
-	out.Chunks, out.Docs, out.Reranked = chunks, docs, n
 	return out
+}
+
+// chunkText is h's text: as the retriever returned it, else cut from the data set's
+// document by h's offsets.
+func chunkText(ds *beir.Dataset, h ChunkHit) (string, error) {
+	if h.Text != "" {
+		return h.Text, nil
+	}
+	doc, ok := ds.Doc(h.DocID)
+	if !ok {
+		return "", fmt.Errorf("chunk %d of %q has no text: the retriever returns none and the data set's corpus does not hold the document", h.Ordinal, h.DocID)
+	}
+	if h.Start < 0 || h.End > len(doc.Text) || h.Start >= h.End {
+		return "", fmt.Errorf("chunk %d of %q has offsets [%d, %d) outside the document (%d bytes)", h.Ordinal, h.DocID, h.Start, h.End, len(doc.Text))
+	}
+	return doc.Text[h.Start:h.End], nil
+}
+
+// expandRun widens the top cfg.ExpandK chunks of out to their context (cfg.Expander), each
+// chunk kept once in the order first met, and counts the words of both.
+func expandRun(ctx context.Context, cfg *Config, ds *beir.Dataset, out *QueryRun) error {
+	top := out.Chunks[:min(cfg.ExpandK, len(out.Chunks))]
+	type key struct {
+		doc string
+		ord int
+	}
+	seen := map[key]bool{}
+	var ctxChunks []ChunkHit
+	for _, h := range top {
+		around, err := cfg.Expander.Expand(ctx, h)
+		if err != nil {
+			return err
+		}
+		for _, c := range around {
+			if k := (key{c.DocID, c.Ordinal}); !seen[k] {
+				seen[k] = true
+				ctxChunks = append(ctxChunks, c)
+			}
+		}
+	}
+	words := func(chunks []ChunkHit) (int, error) {
+		n := 0
+		for _, c := range chunks {
+			text, err := chunkText(ds, c)
+			if err != nil {
+				return 0, err
+			}
+			n += len(strings.Fields(text))
+		}
+		return n, nil
+	}
+	var err error
+	if out.Tokens, err = words(top); err != nil {
+		return err
+	}
+	if out.ContextTokens, err = words(ctxChunks); err != nil {
+		return err
+	}
+	out.Context = ctxChunks
+	return nil
+}
+
+// expansionValues are the expansion metrics of one query (Config.Expander): span recall of
+// its top k chunks and of their context where it has spans, and the words of both.
+func expansionValues(r QueryRun, spans []beir.QuerySpans, k int) map[string]float64 {
+	at := fmt.Sprintf("@%d", k)
+	v := map[string]float64{"tokensReturned" + at: float64(r.Tokens), "expandedTokensReturned" + at: float64(r.ContextTokens)}
+	if len(spans) > 0 {
+		v["spanRecall"+at] = SpanRecall(r.Chunks[:min(k, len(r.Chunks))], spans)
+		v["expandedSpanRecall"+at] = SpanRecall(r.Context, spans)
+	}
+	return v
 }
 
 // perQueryResults builds the per-query results of the evaluated queries (records, sorted by

@@ -25,6 +25,11 @@ type QueryRun struct {
 	Searches, Limit, Reranked int
 	// Short is true when fewer documents than the largest cut-off could be retrieved.
 	Short bool
+	// Context is, with Config.Expander, the expanded context of the top Config.ExpandK
+	// chunks, each chunk once; Tokens and ContextTokens count the words of those chunks and
+	// of Context.
+	Context               []ChunkHit
+	Tokens, ContextTokens int
 	// Err is the query's failure, if any; a failed query has no documents and scores 0.
 	Err error
 }
@@ -109,6 +114,9 @@ type Summary struct {
 	// standard error of their mean over queries (stats.OfMetric: 10,000 resamples seeded from
 	// Config.Origin.SeedKey() and the name), rounded to 4 decimals.
 	Intervals map[string]MetricInterval `json:"intervals,omitempty"`
+	// ExpandK is, with Config.Expander, how many top chunks per query were expanded: the k of
+	// the spanRecall, expandedSpanRecall, tokensReturned and expandedTokensReturned metrics.
+	ExpandK int `json:"expandK,omitempty"`
 	// SpanQueries counts queries with annotated spans (0 when the data set has none).
 	SpanQueries int `json:"spanQueries,omitempty"`
 	// FailedQueries failed to retrieve and score 0; ShortQueries got fewer documents than

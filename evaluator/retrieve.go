@@ -72,6 +72,13 @@ type Retriever interface {
 	Search(ctx context.Context, q Query, limit int) ([]ChunkHit, error)
 }
 
+// Expander widens a chunk hit to its context (small-to-big): the chunks around it in its
+// document, itself included when readable, in ordinal order, with their text. See
+// StoreRetriever.Expand and package query/expand.
+type Expander interface {
+	Expand(ctx context.Context, hit ChunkHit) ([]ChunkHit, error)
+}
+
 // QueryEncoder embeds a query's text for Dense and Hybrid retrieval, with the same model
 // (and query prefix, if the model uses one) that embedded the chunks.
 type QueryEncoder interface {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/query/expand"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -28,7 +29,9 @@ type StoreRetriever struct {
 	// whose groups share none of them.
 	AccessGroups []string
 	Unreadable   *atomic.Int64
-	// Attempts bounds tries of a search that fails with a retryable error
+	// Expansion is what Expand widens a hit to (expand.Context); the zero Spec returns nothing.
+	Expansion expand.Spec
+	// Attempts bounds tries of a search or an expansion that fails with a retryable error
 	// (vectorstore.IsRetryable), with 250 ms doubling waits; 0 means 3.
 	Attempts int
 }
@@ -49,25 +52,46 @@ func (r StoreRetriever) Search(ctx context.Context, q Query, limit int) ([]Chunk
 	default:
 		return nil, fmt.Errorf("evaluator: retrieval mode %q, want Dense, BM25 or Hybrid", q.Mode)
 	}
-	var groups []string
-	if r.AccessGroups != nil {
-		groups = append(slices.Clone(r.AccessGroups), ragopsv1alpha1.PublicGroup)
-		vq.Access = &vectorstore.AccessFilter{Groups: groups}
+	vq.Access = r.access()
+	return r.retry(ctx, func() ([]vectorstore.Hit, error) { return r.Store.Search(ctx, r.Target, vq) })
+}
+
+// Expand implements Expander: the context of hit under r.Expansion (expand.Context), read
+// from r.Target under the same access filter as Search, its chunks counted in Unreadable like
+// hits (a persona's expanded context must hold nothing it may not read).
+func (r StoreRetriever) Expand(ctx context.Context, hit ChunkHit) ([]ChunkHit, error) {
+	vh := vectorstore.Hit{DocID: hit.DocID, Ordinal: hit.Ordinal}
+	access := r.access()
+	return r.retry(ctx, func() ([]vectorstore.Hit, error) {
+		return expand.Context(ctx, r.Store, r.Target, vh, r.Expansion, access)
+	})
+}
+
+// access is the persona's filter (its groups and the public group), nil without one.
+func (r StoreRetriever) access() *vectorstore.AccessFilter {
+	if r.AccessGroups == nil {
+		return nil
 	}
+	return &vectorstore.AccessFilter{Groups: append(slices.Clone(r.AccessGroups), ragopsv1alpha1.PublicGroup)}
+}
+
+// retry runs read up to r.Attempts times while it fails retryably and converts its hits,
+// counting the unreadable ones with a persona.
+func (r StoreRetriever) retry(ctx context.Context, read func() ([]vectorstore.Hit, error)) ([]ChunkHit, error) {
 	attempts := r.Attempts
 	if attempts <= 0 {
 		attempts = 3
 	}
 	wait := 250 * time.Millisecond
 	for try := 1; ; try++ {
-		hits, err := r.Store.Search(ctx, r.Target, vq)
+		hits, err := read()
 		if err == nil {
 			out := make([]ChunkHit, len(hits))
 			for i, h := range hits {
 				out[i] = ChunkHit{DocID: h.DocID, Ordinal: h.Ordinal, Start: h.Start, End: h.End, Score: float64(h.Score), Text: h.Text}
 			}
-			if groups != nil && r.Unreadable != nil {
-				r.Unreadable.Add(int64(unreadable(hits, groups)))
+			if a := r.access(); a != nil && r.Unreadable != nil {
+				r.Unreadable.Add(int64(unreadable(hits, a.Groups)))
 			}
 			return out, nil
 		}

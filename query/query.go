@@ -24,6 +24,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/internal/tracing"
+	"github.com/ragops/ragops/query/expand"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -125,6 +126,28 @@ type Request struct {
 	Where []string
 }
 
+// Expand returns each hit with its context under sp (expand.Context: its neighbours or its
+// heading section, in ordinal order), read through alias, ranked from 1. `ragops query` reads
+// Weaviate directly, without an access filter (the query endpoint adds one).
+//
+// Errors: those of expand.Context.
+func Expand(ctx context.Context, s *vectorstore.Store, alias string, hits []vectorstore.Hit, sp expand.Spec) ([]Expanded, error) {
+	out := make([]Expanded, len(hits))
+	for i, r := range Results(hits) {
+		out[i].Result = r
+		around, err := expand.Context(ctx, s, alias, hits[i], sp, nil)
+		if err != nil {
+			return nil, err
+		}
+		if sp.Mode == expand.Section {
+			out[i].Section = Results(around)
+		} else if around != nil {
+			out[i].Neighbours = Results(around)
+		}
+	}
+	return out, nil
+}
+
 // Run runs req through alias and returns the hits, best first, with their chunk text.
 //
 // Errors: an empty text or K < 1; no alias (the Index has no active revision yet); a dense or
@@ -219,6 +242,15 @@ type Result struct {
 	Properties map[string]any `json:"properties,omitempty"`
 }
 
+// Expanded is one hit and, when expanded (small-to-big), its neighbouring chunks or its
+// heading section in ordinal order, the hit's own chunk among them: the JSON shape of
+// PrintExpanded and of the query endpoint's results.
+type Expanded struct {
+	Result
+	Neighbours []Result `json:"neighbours,omitempty"`
+	Section    []Result `json:"section,omitempty"`
+}
+
 // Results converts hits to ranked Results.
 func Results(hits []vectorstore.Hit) []Result {
 	out := make([]Result, len(hits))
@@ -236,7 +268,18 @@ func Results(hits []vectorstore.Hit) []Result {
 //
 // Errors: an unknown format; write errors.
 func Print(w io.Writer, hits []vectorstore.Hit, format string) error {
-	res := Results(hits)
+	res := make([]Expanded, len(hits))
+	for i, r := range Results(hits) {
+		res[i].Result = r
+	}
+	return PrintExpanded(w, res, format)
+}
+
+// PrintExpanded is Print for expanded hits: the table shows under each hit the chunks of its
+// context (SCORE "+", DOC as document#ordinal); the JSON is a list of Expanded.
+//
+// Errors: an unknown format; write errors.
+func PrintExpanded(w io.Writer, res []Expanded, format string) error {
 	switch format {
 	case FormatJSON:
 		enc := json.NewEncoder(w)
@@ -249,17 +292,28 @@ func Print(w io.Writer, hits []vectorstore.Hit, format string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RANK\tSCORE\tDOC\tSPAN\tPAGES\tHEADING\tTEXT")
 	for _, r := range res {
-		pages := "-"
-		if r.PageStart > 0 {
-			pages = fmt.Sprintf("%d-%d", r.PageStart, r.PageEnd)
+		fmt.Fprintf(tw, "%d\t%.4f\t%s\t[%d,%d)\t%s\t%s\t%s\n", r.Rank, r.Score, r.DocID, r.Start, r.End, pages(r.Result), heading(r.Result), firstWords(r.Text, FirstWords))
+		for _, c := range append(r.Neighbours, r.Section...) {
+			fmt.Fprintf(tw, "\t+\t%s#%d\t[%d,%d)\t%s\t%s\t%s\n", c.DocID, c.Chunk, c.Start, c.End, pages(c), heading(c), firstWords(c.Text, FirstWords))
 		}
-		heading := strings.Join(r.HeadingPath, " > ")
-		if heading == "" {
-			heading = "-"
-		}
-		fmt.Fprintf(tw, "%d\t%.4f\t%s\t[%d,%d)\t%s\t%s\t%s\n", r.Rank, r.Score, r.DocID, r.Start, r.End, pages, heading, firstWords(r.Text, FirstWords))
 	}
 	return tw.Flush()
+}
+
+// pages is r's PAGES column: first-last, or "-" for a format without pages.
+func pages(r Result) string {
+	if r.PageStart > 0 {
+		return fmt.Sprintf("%d-%d", r.PageStart, r.PageEnd)
+	}
+	return "-"
+}
+
+// heading is r's HEADING column: the path joined by " > ", or "-".
+func heading(r Result) string {
+	if h := strings.Join(r.HeadingPath, " > "); h != "" {
+		return h
+	}
+	return "-"
 }
 
 // firstWords returns the first n words of s, with "..." when there were more.

@@ -15,6 +15,7 @@ import (
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/query"
+	"github.com/ragops/ragops/query/expand"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -119,25 +120,32 @@ type Request struct {
 	// Neighbours returns with each hit the chunks of its document within this many ordinals
 	// of it, itself included (small-to-big; 0..MaxNeighbours), under the same access filter.
 	Neighbours int `json:"neighbours,omitempty"`
+	// Section returns with each hit its heading section: the consecutive chunks of its
+	// document with its heading path, at most this many centred on it (small-to-big;
+	// 0..MaxSection; expand.Section), under the same access filter. Not with Neighbours.
+	Section int `json:"section,omitempty"`
 	// Where are conditions on the chunks' properties, all ANDed, in the syntax of `ragops
 	// query --where` (query.ParseWhere: year>=2018, type=motie|amendement, ...): they narrow
 	// the access filter, never replace it. The access properties (accessGroups, accessKey)
 	// cannot be named; an unknown property or a bad value is a *BadRequestError naming it.
-	// Neighbours of a hit (its own document's chunks) are expanded under the access filter
-	// only.
+	// Neighbours and sections of a hit (its own document's chunks) are expanded under the
+	// access filter only.
 	Where []string `json:"where,omitempty"`
 }
 
-// MaxK bounds Request.K; MaxNeighbours bounds Request.Neighbours.
+// MaxK bounds Request.K; MaxNeighbours bounds Request.Neighbours; MaxSection bounds
+// Request.Section.
 const (
 	MaxK          = 100
-	MaxNeighbours = 5
+	MaxNeighbours = expand.MaxNeighbours
+	MaxSection    = expand.MaxSection
 )
 
-// Hit is one search hit with, when asked, its neighbouring chunks in ordinal order.
+// Hit is one search hit with, when asked, its neighbouring chunks or its section in ordinal
+// order.
 type Hit struct {
 	vectorstore.Hit
-	Neighbours []vectorstore.Hit
+	Neighbours, Section []vectorstore.Hit
 }
 
 // BadRequestError is a request the endpoint refuses (400).
@@ -170,6 +178,18 @@ func (Searcher) Search(ctx context.Context, g Grant, t Target, req Request) ([]H
 	}
 	if req.Neighbours < 0 || req.Neighbours > MaxNeighbours {
 		return nil, &BadRequestError{Err: fmt.Errorf("neighbours %d: want 0..%d", req.Neighbours, MaxNeighbours)}
+	}
+	if req.Section < 0 || req.Section > MaxSection {
+		return nil, &BadRequestError{Err: fmt.Errorf("section %d: want 0..%d", req.Section, MaxSection)}
+	}
+	var spread expand.Spec
+	switch {
+	case req.Neighbours > 0 && req.Section > 0:
+		return nil, &BadRequestError{Err: errors.New("neighbours and section: ask for one expansion")}
+	case req.Neighbours > 0:
+		spread = expand.Spec{Mode: expand.Neighbours, Size: req.Neighbours}
+	case req.Section > 0:
+		spread = expand.Spec{Mode: expand.Section, Size: req.Section}
 	}
 	if req.Mode == "" {
 		req.Mode = string(vectorstore.ModeHybrid)
@@ -220,11 +240,15 @@ func (Searcher) Search(ctx context.Context, g Grant, t Target, req Request) ([]H
 	out := make([]Hit, len(hits))
 	for i, h := range hits {
 		out[i].Hit = h
-		if req.Neighbours > 0 {
-			// Expansion obeys access like the search: the same filter is part of the request.
-			if out[i].Neighbours, err = t.Store.Neighbours(ctx, coll, h.DocID, h.Ordinal-req.Neighbours, h.Ordinal+req.Neighbours, q.Access); err != nil {
-				return nil, err
-			}
+		// Expansion obeys access like the search: the same filter is part of the request.
+		around, err := expand.Context(ctx, t.Store, coll, h, spread, q.Access)
+		if err != nil {
+			return nil, err
+		}
+		if spread.Mode == expand.Section {
+			out[i].Section = around
+		} else {
+			out[i].Neighbours = around
 		}
 	}
 	return out, nil

@@ -22,11 +22,8 @@ type Response struct {
 }
 
 // Result is one hit (query.Result: document, span, text, score) and, when asked, its
-// neighbouring chunks in ordinal order (Request.Neighbours).
-type Result struct {
-	query.Result
-	Neighbours []query.Result `json:"neighbours,omitempty"`
-}
+// neighbouring chunks (Request.Neighbours) or its section (Request.Section) in ordinal order.
+type Result = query.Expanded
 
 // ErrorResponse is the body of every error answer.
 type ErrorResponse struct {
@@ -88,6 +85,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		res.Results[i].Rank = i + 1
 		if h.Neighbours != nil {
 			res.Results[i].Neighbours = query.Results(h.Neighbours)
+		}
+		if h.Section != nil {
+			res.Results[i].Section = query.Results(h.Section)
 		}
 	}
 	_ = json.NewEncoder(w).Encode(res)

@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -267,6 +268,18 @@ func TestBadSpecsAreRejected(t *testing.T) {
 		{"dataset with two sources", "ragops_v1alpha1_evaluation.yaml",
 			[]mutation{set("spec.dataset.pvc", map[string]any{"claimName": "beir"})},
 			[]string{"spec.dataset", "exactly one dataset source must be set"}},
+		{"expand neighbours above 5", "ragops_v1alpha1_evaluation.yaml",
+			[]mutation{set("spec.expand", map[string]any{"mode": "Neighbours", "size": int64(6)})},
+			[]string{"spec.expand.size", "Neighbours size must be between 1 and 5"}},
+		{"expand section above 20", "ragops_v1alpha1_evaluation.yaml",
+			[]mutation{set("spec.expand", map[string]any{"mode": "Section", "size": int64(21)})},
+			[]string{"spec.expand.size", "should be less than or equal to 20"}},
+		{"expand unknown mode", "ragops_v1alpha1_evaluation.yaml",
+			[]mutation{set("spec.expand", map[string]any{"mode": "Paragraph"})},
+			[]string{"spec.expand.mode", "Unsupported value"}},
+		{"expand k above 100", "ragops_v1alpha1_evaluation.yaml",
+			[]mutation{set("spec.expand", map[string]any{"mode": "Section", "k": int64(101)})},
+			[]string{"spec.expand.k", "should be less than or equal to 100"}},
 	}
 	ctx := context.Background()
 	for _, tc := range cases {
@@ -377,5 +390,28 @@ func TestMetadataFieldsAreAccepted(t *testing.T) {
 	}
 	if m := c.Spec.Metadata; m == nil || len(m.Fields) != 4 || m.SidecarSuffix != ".meta.json" || m.Fields[2].From.Path != "moties/{year}/" {
 		t.Errorf("stored metadata = %+v", c.Spec.Metadata)
+	}
+}
+
+// Issue 52, small-to-big: spec.expand is accepted at its bounds (Neighbours 5, Section 20)
+// and k defaults to 10.
+func TestEvaluationExpandIsAccepted(t *testing.T) {
+	ctx := context.Background()
+	for i, x := range []map[string]any{{"mode": "Neighbours", "size": int64(5)}, {"mode": "Section", "size": int64(20), "k": int64(100)}, {"mode": "Section"}} {
+		u := loadSample(t, "ragops_v1alpha1_evaluation.yaml")
+		ensureNamespace(t, u.GetNamespace())
+		u.SetName(fmt.Sprintf("expand-%d", i))
+		set("spec.expand", x)(u.Object)
+		if err := env.Client.Create(ctx, u); err != nil {
+			t.Fatalf("spec.expand %v rejected: %v", x, err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, u) })
+		var ev ragopsv1alpha1.Evaluation
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := x["k"].(int64); ev.Spec.Expand == nil || ev.Spec.Expand.K != int32(max(want, 10)) {
+			t.Errorf("spec.expand %v stored as %+v, want k %d", x, ev.Spec.Expand, max(want, 10))
+		}
 	}
 }

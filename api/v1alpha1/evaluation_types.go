@@ -171,8 +171,76 @@ type EvaluationSpec struct {
 	// status.unreadableChunks counts retrieved chunks none of them may read (must be 0).
 	// +optional
 	As *EvaluationPersona `json:"as,omitempty"`
+	// Expand measures small-to-big retrieval: the top spec.expand.k chunks of each query are
+	// widened to their neighbours or their heading section (as the query endpoint and `ragops
+	// query --expand` return them, under spec.as's filter too), and status.expansion reports
+	// span recall and tokens returned with and without the expansion.
+	// +optional
+	Expand *EvaluationExpansion `json:"expand,omitempty"`
 
 	EvaluationParameters `json:",inline"`
+}
+
+// ExpansionMode is what each retrieved chunk is widened to (small-to-big).
+// +kubebuilder:validation:Enum=Neighbours;Section
+type ExpansionMode string
+
+// Expansion modes.
+const (
+	// ExpandNeighbours: the chunks of the hit's document within size ordinals of it.
+	ExpandNeighbours ExpansionMode = "Neighbours"
+	// ExpandSection: the consecutive chunks of the hit's document sharing its heading path,
+	// at most size of them centred on it.
+	ExpandSection ExpansionMode = "Section"
+)
+
+// Default sizes of an EvaluationExpansion without spec.expand.size.
+const (
+	DefaultExpandNeighbours = 1
+	DefaultExpandSection    = 8
+)
+
+// EvaluationExpansion is the expansion an Evaluation measures.
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || self.mode != 'Neighbours' || self.size <= 5",fieldPath=".size",reason=FieldValueInvalid,message="Neighbours size must be between 1 and 5"
+type EvaluationExpansion struct {
+	// Mode is Neighbours or Section.
+	Mode ExpansionMode `json:"mode"`
+	// Size is, for Neighbours, the chunks on either side of the hit (1..5, default 1); for
+	// Section, the most chunks of the section returned (1..20, default 8).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	Size int32 `json:"size,omitempty"`
+	// K is how many top chunks of each query are expanded and measured.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	K int32 `json:"k,omitempty"`
+}
+
+// ExpansionMetrics are an Evaluation's small-to-big figures (spec.expand): means over the
+// queries, rounded to 4 decimals, for the top K chunks and for their expanded context (each
+// chunk counted once per query).
+type ExpansionMetrics struct {
+	// Mode of the expansion measured.
+	Mode ExpansionMode `json:"mode"`
+	// Size of the expansion measured (spec.expand.size, defaulted).
+	Size int32 `json:"size"`
+	// K is the top chunks expanded per query.
+	K int32 `json:"k"`
+	// SpanRecall is the share of the annotated relevant spans' bytes the top K chunks cover
+	// (datasets with query_spans.jsonl; absent otherwise).
+	// +optional
+	SpanRecall *float64 `json:"spanRecall,omitempty"`
+	// ExpandedSpanRecall is the share of those bytes their expanded context covers.
+	// +optional
+	ExpandedSpanRecall *float64 `json:"expandedSpanRecall,omitempty"`
+	// TokensReturned is the words of the top K chunks per query (text split at white space).
+	TokensReturned float64 `json:"tokensReturned"`
+	// ExpandedTokensReturned is the words of their expanded context: what the recall costs a
+	// reader.
+	ExpandedTokensReturned float64 `json:"expandedTokensReturned"`
 }
 
 // ConcurrencyPolicy is what a schedule slot does while the previous run still runs.
@@ -316,8 +384,8 @@ type EvaluationStatus struct {
 	// +optional
 	Revision string `json:"revision,omitempty"`
 	// Measurement is a hash of the spec fields that decide what a run measures (indexRef,
-	// revision, queryEmbedding and the evaluation parameters: dataset, mode, hybrid, k,
-	// maxQueries, rerank, template) as of the run whose figures status holds. A change of
+	// revision, queryEmbedding, expand and the evaluation parameters: dataset, mode, hybrid,
+	// k, maxQueries, rerank, template) as of the run whose figures status holds. A change of
 	// them runs the Evaluation again; schedule, concurrencyPolicy, alert, historyLimit and
 	// rerunOnRevisionChange do not.
 	// +optional
@@ -364,6 +432,9 @@ type EvaluationStatus struct {
 	// share none of the persona's: a leak; 0 when the access filter holds.
 	// +optional
 	UnreadableChunks *int64 `json:"unreadableChunks,omitempty"`
+	// Expansion holds the small-to-big figures of the last run (spec.expand).
+	// +optional
+	Expansion *ExpansionMetrics `json:"expansion,omitempty"`
 	// StartTime of the last run.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`

@@ -361,6 +361,28 @@ type Evaluate struct {
 	// As are the groups of the Evaluation's persona (spec.as): every search is filtered to
 	// the chunks they (or ragopsv1alpha1.PublicGroup) may read. Nil: unfiltered.
 	As []string `json:"as,omitempty"`
+	// Expand, when set, measures small-to-big retrieval (Evaluation spec.expand, sizes
+	// defaulted): the top K chunks of each query widened to their context.
+	Expand *Expand `json:"expand,omitempty"`
+}
+
+// Expand is the expansion an evaluation measures: Mode (Neighbours or Section), Size (the
+// chunks on either side, or the most chunks of a section) and K (top chunks expanded).
+type Expand struct {
+	Mode ragopsv1alpha1.ExpansionMode `json:"mode"`
+	Size int                          `json:"size"`
+	K    int                          `json:"k"`
+}
+
+// ExpansionResult holds an evaluation's small-to-big figures (Expand): means over the
+// queries for the top K chunks and their expanded context; span recall only for datasets
+// with spans.
+type ExpansionResult struct {
+	Expand
+	SpanRecall             *float64 `json:"spanRecall,omitempty"`
+	ExpandedSpanRecall     *float64 `json:"expandedSpanRecall,omitempty"`
+	TokensReturned         float64  `json:"tokensReturned"`
+	ExpandedTokensReturned float64  `json:"expandedTokensReturned"`
 }
 
 // Rerank configures the evaluation's cross-encoder stage.
@@ -413,6 +435,8 @@ type EvaluateResult struct {
 	UnknownQrels int          `json:"unknownQrels,omitempty"`
 	// UnreadableChunks counts, with As, retrieved chunks none of the persona's groups may read.
 	UnreadableChunks *int64 `json:"unreadableChunks,omitempty"`
+	// Expansion holds the small-to-big figures, with Evaluate.Expand.
+	Expansion *ExpansionResult `json:"expansion,omitempty"`
 	// Results describes the per-query results written to the pod's log.
 	Results *ResultsRef `json:"results,omitempty"`
 	Error   string      `json:"error,omitempty"`

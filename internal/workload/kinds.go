@@ -230,7 +230,8 @@ func (w *Workload) mountSample(s *ragopsv1alpha1.DocumentSample) *plan.Sample {
 }
 
 // EvaluationMeasurement is the hash (16 hex digits of SHA-256 over their JSON) of the spec
-// fields of ev that decide what a run measures: indexRef, revision, queryEmbedding and the
+// fields of ev that decide what a run measures: indexRef, revision, queryEmbedding, expand
+// (only when set, so the hash of an Evaluation without it did not change) and the
 // evaluation parameters (dataset, mode, hybrid, k, maxQueries, rerank, template). Schedule,
 // concurrencyPolicy, alert, historyLimit and rerunOnRevisionChange are not part of it: they
 // say when to run and what to do with the figures.
@@ -241,7 +242,8 @@ func EvaluationMeasurement(ev *ragopsv1alpha1.Evaluation) string {
 		Revision       string                              `json:"revision"`
 		QueryEmbedding ragopsv1alpha1.QueryEmbedding       `json:"queryEmbedding"`
 		Parameters     ragopsv1alpha1.EvaluationParameters `json:"parameters"`
-	}{s.IndexRef, s.Revision, s.QueryEmbedding, s.EvaluationParameters})
+		Expand         *ragopsv1alpha1.EvaluationExpansion `json:"expand,omitempty"`
+	}{s.IndexRef, s.Revision, s.QueryEmbedding, s.EvaluationParameters, s.Expand})
 	if err != nil { // plain structs of strings and numbers: never
 		panic(err)
 	}
@@ -329,6 +331,18 @@ func Evaluate(in EvaluateInputs, d Defaults) *Workload {
 	}
 	if ev.Spec.As != nil {
 		pl.As = slices.Clone(ev.Spec.As.Groups)
+	}
+	if x := ev.Spec.Expand; x != nil {
+		pl.Expand = &plan.Expand{Mode: x.Mode, Size: int(x.Size), K: int(x.K)}
+		if pl.Expand.Size == 0 {
+			pl.Expand.Size = ragopsv1alpha1.DefaultExpandNeighbours
+			if x.Mode == ragopsv1alpha1.ExpandSection {
+				pl.Expand.Size = ragopsv1alpha1.DefaultExpandSection
+			}
+		}
+		if pl.Expand.K == 0 {
+			pl.Expand.K = 10
+		}
 	}
 	if pl.Split == "" {
 		pl.Split = "test"

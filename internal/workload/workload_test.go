@@ -567,3 +567,42 @@ func TestEvaluateCarriesThePersona(t *testing.T) {
 		t.Errorf("no persona: plan as %v", p.As)
 	}
 }
+
+// Issue 52, small-to-big: spec.expand reaches the plan with its sizes defaulted by mode
+// (Neighbours 1, Section 8); it is part of the measurement (a change reruns the Evaluation),
+// and an Evaluation without it keeps the measurement it had.
+func TestEvaluateCarriesTheExpansion(t *testing.T) {
+	idx, rev := index()
+	ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "small-to-big", UID: "u-3"},
+		Spec: ragopsv1alpha1.EvaluationSpec{EvaluationParameters: ragopsv1alpha1.EvaluationParameters{
+			Dataset: ragopsv1alpha1.DatasetSource{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "qrels"}},
+			Mode:    ragopsv1alpha1.ModeBM25, K: []int32{10}}}}
+	plain := EvaluationMeasurement(ev)
+	if p := planOf[plan.Evaluate](t, Evaluate(EvaluateInputs{Evaluation: ev, Index: idx, Revision: rev}, defaults)); p.Expand != nil {
+		t.Errorf("no spec.expand: plan expand %+v", p.Expand)
+	}
+	seen := map[string]bool{plain: true}
+	for _, c := range []struct {
+		in   ragopsv1alpha1.EvaluationExpansion
+		want plan.Expand
+	}{
+		{ragopsv1alpha1.EvaluationExpansion{Mode: ragopsv1alpha1.ExpandNeighbours}, plan.Expand{Mode: ragopsv1alpha1.ExpandNeighbours, Size: 1, K: 10}},
+		{ragopsv1alpha1.EvaluationExpansion{Mode: ragopsv1alpha1.ExpandSection}, plan.Expand{Mode: ragopsv1alpha1.ExpandSection, Size: 8, K: 10}},
+		{ragopsv1alpha1.EvaluationExpansion{Mode: ragopsv1alpha1.ExpandSection, Size: 3, K: 5}, plan.Expand{Mode: ragopsv1alpha1.ExpandSection, Size: 3, K: 5}},
+	} {
+		ev.Spec.Expand = &c.in
+		p := planOf[plan.Evaluate](t, Evaluate(EvaluateInputs{Evaluation: ev, Index: idx, Revision: rev}, defaults))
+		if p.Expand == nil || *p.Expand != c.want {
+			t.Errorf("spec.expand %+v: plan %+v, want %+v", c.in, p.Expand, c.want)
+		}
+		if m := EvaluationMeasurement(ev); seen[m] {
+			t.Errorf("spec.expand %+v: measurement %s seen before", c.in, m)
+		} else {
+			seen[m] = true
+		}
+	}
+	ev.Spec.Expand = nil
+	if m := EvaluationMeasurement(ev); m != plain {
+		t.Errorf("measurement without spec.expand %s, was %s", m, plain)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/ragops/ragops/evaluator/results"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/tracing"
+	"github.com/ragops/ragops/query/expand"
 	"github.com/ragops/ragops/vectorstore"
 )
 
@@ -124,14 +126,27 @@ func Run(ctx context.Context, log *slog.Logger, p plan.Evaluate, o Options) (res
 		cfg.EmbedByRetriever = true
 	}
 	var unreadable atomic.Int64
-	cfg.Retriever = evaluator.StoreRetriever{Store: store, Target: p.Collection, WithText: p.Rerank != nil,
+	retriever := evaluator.StoreRetriever{Store: store, Target: p.Collection, WithText: p.Rerank != nil,
 		AccessGroups: p.As, Unreadable: &unreadable}
+	if p.Expand != nil {
+		// Small-to-big, measured as the endpoint expands: the same filter, counted for leaks.
+		if retriever.Expansion, err = expansionSpec(*p.Expand); err != nil {
+			return res, err
+		}
+		retriever.WithText = true // the words returned are counted
+		cfg.Expander, cfg.ExpandK = retriever, p.Expand.K
+	}
+	cfg.Retriever = retriever
 	log.Info("evaluating", "collection", p.Collection, "revision", p.Revision, "mode", cfg.Mode, "k", p.K, "queryEmbedding", p.QueryEmbedding)
 	sum, err := evaluator.Run(ctx, cfg)
 	if err != nil && !errors.Is(err, evaluator.ErrQueriesFailed) {
 		return res, err
 	}
 	res = ResultFromSummary(sum)
+	if p.Expand != nil {
+		res.Expansion = expansionResult(*p.Expand, sum)
+		fitIntervals(&res) // the expansion takes room in the message too
+	}
 	if p.As != nil {
 		// Retrieved as the persona (spec.as): what it may not read, 0 when the filter holds.
 		res.UnreadableChunks = ptr.To(unreadable.Load())
@@ -217,9 +232,16 @@ func ResultFromSummary(sum evaluator.Summary) plan.EvaluateResult {
 	for i := range res.Metrics {
 		res.Metrics[i].Intervals = intervalsAt(sum, res.Metrics[i].K)
 	}
+	fitIntervals(&res)
+	return res
+}
+
+// fitIntervals drops res's intervals at cut-offs other than 10, then at 10, while res is
+// larger than a termination message.
+func fitIntervals(res *plan.EvaluateResult) {
 	for _, keep := range []func(k int) bool{func(k int) bool { return k == metrics.DefaultK }, func(int) bool { return false }} {
 		if raw, err := json.Marshal(res); err == nil && len(raw) <= plan.MaxTerminationMessage {
-			break
+			return
 		}
 		for i := range res.Metrics {
 			if !keep(res.Metrics[i].K) {
@@ -227,7 +249,39 @@ func ResultFromSummary(sum evaluator.Summary) plan.EvaluateResult {
 			}
 		}
 	}
-	return res
+}
+
+// expansionSpec is the query/expand form of a plan's expansion.
+//
+// Errors: an unknown mode or a size out of its bounds.
+func expansionSpec(x plan.Expand) (expand.Spec, error) {
+	sp := expand.Spec{Size: x.Size}
+	switch x.Mode {
+	case ragopsv1alpha1.ExpandNeighbours:
+		sp.Mode = expand.Neighbours
+	case ragopsv1alpha1.ExpandSection:
+		sp.Mode = expand.Section
+	default:
+		return expand.Spec{}, fmt.Errorf("plan expand: mode %q: want %s or %s", x.Mode, ragopsv1alpha1.ExpandNeighbours, ragopsv1alpha1.ExpandSection)
+	}
+	if err := sp.Validate(); err != nil {
+		return expand.Spec{}, fmt.Errorf("plan %w", err)
+	}
+	return sp, nil
+}
+
+// expansionResult takes the expansion metrics at x.K (evaluator.Config.Expander) from sum.
+func expansionResult(x plan.Expand, sum evaluator.Summary) *plan.ExpansionResult {
+	at := fmt.Sprintf("@%d", sum.ExpandK)
+	out := &plan.ExpansionResult{Expand: x, TokensReturned: sum.Metrics["tokensReturned"+at],
+		ExpandedTokensReturned: sum.Metrics["expandedTokensReturned"+at]}
+	if v, ok := sum.Metrics["spanRecall"+at]; ok {
+		out.SpanRecall = &v
+	}
+	if v, ok := sum.Metrics["expandedSpanRecall"+at]; ok {
+		out.ExpandedSpanRecall = &v
+	}
+	return out
 }
 
 // intervalsAt collects the summary's intervals at cut-off k, keyed by measure.
@@ -235,7 +289,7 @@ func intervalsAt(sum evaluator.Summary, k int) map[string]plan.MetricInterval {
 	out := map[string]plan.MetricInterval{}
 	suffix := fmt.Sprintf("@%d", k)
 	for name, iv := range sum.Intervals {
-		if m, ok := strings.CutSuffix(name, suffix); ok && !strings.Contains(m, "@") {
+		if m, ok := strings.CutSuffix(name, suffix); ok && (slices.Contains(metrics.Measures, metrics.Measure(m)) || m == "spanHit") {
 			out[m] = plan.MetricInterval{StdErr: iv.StdErr, Lo: iv.Lo, Hi: iv.Hi}
 		}
 	}

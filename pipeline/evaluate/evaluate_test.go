@@ -3,7 +3,10 @@ package evaluate
 import (
 	"testing"
 
+	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/evaluator"
+	"github.com/ragops/ragops/internal/plan"
+	"github.com/ragops/ragops/query/expand"
 )
 
 // Defect 10 of issue 16: span hit rate@10 is spanHit@10, never spanHit@100 or spanHit@1000
@@ -50,5 +53,36 @@ func TestSpanHitAtEveryCutoff(t *testing.T) {
 		if m.SpanHit != nil {
 			t.Errorf("k=%d: spanHit %v without spans, want none", m.K, *m.SpanHit)
 		}
+	}
+}
+
+// Issue 52, small-to-big: the plan's expansion becomes the query/expand spec (a bad one is
+// refused), and the result takes the expansion metrics at the summary's expandK, span recall
+// only where the summary has it; they stay out of the per-cut-off intervals.
+func TestExpansionOfThePlan(t *testing.T) {
+	if sp, err := expansionSpec(plan.Expand{Mode: ragopsv1alpha1.ExpandSection, Size: 8, K: 10}); err != nil || sp != (expand.Spec{Mode: expand.Section, Size: 8}) {
+		t.Errorf("section: %+v, %v", sp, err)
+	}
+	for _, bad := range []plan.Expand{{Mode: ragopsv1alpha1.ExpandNeighbours, Size: 6}, {Mode: "Paragraph", Size: 1}, {Mode: ragopsv1alpha1.ExpandSection}} {
+		if _, err := expansionSpec(bad); err == nil {
+			t.Errorf("%+v: accepted", bad)
+		}
+	}
+	x := plan.Expand{Mode: ragopsv1alpha1.ExpandSection, Size: 8, K: 5}
+	sum := evaluator.Summary{Cutoffs: []int{5, 10}, Queries: 2, ExpandK: 5, Metrics: map[string]float64{"recall@5": 1, "recall@10": 1,
+		"spanRecall@5": 0.5, "expandedSpanRecall@5": 1, "tokensReturned@5": 6, "expandedTokensReturned@5": 12},
+		Intervals: map[string]evaluator.MetricInterval{"recall@5": {}, "tokensReturned@5": {Hi: 7}}}
+	got := expansionResult(x, sum)
+	if got.Expand != x || got.SpanRecall == nil || *got.SpanRecall != 0.5 || got.ExpandedSpanRecall == nil || *got.ExpandedSpanRecall != 1 ||
+		got.TokensReturned != 6 || got.ExpandedTokensReturned != 12 {
+		t.Errorf("expansion result %+v", got)
+	}
+	delete(sum.Metrics, "spanRecall@5")
+	delete(sum.Metrics, "expandedSpanRecall@5")
+	if got := expansionResult(x, sum); got.SpanRecall != nil || got.ExpandedSpanRecall != nil {
+		t.Errorf("without spans: %+v", got)
+	}
+	if iv := intervalsAt(sum, 5); len(iv) != 1 {
+		t.Errorf("intervals at 5: %v, want recall only", iv)
 	}
 }
