@@ -231,7 +231,8 @@ func (w *Workload) mountSample(s *ragopsv1alpha1.DocumentSample) *plan.Sample {
 
 // EvaluationMeasurement is the hash (16 hex digits of SHA-256 over their JSON) of the spec
 // fields of ev that decide what a run measures: indexRef, revision, queryEmbedding, expand
-// (only when set, so the hash of an Evaluation without it did not change) and the
+// and as (each only when set, so the hash of an Evaluation without them did not change; the
+// persona's groups sorted, as spec.as.groups is a set) and the
 // evaluation parameters (dataset, mode, hybrid, k, maxQueries, rerank, template). Schedule,
 // concurrencyPolicy, alert, historyLimit and rerunOnRevisionChange are not part of it: they
 // say when to run and what to do with the figures.
@@ -243,12 +244,23 @@ func EvaluationMeasurement(ev *ragopsv1alpha1.Evaluation) string {
 		QueryEmbedding ragopsv1alpha1.QueryEmbedding       `json:"queryEmbedding"`
 		Parameters     ragopsv1alpha1.EvaluationParameters `json:"parameters"`
 		Expand         *ragopsv1alpha1.EvaluationExpansion `json:"expand,omitempty"`
-	}{s.IndexRef, s.Revision, s.QueryEmbedding, s.EvaluationParameters, s.Expand})
+		As             []string                            `json:"as,omitempty"`
+	}{s.IndexRef, s.Revision, s.QueryEmbedding, s.EvaluationParameters, s.Expand, personaGroups(s.As)})
 	if err != nil { // plain structs of strings and numbers: never
 		panic(err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// personaGroups is the sorted group list of an Evaluation's spec.as; nil without one.
+func personaGroups(as *ragopsv1alpha1.EvaluationPersona) []string {
+	if as == nil {
+		return nil
+	}
+	g := slices.Clone(as.Groups)
+	slices.Sort(g)
+	return g
 }
 
 // EvaluationRun is the key of a scheduled run that seeds its bootstrap (plan.Evaluate.Run):

@@ -606,3 +606,31 @@ func TestEvaluateCarriesTheExpansion(t *testing.T) {
 		t.Errorf("measurement without spec.expand %s, was %s", m, plain)
 	}
 }
+
+// Issue 52, Evaluations as a persona: spec.as is part of the measurement, so a change of
+// persona reruns the Evaluation (the figures are that persona's); the groups are a set, so
+// their order does not count, and an Evaluation without spec.as keeps its measurement.
+func TestEvaluationMeasurementCountsThePersona(t *testing.T) {
+	ev := &ragopsv1alpha1.Evaluation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "persona", UID: "u-4"},
+		Spec: ragopsv1alpha1.EvaluationSpec{EvaluationParameters: ragopsv1alpha1.EvaluationParameters{
+			Dataset: ragopsv1alpha1.DatasetSource{ConfigMap: &ragopsv1alpha1.LocalObjectReference{Name: "qrels"}},
+			Mode:    ragopsv1alpha1.ModeBM25, K: []int32{10}}}}
+	plain := EvaluationMeasurement(ev)
+	ev.Spec.As = &ragopsv1alpha1.EvaluationPersona{Groups: []string{"raad", "ragops:public"}}
+	raad := EvaluationMeasurement(ev)
+	if raad == plain {
+		t.Errorf("spec.as set: measurement %s unchanged", raad)
+	}
+	ev.Spec.As.Groups = []string{"ragops:public", "raad"}
+	if m := EvaluationMeasurement(ev); m != raad {
+		t.Errorf("same groups in another order: measurement %s, want %s", m, raad)
+	}
+	ev.Spec.As.Groups = []string{"ragops:public"}
+	if m := EvaluationMeasurement(ev); m == raad || m == plain {
+		t.Errorf("another persona: measurement %s, same as before", m)
+	}
+	ev.Spec.As = nil
+	if m := EvaluationMeasurement(ev); m != plain {
+		t.Errorf("without spec.as: measurement %s, was %s", m, plain)
+	}
+}
