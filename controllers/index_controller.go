@@ -71,6 +71,8 @@ type IndexReconciler struct {
 	modules moduleCache
 	// drift holds when each Index's collection and alias were last confirmed in Weaviate.
 	drift driftChecks
+	// hashes holds the model hash each model server reported.
+	hashes modelHashCache
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;patch
