@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -49,6 +50,10 @@ func newManagerCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			if limit, ok := softMemoryLimit(os.Getenv, cgroupRoot); ok {
+				debug.SetMemoryLimit(limit)
+				ctrl.Log.Info("soft memory limit at 90% of the container's", "bytes", limit)
+			}
 			if modelServerURLs != controllers.ModelServerServiceDNS && modelServerURLs != controllers.ModelServerClusterIP {
 				return fmt.Errorf("--model-server-urls %q: want %s or %s", modelServerURLs, controllers.ModelServerServiceDNS, controllers.ModelServerClusterIP)
 			}

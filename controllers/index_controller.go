@@ -69,6 +69,10 @@ type IndexReconciler struct {
 	syncs syncQueue
 	// modules holds the readings of each Weaviate's modules (model servers).
 	modules moduleCache
+	// drift holds when each Index's collection and alias were last confirmed in Weaviate.
+	drift driftChecks
+	// hashes holds the model hash each model server reported.
+	hashes modelHashCache
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;patch
@@ -101,6 +105,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	if err := r.Get(ctx, req.NamespacedName, &idx); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.drift.forget(req.NamespacedName)
 			metrics.ForgetConditions(req.Namespace, "Index", req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -118,6 +123,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 		}
 	}()
 	if !idx.DeletionTimestamp.IsZero() {
+		r.drift.forget(req.NamespacedName)
 		result, err := r.reconcileDelete(ctx, &idx)
 		return reconcile.Summarize(&idx, result), err
 	}

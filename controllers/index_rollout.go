@@ -34,22 +34,28 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 	}
 	active := findRevision(idx, idx.Status.ActiveRevision)
 	if rev.Phase == ragopsv1alpha1.RevisionActive {
-		// Make sure Weaviate agrees: the collection still exists (data lost, deleted by hand) and
-		// the alias points at it (an alias deleted behind our back is restored).
-		if ok, err := st.store.CollectionExists(ctx, rev.Collection); err != nil || !ok {
-			if err == nil {
-				err = &vectorstore.CollectionNotFoundError{Op: "check collection", Collection: rev.Collection}
+		// Make sure Weaviate agrees, once per DriftInterval (driftChecks): the collection still
+		// exists (data lost, deleted by hand) and the alias points at it (an alias deleted
+		// behind our back is restored). The reconciles in between ask Weaviate nothing.
+		next := r.drift.due(idx, rev.Collection, st.alias, r.Options.DriftInterval, time.Now())
+		if next == 0 {
+			if ok, err := st.store.CollectionExists(ctx, rev.Collection); err != nil || !ok {
+				if err == nil {
+					err = &vectorstore.CollectionNotFoundError{Op: "check collection", Collection: rev.Collection}
+				}
+				return r.collectionError(ctx, st, rev, "read collection "+rev.Collection, err)
 			}
-			return r.collectionError(ctx, st, rev, "read collection "+rev.Collection, err)
-		}
-		target, found, err := st.store.GetAlias(ctx, st.alias)
-		if err != nil {
-			return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read alias %s: %v", st.alias, err)), nil
-		}
-		if !found || target != rev.Collection {
-			if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
-				return r.collectionError(ctx, st, rev, fmt.Sprintf("point alias %s at %s", st.alias, rev.Collection), err)
+			target, found, err := st.store.GetAlias(ctx, st.alias)
+			if err != nil {
+				return reconcile.StopFor(r.Options.ProgressInterval).With(reconcile.OutcomeRetrying, ReasonWeaviateError, fmt.Sprintf("read alias %s: %v", st.alias, err)), nil
 			}
+			if !found || target != rev.Collection {
+				if err := st.store.SetAlias(ctx, st.alias, rev.Collection); err != nil {
+					return r.collectionError(ctx, st, rev, fmt.Sprintf("point alias %s at %s", st.alias, rev.Collection), err)
+				}
+			}
+			r.drift.passed(idx, rev.Collection, st.alias, time.Now())
+			next = r.Options.DriftInterval
 		}
 		if rev.ServedTime == nil {
 			// Recorded before ServedTime existed: it serves now, so it served.
@@ -57,7 +63,7 @@ func (r *IndexReconciler) reconcileRollout(ctx context.Context, st *indexState) 
 		}
 		idx.Status.Chunks = rev.Chunks
 		metrics.SetActiveRevision(idx.Namespace, idx.Name, rev.Name)
-		return reconcile.ProceedFor(jitter(r.Options.DriftInterval)), nil
+		return reconcile.ProceedFor(jitter(next)), nil
 	}
 	gate := idx.Spec.Rollout.Gate
 	gated := idx.Spec.Rollout.Policy == ragopsv1alpha1.RolloutEvaluationGated && gate != nil

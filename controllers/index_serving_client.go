@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -51,4 +52,40 @@ func (c HTTPModelServerClient) ModelHash(ctx context.Context, endpoint string) (
 		return "", fmt.Errorf("GET %s/meta: %w", endpoint, err)
 	}
 	return m.ModelHash, nil
+}
+
+// modelHashCache keeps the model hash each model server reported, per endpoint, with the
+// resourceVersion of its Deployment as the manager's cache held it then. A reading is reused
+// while that Deployment has not changed (any change of its pods' readiness, as a restart
+// with another model folder brings, moves the resourceVersion) and is younger than the
+// reconciler's DriftInterval: the Indexes sharing one server read its /meta once per change,
+// not once per reconcile each (issue 56). Only successful readings are kept. The zero value
+// is ready to use; it is safe for concurrent reconciles.
+type modelHashCache struct {
+	m sync.Map // endpoint -> modelHashReading
+}
+
+type modelHashReading struct {
+	version, hash string
+	at            time.Time
+}
+
+// load returns the hash read from endpoint while its Deployment had resourceVersion version,
+// when that reading is younger than ttl.
+func (c *modelHashCache) load(endpoint, version string, ttl time.Duration, now time.Time) (string, bool) {
+	v, ok := c.m.Load(endpoint)
+	if !ok {
+		return "", false
+	}
+	r := v.(modelHashReading)
+	if r.version != version || now.Sub(r.at) >= ttl {
+		return "", false
+	}
+	return r.hash, true
+}
+
+// store records hash, read from endpoint at now while its Deployment had resourceVersion
+// version.
+func (c *modelHashCache) store(endpoint, version, hash string, now time.Time) {
+	c.m.Store(endpoint, modelHashReading{version: version, hash: hash, at: now})
 }

@@ -5,6 +5,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +31,7 @@ type serverState struct {
 }
 
 // readServer reads the Deployment of the server with key k and, once it has ready replicas,
-// the model hash from its /meta; one other than wantHash (when set: the content hash of the
+// the model hash from its /meta (modelHashCache: once per change of the Deployment); one other than wantHash (when set: the content hash of the
 // folder a revision was built with) is a problem.
 func (r *IndexReconciler) readServer(ctx context.Context, ns string, k servingKey, wantHash string) (serverState, error) {
 	url, err := r.serverURL(ctx, ns, k)
@@ -51,8 +52,11 @@ func (r *IndexReconciler) readServer(ctx context.Context, ns string, k servingKe
 		s.ready = 0 // its Service (ClusterIP) is not there yet: not addressable
 	}
 	if s.ready > 0 {
-		if h, err := r.Options.modelServers().ModelHash(ctx, s.endpoint); err == nil {
+		if h, ok := r.hashes.load(s.endpoint, dep.ResourceVersion, r.Options.DriftInterval, time.Now()); ok {
 			s.modelHash = h
+		} else if h, err := r.Options.modelServers().ModelHash(ctx, s.endpoint); err == nil {
+			s.modelHash = h
+			r.hashes.store(s.endpoint, dep.ResourceVersion, h, time.Now())
 		} else {
 			log.FromContext(ctx).V(1).Info("model server /meta not read", "endpoint", s.endpoint, "error", err.Error())
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,5 +77,46 @@ func TestManagerCachesOnlyRagopsPods(t *testing.T) {
 		if p.Name == "theirs" {
 			t.Fatalf("the manager caches pods ragops did not make")
 		}
+	}
+}
+
+// Issue 56: the manager's cache keeps no managedFields, and of a Pod only its metadata, its
+// node and its status (the controllers read a Job's pods for their phase and termination
+// messages; the spec repeats the Job's template).
+func TestManagerCacheDropsManagedFieldsAndPodSpecs(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	ours := map[string]string{workload.LabelManagedBy: workload.ManagedBy}
+	spec := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox",
+		Env: []corev1.EnvVar{{Name: "A", Value: strings.Repeat("x", 256)}}}}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "j", Labels: ours},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: ours}, Spec: spec}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: ours}, Spec: spec}
+	pod.Spec.NodeName = "node-1"
+	for _, o := range []client.Object{job, pod} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		if len(o.GetManagedFields()) == 0 {
+			t.Fatalf("the API server wrote no managedFields for %T %s: nothing to drop", o, o.GetName())
+		}
+	}
+	var cj batchv1.Job
+	var cp corev1.Pod
+	eventually(t, 30*time.Second, "the Job and the Pod in the cache", func() (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(job), &cj); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), &cp)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	if len(cj.ManagedFields) > 0 || len(cp.ManagedFields) > 0 {
+		t.Errorf("cached managedFields: Job %d entries, Pod %d; want none", len(cj.ManagedFields), len(cp.ManagedFields))
+	}
+	if len(cj.Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("cached Job template containers %v, want the Job's spec kept", cj.Spec.Template.Spec.Containers)
+	}
+	if len(cp.Spec.Containers) > 0 || cp.Spec.NodeName != "node-1" || cp.Labels[workload.LabelManagedBy] != workload.ManagedBy {
+		t.Errorf("cached Pod: containers %d, node %q, labels %v; want no containers, node-1 and its labels", len(cp.Spec.Containers), cp.Spec.NodeName, cp.Labels)
 	}
 }

@@ -198,14 +198,22 @@ const AnnotationSkipCleanup = "ragops.dev/skip-cleanup"
 // servers (managed-by=ragops and app.kubernetes.io/component=model-server); Secrets,
 // ConfigMaps and PersistentVolumeClaims are watched as metadata only (the reconcilers map
 // them to the objects that name them) and read from the API server when a reconcile needs
-// one. Call it on the options before ctrl.NewManager.
+// one. No cached object keeps its managedFields (nothing reads them from the cache; they are
+// often a third of an object), and a cached Pod keeps its metadata and status only: the
+// controllers read a Job's pods for their phase, conditions and termination messages, never
+// their spec, which repeats the Job's template (issue 56: at 500 Indexes one Corpus change
+// puts 500 sync Jobs and their pods into the cache at once). Call it on the options before
+// ctrl.NewManager.
 func ScopeCache(o *ctrl.Options) {
+	if o.Cache.DefaultTransform == nil {
+		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	}
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{workload.LabelManagedBy: workload.ManagedBy})}
 	if o.Cache.ByObject == nil {
 		o.Cache.ByObject = map[client.Object]cache.ByObject{}
 	}
 	o.Cache.ByObject[&batchv1.Job{}] = ours
-	o.Cache.ByObject[&corev1.Pod{}] = ours
+	o.Cache.ByObject[&corev1.Pod{}] = cache.ByObject{Label: ours.Label, Transform: podStatusOnly}
 	// Model server objects: only ragops's (ModelServerReconciler writes them once per change
 	// of a namespace's set; Index reconciles read them here, not from the API server).
 	servers := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{workload.LabelManagedBy: workload.ManagedBy, workload.LabelComponent: componentModelServer})}
@@ -216,6 +224,16 @@ func ScopeCache(o *ctrl.Options) {
 		o.Client.Cache = &client.CacheOptions{}
 	}
 	o.Client.Cache.DisableFor = append(o.Client.Cache.DisableFor, &corev1.Secret{}, &corev1.ConfigMap{}, &corev1.PersistentVolumeClaim{})
+}
+
+// podStatusOnly is the cache transform of Pods: managedFields and the spec but its node are
+// dropped, the rest of the metadata and the status are kept. A pod from the cache is never written back.
+func podStatusOnly(in any) (any, error) {
+	if p, ok := in.(*corev1.Pod); ok {
+		p.ManagedFields = nil
+		p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName}
+	}
+	return in, nil
 }
 
 // SetupWithManager registers the field indexes and the reconcilers.

@@ -130,6 +130,9 @@ func (m *managerProcess) stop() {
 type procSample struct {
 	// RSS is VmRSS and HWM is VmHWM (peak RSS), in bytes.
 	RSS, HWM uint64
+	// Anon and File split RSS (RssAnon, RssFile; bytes): the Go heap, stacks and runtime
+	// against the mapped pages of the ragops binary, which every subcommand shares.
+	Anon, File uint64
 	// CPU is user+system CPU time in seconds.
 	CPU float64
 }
@@ -148,7 +151,7 @@ func (m *managerProcess) sample() (procSample, error) {
 	if err != nil {
 		return procSample{}, err
 	}
-	return procSample{RSS: st.VmRSS, HWM: st.VmHWM, CPU: stat.CPUTime()}, nil
+	return procSample{RSS: st.VmRSS, HWM: st.VmHWM, Anon: st.RssAnon, File: st.RssFile, CPU: stat.CPUTime()}, nil
 }
 
 // scrape fetches the manager's Prometheus metrics endpoint.

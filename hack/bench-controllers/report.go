@@ -159,9 +159,9 @@ func (r *result) markdown() string {
 			final.sum("controller_runtime_reconcile_errors_total", map[string]string{"controller": c})))
 	}
 	row("other reconciles", strings.Join(others, ", "))
-	row("manager RSS idle (caches synced, no objects)", mib(r.idle.RSS))
+	row("manager RSS idle (caches synced, no objects)", rssSplit(r.idle))
 	row("manager RSS when the last Index turned Ready", mib(r.afterBuild.RSS))
-	row(fmt.Sprintf("manager RSS after %s steady state (VmRSS)", r.steady.Round(time.Second)), mib(r.steadySample.RSS))
+	row(fmt.Sprintf("manager RSS after %s steady state (VmRSS)", r.steady.Round(time.Second)), rssSplit(r.steadySample))
 	row("manager peak RSS (VmHWM)", mib(r.steadySample.HWM))
 	row("manager Go heap in use / goroutines, idle -> steady",
 		fmt.Sprintf("%s / %.0f -> %s / %.0f",
@@ -201,7 +201,7 @@ func (r *result) markdown() string {
 				quant(sh, 0.5), quant(sh, 0.99), sh.count(),
 				r.syncEndMetrics.sum("controller_runtime_reconcile_errors_total", idx)-r.syncStartMetrics.sum("controller_runtime_reconcile_errors_total", idx)))
 		row("sync round: kube-apiserver LISTs", listRate(r.apiSyncStart, r.apiSyncEnd, r.syncWall))
-		row("sync round: manager RSS at the end / peak sampled during it", fmt.Sprintf("%s / %s", mib(r.syncSample.RSS), mib(r.syncMaxRSS)))
+		row("sync round: manager RSS at the end / peak sampled during it", fmt.Sprintf("%s / %s", rssSplit(r.syncSample), mib(r.syncMaxRSS)))
 	}
 	if r.collections > 0 {
 		row("Weaviate during the build: CPU / RSS after the steady window / collections", fmt.Sprintf("%.1f CPU-s / %s / %d", r.weaviateCPU, mib(r.weaviateRSS), r.collections))
@@ -288,4 +288,9 @@ func writeSection(path, section string) error {
 		text = strings.TrimRight(text, "\n") + "\n\n" + section
 	}
 	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+// rssSplit is a sample's RSS with its anonymous and file-backed parts.
+func rssSplit(s procSample) string {
+	return fmt.Sprintf("%s (anonymous %s, file-backed %s)", mib(s.RSS), mib(s.Anon), mib(s.File))
 }
