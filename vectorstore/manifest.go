@@ -189,13 +189,53 @@ func (s *Store) putManifestObjects(ctx context.Context, name string, objs []*mod
 }
 
 // MarkManifestCovers records that collection's manifest holds a record of every document
-// with chunks in collection (a build of an empty collection, or a migration that wrote the
-// records of every document it found): from then on builds trust the manifest. A manifest
-// without the mark (a revision built before manifests, a migration that stopped part-way)
-// is rebuilt from the collection (see [Store.DocumentStates]).
+// with chunks in collection (a build of an empty collection, or a copy of a covered
+// manifest): from then on builds trust the manifest. A manifest without the mark (a
+// revision built before manifests, a migration that stopped part-way) is rebuilt from the
+// collection shard by shard (see [Store.MarkManifestShard]).
 func (s *Store) MarkManifestCovers(ctx context.Context, collection string) error {
 	name := ManifestName(collection)
 	return s.putManifestObjects(ctx, name, []*models.Object{manifestObject(name, manifestMarkerID, ManifestRecord{Complete: true})})
+}
+
+// manifestShardMarkerID is the object ID of the record that says the manifest holds a record
+// of every document of shard of shards (see [Store.MarkManifestShard]).
+func manifestShardMarkerID(shard, shards int) uuid.UUID {
+	return uuid.NewSHA1(manifestNamespace, []byte(fmt.Sprintf("covers\x00%d/%d", shard, shards)))
+}
+
+// MarkManifestShard records that collection's manifest holds a record of every document of
+// shard of shards (corpus.Shard) with chunks in collection: a migration writes the records
+// of its own shard's documents only, then this mark, so that no shard writes a record of a
+// document another shard may be writing (concurrent migrations cannot overwrite a fresh
+// record with a stale one). Once every shard of shards is marked, it marks the whole
+// manifest as covering collection ([Store.MarkManifestCovers]); all reports whether it did.
+// A mark is an object of a fixed ID, so shards marking at once write one object each.
+//
+// Errors: typed server and network errors.
+func (s *Store) MarkManifestShard(ctx context.Context, collection string, shard, shards int) (all bool, err error) {
+	name := ManifestName(collection)
+	if err := s.putManifestObjects(ctx, name, []*models.Object{manifestObject(name, manifestShardMarkerID(shard, shards), ManifestRecord{Complete: true})}); err != nil {
+		return false, err
+	}
+	for k := range shards {
+		if ok, err := s.manifestHas(ctx, name, manifestShardMarkerID(k, shards)); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, s.MarkManifestCovers(ctx, collection)
+}
+
+// ManifestCoversShard reports whether collection's manifest holds a record of every document
+// of shard of shards: it covers the collection ([Store.ManifestCovers]) or that shard was
+// migrated ([Store.MarkManifestShard]).
+//
+// Errors: typed server and network errors (a missing manifest is false, nil).
+func (s *Store) ManifestCoversShard(ctx context.Context, collection string, shard, shards int) (bool, error) {
+	if ok, err := s.ManifestCovers(ctx, collection); err != nil || ok {
+		return ok, err
+	}
+	return s.manifestHas(ctx, ManifestName(collection), manifestShardMarkerID(shard, shards))
 }
 
 // ManifestCovers reports whether collection's manifest exists and covers it (see
@@ -203,10 +243,15 @@ func (s *Store) MarkManifestCovers(ctx context.Context, collection string) error
 //
 // Errors: typed server and network errors (a missing manifest is false, nil).
 func (s *Store) ManifestCovers(ctx context.Context, collection string) (bool, error) {
-	name := ManifestName(collection)
+	return s.manifestHas(ctx, ManifestName(collection), manifestMarkerID)
+}
+
+// manifestHas reports whether the manifest collection name holds the object id (false, nil
+// when it or the collection is missing).
+func (s *Store) manifestHas(ctx context.Context, name string, id uuid.UUID) (bool, error) {
 	var found bool
 	err := s.retry(ctx, func() error {
-		g := s.client.Data().ObjectsGetter().WithClassName(name).WithID(manifestMarkerID.String())
+		g := s.client.Data().ObjectsGetter().WithClassName(name).WithID(id.String())
 		if s.cfg.ReadConsistency != "" {
 			g = g.WithConsistencyLevel(s.cfg.ReadConsistency)
 		}

@@ -65,6 +65,9 @@ type Options struct {
 	opened func(*vectorstore.Store)
 	// stageWait, set by tests, bounds a shard's wait for shard 0's stage of an HTTP source.
 	stageWait time.Duration
+	// migrating, set by tests, runs in a migration (readStates) between the walk of the
+	// collection and the write of the records it found.
+	migrating func()
 }
 
 // ReadersError is a document reader that could not start (PDFium failed to load, say): no
@@ -397,11 +400,14 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 // Migration: a revision built before manifests existed, or whose manifest the completeness
 // check dropped after it disagreed with the collection, has no manifest covering it. Then
 // the shard walks the chunk collection once as every sync used to (DocumentStates, every
-// chunk), writes the records of every document it found (all shards', so the walk is not
-// repeated by each), and marks the manifest as covering the collection; an empty collection
-// (a new revision) is marked at once. The chunk count is read before the mark: a shard
-// marks before it writes any chunk, so a shard that finds chunks and then no mark has an old
-// revision to migrate, not another shard's fresh writes.
+// chunk), writes the records of its own documents only, and marks its shard migrated
+// (vectorstore.Store.MarkManifestShard; the last shard marked marks the whole manifest).
+// Only the shard that writes a document's chunks writes its record, so shards migrating at
+// once cannot overwrite each other's fresh records with what their walk saw earlier, and a
+// retried migration rewrites the same record objects. An empty collection (a new revision)
+// is marked covered at once. The chunk count is read before the marks: a shard marks before
+// it writes any chunk, so a shard that finds chunks and then no mark has an old revision to
+// migrate, not another shard's fresh writes.
 func (b *shardBuild) readStates(ctx context.Context) error {
 	p, o := &b.p, b.o
 	// Counted before the mark is read (see above): a shard that finds chunks then finds the
@@ -410,7 +416,7 @@ func (b *shardBuild) readStates(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	covers, err := b.store.ManifestCovers(ctx, p.Collection)
+	covers, err := b.store.ManifestCoversShard(ctx, p.Collection, o.Shard, p.Shards)
 	if err != nil {
 		return err
 	}
@@ -437,37 +443,39 @@ func (b *shardBuild) readStates(ctx context.Context) error {
 	if err := b.store.EnsureManifest(ctx, p.Collection); err != nil {
 		return err
 	}
-	var all map[string]vectorstore.DocumentState
-	var metaHashes map[string]string
-	if n > 0 {
-		if all, err = b.store.DocumentStates(ctx, p.Collection, 0, nil); err != nil {
-			return err
-		}
-		if b.fields != nil { // the collection has PropMetaHash (EnsureProperties, in open)
-			if metaHashes, err = b.store.DocumentMetaHashes(ctx, p.Collection, 0, nil); err != nil {
-				return err
-			}
-		}
-		recs := make([]vectorstore.ManifestRecord, 0, len(all))
-		for id, st := range all {
-			recs = append(recs, migratedRecord(id, st, metaHashes[id], shardOf(id, p.Shards), p.Shards))
-		}
-		if err := b.putRecords(ctx, recs); err != nil {
-			return err
-		}
-		b.log.Info("manifest written from the collection (a revision without one)", "documents", len(all), "chunks", n)
+	b.states, b.records = map[string]vectorstore.DocumentState{}, map[string]vectorstore.ManifestRecord{}
+	b.res.ManifestReads = int64(n)
+	if n == 0 {
+		return b.store.MarkManifestCovers(ctx, p.Collection)
 	}
-	if err := b.store.MarkManifestCovers(ctx, p.Collection); err != nil {
+	all, err := b.store.DocumentStates(ctx, p.Collection, 0, b.mine)
+	if err != nil {
 		return err
 	}
-	b.states, b.records = map[string]vectorstore.DocumentState{}, map[string]vectorstore.ManifestRecord{}
-	for id, st := range all {
-		if b.mine(id) {
-			b.states[id] = st
-			b.records[id] = migratedRecord(id, st, metaHashes[id], o.Shard, p.Shards)
+	var metaHashes map[string]string
+	if b.fields != nil { // the collection has PropMetaHash (EnsureProperties, in open)
+		if metaHashes, err = b.store.DocumentMetaHashes(ctx, p.Collection, 0, b.mine); err != nil {
+			return err
 		}
 	}
-	b.res.ManifestReads = int64(n)
+	if o.migrating != nil {
+		o.migrating()
+	}
+	recs := make([]vectorstore.ManifestRecord, 0, len(all))
+	for id, st := range all {
+		r := migratedRecord(id, st, metaHashes[id], o.Shard, p.Shards)
+		b.states[id], b.records[id] = st, r
+		recs = append(recs, r)
+	}
+	if err := b.putRecords(ctx, recs); err != nil {
+		return err
+	}
+	whole, err := b.store.MarkManifestShard(ctx, p.Collection, o.Shard, p.Shards)
+	if err != nil {
+		return err
+	}
+	b.log.Info("manifest of the shard's documents written from the collection (a revision without one)",
+		"documents", len(all), "chunks", n, "manifestCovers", whole)
 	return nil
 }
 
