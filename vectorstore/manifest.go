@@ -29,6 +29,7 @@ const (
 	PropManifestShards   = "shards"    // that many shards; both filterable
 	PropManifestMetaHash = "metaHash"  // the metadata hash its chunks' properties hold
 	PropManifestAccess   = "accessKey" // the access key its chunks' groups were computed under
+	PropManifestSum      = "rawSha256" // the full SHA-256 of the raw bytes docHash begins
 )
 
 // manifestDescription marks a collection made by [Store.EnsureManifest].
@@ -59,6 +60,10 @@ type ManifestRecord struct {
 	// (PropAccessKey; "" without access rules): a sync compares them with the document's
 	// current ones to update properties or groups without embedding.
 	MetaHash, AccessKey string
+	// Sum is the hex SHA-256 of the raw bytes (corpus.Document.SHA256; Hash is its first 16
+	// digits), "" when the writer did not read them (a migrated record): a sync finds the
+	// extracted document of an object it does not download in the extraction cache by it.
+	Sum string
 }
 
 // State is the record as a [DocumentState]: a complete record is Consistent with its hash
@@ -102,7 +107,8 @@ func ManifestName(collection string) string {
 }
 
 // EnsureManifest creates the manifest collection of collection (vector-less, as
-// [Store.EnsureBlobCollection]) or does nothing when it exists.
+// [Store.EnsureBlobCollection]), or adds the record properties an existing one lacks (one
+// made by an older ragops).
 //
 // Errors: a collection of that name that is not a manifest ([*ServerError]); typed server errors.
 func (s *Store) EnsureManifest(ctx context.Context, collection string) error {
@@ -124,7 +130,7 @@ func (s *Store) EnsureManifest(ctx context.Context, collection string) error {
 			text(PropManifestDocID, true), text(PropManifestHash, false), num(PropManifestChunks, false),
 			{Name: PropManifestComplete, DataType: []string{"boolean"}, IndexFilterable: boolp(true)},
 			text(PropManifestListing, false), num(PropManifestShard, true), num(PropManifestShards, true),
-			text(PropManifestMetaHash, false), text(PropManifestAccess, false),
+			text(PropManifestMetaHash, false), text(PropManifestAccess, false), text(PropManifestSum, false),
 		},
 	}
 	return s.createDescribedClass(ctx, class, "manifest")
@@ -154,7 +160,7 @@ func manifestObject(name string, id uuid.UUID, r ManifestRecord) *models.Object 
 		PropManifestDocID: r.DocID, PropManifestHash: r.Hash, PropManifestChunks: int64(r.Chunks),
 		PropManifestComplete: r.Complete, PropManifestListing: r.Listing,
 		PropManifestShard: int64(r.Shard), PropManifestShards: int64(r.Shards),
-		PropManifestMetaHash: r.MetaHash, PropManifestAccess: r.AccessKey,
+		PropManifestMetaHash: r.MetaHash, PropManifestAccess: r.AccessKey, PropManifestSum: r.Sum,
 	}}
 }
 
@@ -322,7 +328,7 @@ func (s *Store) ManifestRecords(ctx context.Context, collection string, shard, s
 				q := s.client.Experimental().Search().WithCollection(name).WithLimit(pageSize).WithWhere(where).
 					WithSort(graphql.Sort{Path: []string{PropManifestDocID}, Order: graphql.Asc}).
 					WithProperties(PropManifestDocID, PropManifestHash, PropManifestChunks, PropManifestComplete,
-						PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess)
+						PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess, PropManifestSum)
 				if s.cfg.ReadConsistency != "" {
 					q = q.WithConsistencyLevel(s.cfg.ReadConsistency)
 				}
@@ -358,7 +364,7 @@ func recordOf(p map[string]any) ManifestRecord {
 	done, _ := p[PropManifestComplete].(bool)
 	return ManifestRecord{DocID: str(PropManifestDocID), Hash: str(PropManifestHash), Chunks: ordinalOf(p[PropManifestChunks]),
 		Complete: done, Listing: str(PropManifestListing), Shard: ordinalOf(p[PropManifestShard]), Shards: ordinalOf(p[PropManifestShards]),
-		MetaHash: str(PropManifestMetaHash), AccessKey: str(PropManifestAccess)}
+		MetaHash: str(PropManifestMetaHash), AccessKey: str(PropManifestAccess), Sum: str(PropManifestSum)}
 }
 
 // DeleteManifestRecords removes the records of the documents ids from collection's manifest,
@@ -506,6 +512,9 @@ func (s *Store) CopyManifest(ctx context.Context, from, to string, pageSize int)
 	if err := s.EnsureManifest(ctx, to); err != nil {
 		return 0, err
 	}
+	if err := s.EnsureManifest(ctx, from); err != nil { // the properties it is read with
+		return 0, err
+	}
 	src := ManifestName(from)
 	copied, after := 0, ""
 	for {
@@ -514,7 +523,7 @@ func (s *Store) CopyManifest(ctx context.Context, from, to string, pageSize int)
 			var err error
 			res, err = s.client.Experimental().Search().WithCollection(src).WithLimit(pageSize).WithAfter(after).
 				WithProperties(PropManifestDocID, PropManifestHash, PropManifestChunks, PropManifestComplete,
-					PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess).Do(ctx)
+					PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess, PropManifestSum).Do(ctx)
 			return classify("copy manifest", src, err)
 		})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -180,7 +181,10 @@ type shardBuild struct {
 	metaHashes, metaNow map[string]string
 	// metaUpdates are documents whose properties wait for the next flush, without embedding.
 	metaUpdates map[string]vectorstore.DocumentProperties
-	prog        *progress.Logger
+	// cachedFields are the reader's fields of unread documents, from the extraction cache
+	// (nil: the cache missed); see readerFields.
+	cachedFields map[string]map[string]any
+	prog         *progress.Logger
 	// accessKey is access.Key(plan.Access), stored on every chunk written.
 	accessKey string
 	// regroup are unchanged documents whose chunks hold another access key.
@@ -318,7 +322,10 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	}
 	// Each shard fetches only its own documents of an S3 source, except the shard that
 	// collects the extraction cache: it hashes the whole listing (collectCache). A sync does
-	// not download an object whose listing identity its manifest record holds (complete).
+	// not download an object whose listing identity its manifest record holds (complete),
+	// unless its chunks hold other access groups (regrouping reads its metadata). One whose
+	// metadata changed while a field reads the reader's takes the reader's fields from the
+	// extraction cache (readerFields), and is downloaded only when the cache misses.
 	fetch := corpus.OpenOptions{Keep: b.mine}
 	if b.collects() {
 		fetch.Keep = nil
@@ -326,7 +333,7 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 	if p.Incremental {
 		fetch.Unchanged = func(id, listing string) (string, bool) {
 			r, ok := b.records[id]
-			if !ok || !r.Complete || r.Listing == "" || r.Listing != listing || !b.skipsBytes(r) {
+			if !ok || !r.Complete || r.Listing == "" || r.Listing != listing || r.AccessKey != b.accessKey {
 				return "", false
 			}
 			return r.Hash, true
@@ -367,7 +374,7 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 			}
 		}
 	}
-	b.metaNow, b.metaUpdates = map[string]string{}, map[string]vectorstore.DocumentProperties{}
+	b.metaNow, b.metaUpdates, b.cachedFields = map[string]string{}, map[string]vectorstore.DocumentProperties{}, map[string]map[string]any{}
 	// The metadata hashes the collection holds come with the manifest records (written
 	// with them, and by a migration's walk), not from another walk of the chunks.
 	b.metaHashes = make(map[string]string, len(b.records))
@@ -512,10 +519,11 @@ func (b *shardBuild) updateRecords(ctx context.Context, ids []string, set func(*
 	return b.putRecords(ctx, recs)
 }
 
-// skipsBytes reports whether a sync may leave the bytes of a document with complete record
-// r unfetched when its listing shows them unchanged: not when its chunks hold other access
-// groups (regrouping reads its metadata), nor when a declared field reads the format
-// reader's fields (a metadata-only change then reads the document). Those are downloaded.
+// skipsBytes reports whether a sync's shard 0 may leave the bytes of a document with
+// complete record r unstaged when its HTTP listing shows them unchanged (httpStage): not when
+// its chunks hold other access groups (regrouping reads its metadata), nor when a declared
+// field reads the format reader's fields (a metadata-only change then reads the document,
+// and a walk cannot fetch an unstaged one later). Those are staged.
 func (b *shardBuild) skipsBytes(r vectorstore.ManifestRecord) bool {
 	return r.AccessKey == b.accessKey && !b.fields.NeedsReader()
 }
@@ -553,8 +561,9 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	// Reading is the walk's time outside its callbacks.
 	b.visited = time.Now()
 	need := func(d corpus.Document) bool {
-		// A metadata-only change reads the document only for the reader's fields.
-		return !b.rawUnchanged(d) || !b.metaSame(d) && b.fields.NeedsReader()
+		// A metadata-only change reads the document only for the reader's fields, and only
+		// when the extraction cache does not hold them.
+		return !b.rawUnchanged(d) || !b.metaSame(d) && b.fields.NeedsReader() && !b.readerFields(ctx, d)
 	}
 	err := b.src.WalkChanged(wctx, b.mine, need, func(d corpus.Document) error {
 		b.readTime += time.Since(b.visited)
@@ -593,14 +602,41 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	return b.putRecords(ctx, b.relisted)
 }
 
-// relist queues the manifest record of a document found complete whose S3 listing identity
-// the record lacks (a record migrated from the collection, or written before the object was
-// listed so): written after the walk, it lets the next sync skip the download.
+// relist queues the manifest record of an S3 document found complete whose listing identity
+// or raw SHA-256 the record lacks (a record migrated from the collection, or written before
+// the object was listed so): written after the walk, it lets the next sync skip the
+// download, and find the document's extraction without it.
 func (b *shardBuild) relist(d corpus.Document) {
-	if r, ok := b.records[d.ID]; ok && r.Complete && d.Listing != "" && r.Listing != d.Listing {
-		r.Listing, r.Shard, r.Shards = d.Listing, b.o.Shard, b.p.Shards
-		b.relisted = append(b.relisted, r)
+	r, ok := b.records[d.ID]
+	if !ok || !r.Complete || d.Listing == "" || r.Listing == d.Listing && (d.SHA256 == "" || r.Sum == d.SHA256) {
+		return
 	}
+	r.Listing, r.Shard, r.Shards = d.Listing, b.o.Shard, b.p.Shards
+	if d.SHA256 != "" {
+		r.Sum = d.SHA256
+	}
+	b.relisted = append(b.relisted, r)
+}
+
+// readerFields reports whether the reader's fields of document d, which a sync holds
+// unchanged and did not read, are known without reading it: taken from the extraction cache
+// by the raw SHA-256 its manifest record holds (a verified entry of the same bytes and
+// reader settings), once per document, for metaInputs.
+func (b *shardBuild) readerFields(ctx context.Context, d corpus.Document) bool {
+	if m, ok := b.cachedFields[d.ID]; ok {
+		return m != nil
+	}
+	var fields map[string]any
+	if r := b.records[d.ID]; r.Sum != "" && r.Hash == d.Hash {
+		if doc, ok := b.readers.Cached(ctx, r.Sum); ok {
+			fields = doc.Metadata
+			if fields == nil {
+				fields = map[string]any{}
+			}
+		}
+	}
+	b.cachedFields[d.ID] = fields
+	return fields != nil
 }
 
 // flushMetadata rewrites the properties of the documents whose metadata alone changed.
@@ -665,6 +701,12 @@ func (b *shardBuild) metaInputs(d corpus.Document) docmeta.Inputs {
 	in := docmeta.Inputs{Path: d.ID, Fields: d.Doc.Metadata}
 	if !d.Read {
 		in.Fields = b.src.SourceFields(d.ID)
+		if cached := b.cachedFields[d.ID]; cached != nil {
+			// As a read document's: the reader's fields, the source's over them.
+			m := maps.Clone(cached)
+			maps.Copy(m, in.Fields)
+			in.Fields = m
+		}
 	}
 	if b.fields.SidecarSuffix() != "" {
 		side, err := b.src.Sidecar(d.ID)
@@ -717,6 +759,7 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		res.MetadataUpdated++
 		b.done++
 		b.metaUpdates[d.ID] = vectorstore.DocumentProperties{Chunks: chunks, Properties: b.properties(d), MetaHash: b.metaHash(d)}
+		delete(b.cachedFields, d.ID)
 		if len(b.metaUpdates) >= embedBatchDocuments*4 {
 			return b.flushMetadata(ctx)
 		}
@@ -820,7 +863,7 @@ func (b *shardBuild) flush(ctx context.Context) (err error) {
 	recs := make([]vectorstore.ManifestRecord, len(b.pending))
 	for i, d := range b.pending {
 		recs[i] = vectorstore.ManifestRecord{DocID: d.ID, Hash: d.Hash, Chunks: len(b.pendingChunks[i]), Listing: d.Listing,
-			Shard: b.o.Shard, Shards: p.Shards, AccessKey: b.accessKey}
+			Shard: b.o.Shard, Shards: p.Shards, AccessKey: b.accessKey, Sum: d.SHA256}
 		if b.fields != nil {
 			recs[i].MetaHash = b.metaHash(d)
 		}

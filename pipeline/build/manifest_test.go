@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -385,6 +386,133 @@ func TestS3SyncDownloadsOnlyTheChangedObjects(t *testing.T) {
 	}
 	if got := s3.take(); len(got) != 0 || res.Unchanged != n || res.Reads.BytesFetched != 0 {
 		t.Errorf("sync with nothing changed downloaded %v (%d unchanged, %d bytes)", got, res.Unchanged, res.Reads.BytesFetched)
+	}
+	checkManifest(t, f, p.Collection, n)
+}
+
+// chunkFields returns each document's values of the properties props as its chunks hold
+// them ("docId" -> props joined by "|"), failing when a document's chunks disagree.
+func chunkFields(t *testing.T, f *fixture, collection string, props ...string) map[string]string {
+	t.Helper()
+	res, err := f.store.Client().Experimental().Search().WithCollection(collection).WithLimit(10000).
+		WithProperties(append([]string{vectorstore.PropDocID}, props...)...).Do(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range res {
+		vals := make([]string, len(props))
+		for i, p := range props {
+			vals[i] = fmt.Sprint(r.Properties[p])
+		}
+		id, v := fmt.Sprint(r.Properties[vectorstore.PropDocID]), strings.Join(vals, "|")
+		if old, ok := out[id]; ok && old != v {
+			t.Fatalf("chunks of %s disagree: %q and %q", id, old, v)
+		}
+		out[id] = v
+	}
+	return out
+}
+
+// Issue 51, S3 syncs with a field the reader gives (a front-matter title): the reader's value
+// of an unchanged object comes with its chunks, or from the extraction cache by the raw
+// SHA-256 its manifest record holds, never from a download. After a build of 12 objects, a
+// sync after 3 changed issues exactly the 3 GETs of the changed objects, and every
+// document's chunks hold its title. Then a new field declaration (a metadata-only change of
+// every document) downloads nothing: the 12 titles come from the cache, each chunk gets the
+// new field, and no document is embedded again. With the cache dropped, the next
+// metadata-only change downloads and reads each object (a cache miss downloads).
+func TestS3SyncWithReaderFieldsDownloadsOnlyTheChangedObjects(t *testing.T) {
+	const n = 12
+	f := newFixture(t, 0)
+	titles, sizes := map[string]string{}, map[string]int{}
+	doc := func(i int, title string) string {
+		body := fmt.Sprintf("---\ntitle: %s\n---\n# %s\n\nDe raad besluit over voorstel %d en de begroting.\n", title, title, i)
+		titles[docName(i)], sizes[docName(i)] = title, len(body)
+		return body
+	}
+	for i := range n {
+		writeDoc(t, f.dir, i, doc(i, fmt.Sprintf("Besluit %d", i)))
+	}
+	s3 := newS3Corpus(t, f.dir)
+	cache, err := vectorstore.ExtractionCacheName("t", "besluiten")
+	if err != nil {
+		t.Fatal(err)
+	}
+	title := ragopsv1alpha1.MetadataField{Name: "title", Type: ragopsv1alpha1.MetadataText, From: ragopsv1alpha1.MetadataSource{Reader: "title"}}
+	p := f.plan
+	p.Source = s3.source
+	p.Source.Metadata = &ragopsv1alpha1.MetadataSpec{Fields: []ragopsv1alpha1.MetadataField{title}}
+	p.ExtractionCache = cache
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := Run(context.Background(), log, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s3.take(); len(got) != n {
+		t.Fatalf("build downloaded %d objects, want %d", len(got), n)
+	}
+	changed := []string{docName(2), docName(5), docName(11)}
+	for _, i := range []int{2, 5, 11} {
+		s3.put(t, docName(i), doc(i, fmt.Sprintf("Gewijzigd besluit %d", i)))
+	}
+	p.Incremental = true
+	res, err := Run(context.Background(), log, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s3.take(); strings.Join(got, ",") != strings.Join(changed, ",") {
+		t.Errorf("sync after 3 of %d objects changed downloaded %v, want exactly %v", n, got, changed)
+	}
+	if res.Documents != 3 || res.Unchanged != n-3 || res.MetadataUpdated != 0 {
+		t.Errorf("sync: %d written, %d unchanged, %d metadata updated; want 3, %d, 0", res.Documents, res.Unchanged, res.MetadataUpdated, n-3)
+	}
+	got := chunkFields(t, f, p.Collection, "title")
+	if len(got) != n {
+		t.Errorf("%d documents have chunks, want %d", len(got), n)
+	}
+	for id, tt := range titles {
+		if got[id] != tt {
+			t.Errorf("%s: chunks hold title %q, want %q", id, got[id], tt)
+		}
+	}
+
+	// A field added: every document's metadata changes; the titles come from the cache.
+	p.Source.Metadata = &ragopsv1alpha1.MetadataSpec{Fields: []ragopsv1alpha1.MetadataField{title,
+		{Name: "bytes", Type: ragopsv1alpha1.MetadataInt, From: ragopsv1alpha1.MetadataSource{Source: corpus.MetaSourceSize}}}}
+	if res, err = Run(context.Background(), log, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s3.take(); len(got) != 0 {
+		t.Errorf("metadata-only sync downloaded %v, want nothing", got)
+	}
+	if res.MetadataUpdated != n || res.Documents != 0 || res.Tokens != 0 || res.Reads == nil || res.Reads.CacheHits != n || res.Reads.Extracted != 0 {
+		t.Errorf("metadata-only sync: %d metadata updated, %d written, %d tokens, reads %+v; want %d, 0, 0 and %d cache hits, 0 extracted",
+			res.MetadataUpdated, res.Documents, res.Tokens, res.Reads, n, n)
+	}
+	got = chunkFields(t, f, p.Collection, "title", "bytes")
+	for id, tt := range titles {
+		if want := fmt.Sprintf("%s|%d", tt, sizes[id]); got[id] != want {
+			t.Errorf("%s: chunks hold title|bytes %q, want %q", id, got[id], want)
+		}
+	}
+
+	// The cache gone: a metadata-only change downloads each object it needs the title of.
+	if err := f.store.Client().Schema().ClassDeleter().WithClassName(cache).Do(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.Source.Metadata = &ragopsv1alpha1.MetadataSpec{Fields: []ragopsv1alpha1.MetadataField{title}}
+	if res, err = Run(context.Background(), log, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s3.take(); len(got) != n || res.MetadataUpdated != n || res.Documents != 0 || res.Reads.Extracted != n {
+		t.Errorf("metadata-only sync without the cache: downloaded %v, %d metadata updated, %d written, reads %+v; want all %d downloaded, extracted and updated",
+			got, res.MetadataUpdated, res.Documents, res.Reads, n)
+	}
+	got = chunkFields(t, f, p.Collection, "title")
+	for id, tt := range titles {
+		if got[id] != tt {
+			t.Errorf("%s: chunks hold title %q after the cache was dropped, want %q", id, got[id], tt)
+		}
 	}
 	checkManifest(t, f, p.Collection, n)
 }
