@@ -322,19 +322,7 @@ func (s *Store) ManifestRecords(ctx context.Context, collection string, shard, s
 				where = filters.Where().WithOperator(filters.And).WithOperands([]*filters.WhereBuilder{base,
 					filters.Where().WithPath([]string{PropManifestDocID}).WithOperator(filters.GreaterThan).WithValueText(last)})
 			}
-			var res []graphql.SearchResult
-			err := s.retry(ctx, func() error {
-				var err error
-				q := s.client.Experimental().Search().WithCollection(name).WithLimit(pageSize).WithWhere(where).
-					WithSort(graphql.Sort{Path: []string{PropManifestDocID}, Order: graphql.Asc}).
-					WithProperties(PropManifestDocID, PropManifestHash, PropManifestChunks, PropManifestComplete,
-						PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess, PropManifestSum)
-				if s.cfg.ReadConsistency != "" {
-					q = q.WithConsistencyLevel(s.cfg.ReadConsistency)
-				}
-				res, err = q.Do(ctx)
-				return classify("read manifest", name, err)
-			})
+			res, err := s.searchManifest(ctx, name, where, pageSize)
 			if err != nil {
 				return out, err
 			}
@@ -353,6 +341,51 @@ func (s *Store) ManifestRecords(ctx context.Context, collection string, shard, s
 				break
 			}
 			last = recordOf(res[len(res)-1].Properties).DocID
+		}
+	}
+	return out, nil
+}
+
+// searchManifest returns up to limit objects of the manifest collection name that match
+// where, in docId order, with the record properties.
+func (s *Store) searchManifest(ctx context.Context, name string, where *filters.WhereBuilder, limit int) ([]graphql.SearchResult, error) {
+	var res []graphql.SearchResult
+	err := s.retry(ctx, func() error {
+		var err error
+		q := s.client.Experimental().Search().WithCollection(name).WithLimit(limit).WithWhere(where).
+			WithSort(graphql.Sort{Path: []string{PropManifestDocID}, Order: graphql.Asc}).
+			WithProperties(PropManifestDocID, PropManifestHash, PropManifestChunks, PropManifestComplete,
+				PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess, PropManifestSum)
+		if s.cfg.ReadConsistency != "" {
+			q = q.WithConsistencyLevel(s.cfg.ReadConsistency)
+		}
+		res, err = q.Do(ctx)
+		return classify("read manifest", name, err)
+	})
+	return res, err
+}
+
+// ManifestRecordsOf reads the records of the documents ids from collection's manifest,
+// whatever shard wrote them, one filtered read (docId in the batch) per
+// [DeleteBatchDocuments] ids: what a caller that meets documents in batches (the lead of an
+// HTTP stage) holds is one batch's records, not the manifest. A document without a record is
+// absent from the result.
+//
+// Errors: typed server and network errors ([*CollectionNotFoundError] for a missing manifest).
+func (s *Store) ManifestRecordsOf(ctx context.Context, collection string, ids []string) (map[string]ManifestRecord, error) {
+	name := ManifestName(collection)
+	out := make(map[string]ManifestRecord, len(ids))
+	for lo := 0; lo < len(ids); lo += DeleteBatchDocuments {
+		batch := ids[lo:min(lo+DeleteBatchDocuments, len(ids))]
+		where := filters.Where().WithPath([]string{PropManifestDocID}).WithOperator(filters.ContainsAny).WithValueText(batch...)
+		res, err := s.searchManifest(ctx, name, where, len(batch))
+		if err != nil {
+			return out, err
+		}
+		for _, r := range res {
+			if rec := recordOf(r.Properties); rec.DocID != "" {
+				out[rec.DocID] = rec
+			}
 		}
 	}
 	return out, nil

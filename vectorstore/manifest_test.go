@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"testing"
 )
 
@@ -48,6 +49,9 @@ func TestManifestShardReadsOnlyItsOwnRecords(t *testing.T) {
 		}
 		if i == 6 {
 			r.Shard, r.Shards = 0, 1 // written when the Index had one shard
+		}
+		if i == 7 {
+			r.Sum = strings.Repeat("ab", 32) // the raw SHA-256, for the extraction cache
 		}
 		if shardOf(id, shards) == 1 {
 			want[id] = true
@@ -107,6 +111,22 @@ func TestManifestShardReadsOnlyItsOwnRecords(t *testing.T) {
 	}
 	t.Logf("state read of shard 1 of %d (%d documents, %d chunks in all): manifest %d objects, chunk walk %d objects",
 		shards, docs, docs*per, read.Objects, walked)
+
+	// By document, whatever the shard: 600 IDs (two filtered reads), one without a record.
+	ids := []string{"doc-9999.md"}
+	for i := range 600 {
+		ids = append(ids, fmt.Sprintf("doc-%04d.md", 3*i))
+	}
+	byID, err := s.ManifestRecordsOf(ctx, name, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byID) != 600 || byID["doc-0006.md"] != recs[6] || byID["doc-0000.md"] != recs[0] {
+		t.Errorf("records of 600 documents: %d read, doc-0006.md %+v, want %+v", len(byID), byID["doc-0006.md"], recs[6])
+	}
+	if byID, err := s.ManifestRecordsOf(ctx, name, []string{"doc-0007.md"}); err != nil || byID["doc-0007.md"] != recs[7] {
+		t.Errorf("record of doc-0007.md: %+v (%v), want %+v", byID, err, recs[7])
+	}
 
 	tot, err := s.ManifestTotals(ctx, name)
 	if err != nil {
