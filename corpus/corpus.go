@@ -173,13 +173,14 @@ type OpenOptions struct {
 	// Walk serves it in list mode only. A scan lists this way: its revision changes when an
 	// object's ETag or size does.
 	Listing bool
-	// Unchanged, when set, is asked for each kept S3 object (not a BEIR file) with its listing
-	// identity (Document.Listing) before it is downloaded: when it returns the raw hash the
-	// caller holds for the object at that identity (a sync's manifest record), the object is
-	// not downloaded, and Walk and WalkChanged visit it unread with that Hash; when
-	// WalkChanged's need asks for it, it is downloaded then and read. A sync's unchanged
+	// Unchanged, when set, is asked about the kept S3 objects (not BEIR files) before they
+	// are downloaded, at most UnchangedBatch at a time: listings maps each one's ID to its
+	// listing identity (Document.Listing), and it returns the raw hash the caller holds for
+	// each object it knows at that identity (a sync's manifest record). Those are not
+	// downloaded, and Walk and WalkChanged visit them unread with that Hash; when
+	// WalkChanged's need asks for one, it is downloaded then and read. A sync's unchanged
 	// objects cost no GET.
-	Unchanged func(id, listing string) (hash string, ok bool)
+	Unchanged func(ctx context.Context, listings map[string]string) (hashes map[string]string)
 	// HTTP, when set, fills dir with an HTTP source's files in place of the download, which
 	// it is given to run where it must: the shards of a build share one download this way
 	// (package pipeline/stage). Walk then lists what HTTP wrote.

@@ -74,8 +74,52 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		listed []listedObject
 		dests  = map[string]string{} // cleaned relative path -> key
 		total  int64
-		known  = map[string]download{} // left out as opts.Unchanged said: path -> its download
+		known  = map[string]minio.ObjectInfo{} // left out as opts.Unchanged said: path -> as listed
+		asked  []listedS3                      // waiting for opts.Unchanged
 	)
+	// take plans the download of an object (or a stand-in for one too large).
+	take := func(obj minio.ObjectInfo, clean, ident string, beir bool) error {
+		if max := src.MaxDocumentBytes; max > 0 && obj.Size > max && !beir {
+			if err := placeholder(filepath.Join(dir, filepath.FromSlash(clean)), obj.Size); err != nil {
+				return fmt.Errorf("source %s: object %q: %w", name, obj.Key, err)
+			}
+			return nil
+		}
+		total += obj.Size
+		if total > MaxDownloadBytes {
+			return fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
+		}
+		if space > 0 && total > space {
+			return fmt.Errorf("source %s: the objects to download exceed %s (%d bytes and more)", name, spaceName, total)
+		}
+		o := &s3Object{modified: obj.LastModified, listing: ident, size: obj.Size}
+		objs[clean] = o
+		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean)), obj: o})
+		return nil
+	}
+	// ask asks opts.Unchanged about the waiting objects, and takes those it does not know.
+	ask := func() error {
+		if len(asked) == 0 {
+			return nil
+		}
+		listings := make(map[string]string, len(asked))
+		for _, a := range asked {
+			listings[a.rel] = a.ident
+		}
+		hashes := opts.Unchanged(ctx, listings)
+		for _, a := range asked {
+			if h, ok := hashes[a.rel]; ok {
+				listed = append(listed, listedObject{rel: a.rel, size: a.obj.Size, hash: h, listing: a.ident, known: true})
+				known[a.rel] = a.obj
+				continue
+			}
+			if err := take(a.obj, a.rel, a.ident, false); err != nil {
+				return err
+			}
+		}
+		asked = asked[:0]
+		return nil
+	}
 	for obj := range client.ListObjects(ctx, s3.Bucket, minio.ListObjectsOptions{Prefix: s3.Prefix, Recursive: true}) {
 		if obj.Err != nil {
 			return "", nil, nil, nil, fmt.Errorf("source %s: list objects at %s: %w", name, s3.Endpoint, obj.Err)
@@ -112,29 +156,19 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 			continue
 		}
 		if !beir && opts.Unchanged != nil {
-			if h, ok := opts.Unchanged(clean, ident); ok {
-				listed = append(listed, listedObject{rel: clean, size: obj.Size, hash: h, listing: ident, known: true})
-				known[clean] = download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean)),
-					obj: &s3Object{modified: obj.LastModified, listing: ident, size: obj.Size}}
-				continue
-			}
-		}
-		if max := src.MaxDocumentBytes; max > 0 && obj.Size > max && !beir {
-			if err := placeholder(filepath.Join(dir, filepath.FromSlash(clean)), obj.Size); err != nil {
-				return "", nil, nil, nil, fmt.Errorf("source %s: object %q: %w", name, obj.Key, err)
+			if asked = append(asked, listedS3{obj: obj, rel: clean, ident: ident}); len(asked) >= UnchangedBatch {
+				if err := ask(); err != nil {
+					return "", nil, nil, nil, err
+				}
 			}
 			continue
 		}
-		total += obj.Size
-		if total > MaxDownloadBytes {
-			return "", nil, nil, nil, fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
+		if err := take(obj, clean, ident, beir); err != nil {
+			return "", nil, nil, nil, err
 		}
-		if space > 0 && total > space {
-			return "", nil, nil, nil, fmt.Errorf("source %s: the objects to download exceed %s (%d bytes and more)", name, spaceName, total)
-		}
-		o := &s3Object{modified: obj.LastModified, listing: ident, size: obj.Size}
-		objs[clean] = o
-		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean)), obj: o})
+	}
+	if err := ask(); err != nil {
+		return "", nil, nil, nil, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s3Downloads)
@@ -150,16 +184,28 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		return "", nil, nil, nil, err
 	}
 	get = func(ctx context.Context, rel string) (*s3Object, error) {
-		d, ok := known[rel]
+		obj, ok := known[rel]
 		if !ok {
 			return nil, fmt.Errorf("source %s: %s was not listed as known unchanged", name, rel)
 		}
+		d := download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(rel)),
+			obj: &s3Object{modified: obj.LastModified, listing: listingHash(obj.Key, obj.ETag, obj.Size), size: obj.Size}}
 		if err := d.run(ctx, client, s3.Bucket); err != nil {
 			return nil, fmt.Errorf("source %s: object %q: %w", name, d.key, err)
 		}
 		return d.obj, nil
 	}
 	return dir, listed, objs, get, nil
+}
+
+// UnchangedBatch is how many S3 objects a listing asks OpenOptions.Unchanged about at once.
+const UnchangedBatch = 500
+
+// listedS3 is an S3 object as listed, waiting for OpenOptions.Unchanged: its path relative to
+// the prefix and its listing identity (listingHash).
+type listedS3 struct {
+	obj        minio.ObjectInfo
+	rel, ident string
 }
 
 // listedObject is an S3 object listed but not downloaded: its path relative to the prefix,

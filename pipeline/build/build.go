@@ -321,23 +321,14 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 		return err
 	}
 	// Each shard fetches only its own documents of an S3 source, except the shard that
-	// collects the extraction cache: it hashes the whole listing (collectCache). A sync does
-	// not download an object whose listing identity its manifest record holds (complete),
-	// unless its chunks hold other access groups (regrouping reads its metadata). One whose
-	// metadata changed while a field reads the reader's takes the reader's fields from the
-	// extraction cache (readerFields), and is downloaded only when the cache misses.
+	// collects the extraction cache: it hashes the whole listing (collectCache), knowing the
+	// other shards' objects by their manifest records where it can (knownObjects).
 	fetch := corpus.OpenOptions{Keep: b.mine}
 	if b.collects() {
 		fetch.Keep = nil
 	}
-	if p.Incremental {
-		fetch.Unchanged = func(id, listing string) (string, bool) {
-			r, ok := b.records[id]
-			if !ok || !r.Complete || r.Listing == "" || r.Listing != listing || r.AccessKey != b.accessKey {
-				return "", false
-			}
-			return r.Hash, true
-		}
+	if p.Incremental || b.collects() {
+		fetch.Unchanged = b.knownObjects
 	}
 	if st := b.httpStage(); st != nil {
 		fetch.HTTP = st.Fetch
@@ -423,6 +414,10 @@ func (b *shardBuild) readStates(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Created, or given the record properties an older ragops's lacks.
+	if err := b.store.EnsureManifest(ctx, p.Collection); err != nil {
+		return err
+	}
 	covers, err := b.store.ManifestCoversShard(ctx, p.Collection, o.Shard, p.Shards)
 	if err != nil {
 		return err
@@ -446,9 +441,6 @@ func (b *shardBuild) readStates(ctx context.Context) error {
 		}
 		b.res.ManifestReads = int64(read.Objects)
 		return nil
-	}
-	if err := b.store.EnsureManifest(ctx, p.Collection); err != nil {
-		return err
 	}
 	b.states, b.records = map[string]vectorstore.DocumentState{}, map[string]vectorstore.ManifestRecord{}
 	b.res.ManifestReads = int64(n)
@@ -616,6 +608,43 @@ func (b *shardBuild) relist(d corpus.Document) {
 		r.Sum = d.SHA256
 	}
 	b.relisted = append(b.relisted, r)
+}
+
+// knownObjects returns the raw hashes of the S3 objects of listings (ID -> listing identity)
+// known unchanged without a download (corpus.OpenOptions.Unchanged). A sync's own object is
+// known by its complete manifest record at that identity, unless its chunks hold other
+// access groups (regrouping reads its metadata); one whose metadata changed while a field
+// reads the reader's then takes them from the extraction cache (readerFields) and is
+// downloaded only when the cache misses. Another shard's object, which the shard collecting
+// the extraction cache only hashes, is known by its complete record at that identity, read
+// for this batch of the listing only (vectorstore.Store.ManifestRecordsOf).
+func (b *shardBuild) knownObjects(ctx context.Context, listings map[string]string) map[string]string {
+	known := func(r vectorstore.ManifestRecord, listing string) bool {
+		return r.Complete && r.Listing != "" && r.Listing == listing
+	}
+	out := map[string]string{}
+	var others []string
+	for id, listing := range listings {
+		if !b.mine(id) {
+			others = append(others, id)
+		} else if r, ok := b.records[id]; b.p.Incremental && ok && known(r, listing) && r.AccessKey == b.accessKey {
+			out[id] = r.Hash
+		}
+	}
+	if len(others) == 0 {
+		return out
+	}
+	recs, err := b.store.ManifestRecordsOf(ctx, b.p.Collection, others)
+	if err != nil {
+		b.log.Warn("S3 source: the other shards' manifest records could not be read; downloading their objects", "objects", len(others), "error", err)
+		return out
+	}
+	for _, id := range others {
+		if r, ok := recs[id]; ok && known(r, listings[id]) {
+			out[id] = r.Hash
+		}
+	}
+	return out
 }
 
 // readerFields reports whether the reader's fields of document d, which a sync holds
