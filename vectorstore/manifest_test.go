@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strings"
 	"testing"
+
+	"github.com/weaviate/weaviate/entities/models"
 )
 
 // shardOf is corpus.Shard (FNV-1a of the ID mod n), which vectorstore cannot import.
@@ -177,5 +180,50 @@ func TestManifestName(t *testing.T) {
 	}
 	if ManifestName(long) == ManifestName(long[:len(long)-1]+"y") {
 		t.Error("two long names share a manifest")
+	}
+}
+
+// Issue 51: a manifest made before records carried the raw SHA-256 (its collection lacks the
+// property) gets it from EnsureManifest: its old records read back without a Sum, and a
+// record written with one reads back with it.
+func TestEnsureManifestAddsTheRawSumToAnOlderManifest(t *testing.T) {
+	s := storeFor(t, sharedServer(t), Config{})
+	ctx := context.Background()
+	const name = "Rag_ManifestOldT"
+	text := func(n string) *models.Property {
+		return &models.Property{Name: n, DataType: []string{"text"}, Tokenization: "field", IndexFilterable: boolp(true)}
+	}
+	num := func(n string) *models.Property {
+		return &models.Property{Name: n, DataType: []string{"int"}, IndexFilterable: boolp(true)}
+	}
+	old := &models.Class{Class: ManifestName(name), Description: manifestDescription, Vectorizer: "none", VectorIndexType: IndexFlat,
+		Properties: []*models.Property{text(PropManifestDocID), text(PropManifestHash), num(PropManifestChunks),
+			{Name: PropManifestComplete, DataType: []string{"boolean"}, IndexFilterable: boolp(true)},
+			text(PropManifestListing), num(PropManifestShard), num(PropManifestShards), text(PropManifestMetaHash), text(PropManifestAccess)}}
+	if err := s.Client().Schema().ClassCreator().WithClass(old).Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client().Data().Creator().WithClassName(old.Class).WithID(ManifestRecordID("a.md").String()).WithProperties(map[string]any{
+		PropManifestDocID: "a.md", PropManifestHash: "h", PropManifestChunks: 2, PropManifestComplete: true, PropManifestShard: 0, PropManifestShards: 1,
+	}).Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureManifest(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	sum := strings.Repeat("0f", 32)
+	if err := s.PutManifest(ctx, name, []ManifestRecord{{DocID: "b.md", Hash: "g", Chunks: 1, Complete: true, Shards: 1, Sum: sum}}); err != nil {
+		t.Fatal(err)
+	}
+	read, err := s.ManifestRecords(ctx, name, 0, 1, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ManifestRecord{
+		"a.md": {DocID: "a.md", Hash: "h", Chunks: 2, Complete: true, Shards: 1},
+		"b.md": {DocID: "b.md", Hash: "g", Chunks: 1, Complete: true, Shards: 1, Sum: sum},
+	}
+	if !maps.Equal(read.Records, want) {
+		t.Errorf("records %+v, want %+v", read.Records, want)
 	}
 }
