@@ -51,6 +51,10 @@ type Document struct {
 	ID string
 	// Hash is the first 16 hex digits of SHA-256 over the document's raw bytes.
 	Hash string
+	// SHA256 is all 64 hex digits of that SHA-256 (the extraction cache's key,
+	// extractcache.Key), "" where the walk did not read the bytes (a listed or known
+	// unchanged object) and for a BEIR record.
+	SHA256 string
 	// Size is the raw size in bytes.
 	Size int64
 	// Doc is the extracted text with its outline and pages, its Source set; unset for listings
@@ -151,6 +155,8 @@ type Source struct {
 	// needs their bytes (OpenOptions.GitIndex).
 	deferred      map[string]bool
 	fetchDeferred func(ctx context.Context, rels []string) (int, error)
+	// fetchKnown downloads an S3 object left out as OpenOptions.Unchanged said (known).
+	fetchKnown func(ctx context.Context, rel string) (*s3Object, error)
 }
 
 // OpenOptions narrows what Open fetches of a remote source; the zero value fetches it whole.
@@ -167,12 +173,14 @@ type OpenOptions struct {
 	// Walk serves it in list mode only. A scan lists this way: its revision changes when an
 	// object's ETag or size does.
 	Listing bool
-	// Unchanged, when set, is asked for each kept S3 object (not a BEIR file) with its listing
-	// identity (Document.Listing) before it is downloaded: when it returns the raw hash the
-	// caller holds for the object at that identity (a sync's manifest record), the object is
-	// not downloaded, and Walk and WalkChanged visit it unread with that Hash (WalkChanged
-	// fails when need then asks for it). A sync's unchanged objects cost no GET.
-	Unchanged func(id, listing string) (hash string, ok bool)
+	// Unchanged, when set, is asked about the kept S3 objects (not BEIR files) before they
+	// are downloaded, at most UnchangedBatch at a time: listings maps each one's ID to its
+	// listing identity (Document.Listing), and it returns the raw hash the caller holds for
+	// each object it knows at that identity (a sync's manifest record). Those are not
+	// downloaded, and Walk and WalkChanged visit them unread with that Hash; when
+	// WalkChanged's need asks for one, it is downloaded then and read. A sync's unchanged
+	// objects cost no GET.
+	Unchanged func(ctx context.Context, listings map[string]string) (hashes map[string]string)
 	// HTTP, when set, fills dir with an HTTP source's files in place of the download, which
 	// it is given to run where it must: the shards of a build share one download this way
 	// (package pipeline/stage). Walk then lists what HTTP wrote.
@@ -254,11 +262,11 @@ func OpenWith(ctx context.Context, src plan.Source, workDir string, read Documen
 		}
 		s.root = dir
 	case src.S3 != nil:
-		dir, listed, objs, err := fetchS3(ctx, src, filepath.Join(workDir, "s3"), opts)
+		dir, listed, objs, get, err := fetchS3(ctx, src, filepath.Join(workDir, "s3"), opts)
 		if err != nil {
 			return nil, scratchError(err)
 		}
-		s.root, s.s3objs = dir, objs
+		s.root, s.s3objs, s.fetchKnown = dir, objs, get
 		s.listed, s.known, s.idents = map[string]string{}, map[string]string{}, map[string]string{}
 		for _, o := range listed {
 			if doc := s.documentOf(o.rel); doc != o.rel {
@@ -517,13 +525,16 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 		}
 		if h, ok := s.known[rel]; ok {
 			d := Document{ID: rel, Hash: h, Size: s.sizes[rel], Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}
-			if !list && (need == nil || need(d)) {
-				return fmt.Errorf("document %s: not downloaded (unchanged by its listing, OpenOptions.Unchanged) but needed", rel)
+			if list || need != nil && !need(d) {
+				if err := visit(d); err != nil {
+					return err
+				}
+				continue
 			}
-			if err := visit(d); err != nil {
+			// Needed after all (its metadata changed and a field reads the reader's): downloaded now.
+			if err := s.download(ctx, rel); err != nil {
 				return err
 			}
-			continue
 		}
 		d, skipped, err := s.readFile(ctx, full, rel, list, need)
 		switch {
@@ -537,6 +548,19 @@ func (s *Source) walk(ctx context.Context, list bool, keep func(id string) bool,
 			return err
 		}
 	}
+	return nil
+}
+
+// download fetches the known unchanged S3 object rel (OpenOptions.Unchanged) that a walk
+// needs after all, so that it is read as a downloaded file from then on.
+func (s *Source) download(ctx context.Context, rel string) error {
+	o, err := s.fetchKnown(ctx, rel)
+	if err != nil {
+		return scratchError(err)
+	}
+	s.s3objs[rel] = o
+	s.fetched += o.size
+	delete(s.known, rel)
 	return nil
 }
 
@@ -586,7 +610,8 @@ func (s *Source) readFile(ctx context.Context, full, rel string, list bool, need
 	if err != nil {
 		return Document{}, &Skipped{ID: rel, Reason: "Unreadable", Err: err}, nil
 	}
-	d := Document{ID: rel, Hash: hex.EncodeToString(h.Sum(nil)[:8]), Size: size, Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}
+	sum := hex.EncodeToString(h.Sum(nil))
+	d := Document{ID: rel, Hash: sum[:16], SHA256: sum, Size: size, Listing: s.idents[rel], SidecarHash: s.sidecarHash(rel)}
 	s.countRead(rel, size)
 	if list || need != nil && !need(d) {
 		return d, nil, nil

@@ -29,7 +29,8 @@ const s3Downloads = 4
 // opts.Keep leaves out, before any download, the objects whose relative path it does not keep
 // (a build shard's other documents); a BEIR file is downloaded whatever Keep says.
 // opts.Unchanged leaves out the objects it knows at their listing identity, returned as
-// listed with their known raw hash. With
+// listed with their known raw hash; get downloads one of those later, by path, when a walk
+// needs its bytes after all, and returns its source fields. With
 // opts.Listing only BEIR files are downloaded; every other selected object is returned with a
 // hash of its listing metadata.
 //
@@ -43,12 +44,13 @@ const s3Downloads = 4
 // (wrong credentials, missing bucket), a key that escapes dir or collides with another, a
 // selection over MaxDownloadBytes in total, or over the worker's scratch volume (Scratch),
 // naming it and its limit, before anything is downloaded.
-func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions) (string, []listedObject, map[string]*s3Object, error) {
+func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions) (_ string, _ []listedObject, _ map[string]*s3Object,
+	get func(ctx context.Context, rel string) (*s3Object, error), err error) {
 	s3 := src.S3
 	name := "s3://" + s3.Bucket + "/" + s3.Prefix
 	creds, err := s3Credentials(s3)
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("source %s: %w", name, err)
+		return "", nil, nil, nil, fmt.Errorf("source %s: %w", name, err)
 	}
 	client, err := minio.New(s3.Endpoint, &minio.Options{
 		Creds:  creds,
@@ -56,13 +58,13 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		Region: s3.Region,
 	})
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("source %s: endpoint %q: %w", name, s3.Endpoint, err)
+		return "", nil, nil, nil, fmt.Errorf("source %s: endpoint %q: %w", name, s3.Endpoint, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, nil, err
 	}
 	probe := &Source{spec: src}
 	space, spaceName := Scratch()
@@ -72,10 +74,55 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		listed []listedObject
 		dests  = map[string]string{} // cleaned relative path -> key
 		total  int64
+		known  = map[string]minio.ObjectInfo{} // left out as opts.Unchanged said: path -> as listed
+		asked  []listedS3                      // waiting for opts.Unchanged
 	)
+	// take plans the download of an object (or a stand-in for one too large).
+	take := func(obj minio.ObjectInfo, clean, ident string, beir bool) error {
+		if max := src.MaxDocumentBytes; max > 0 && obj.Size > max && !beir {
+			if err := placeholder(filepath.Join(dir, filepath.FromSlash(clean)), obj.Size); err != nil {
+				return fmt.Errorf("source %s: object %q: %w", name, obj.Key, err)
+			}
+			return nil
+		}
+		total += obj.Size
+		if total > MaxDownloadBytes {
+			return fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
+		}
+		if space > 0 && total > space {
+			return fmt.Errorf("source %s: the objects to download exceed %s (%d bytes and more)", name, spaceName, total)
+		}
+		o := &s3Object{modified: obj.LastModified, listing: ident, size: obj.Size}
+		objs[clean] = o
+		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean)), obj: o})
+		return nil
+	}
+	// ask asks opts.Unchanged about the waiting objects, and takes those it does not know.
+	ask := func() error {
+		if len(asked) == 0 {
+			return nil
+		}
+		listings := make(map[string]string, len(asked))
+		for _, a := range asked {
+			listings[a.rel] = a.ident
+		}
+		hashes := opts.Unchanged(ctx, listings)
+		for _, a := range asked {
+			if h, ok := hashes[a.rel]; ok {
+				listed = append(listed, listedObject{rel: a.rel, size: a.obj.Size, hash: h, listing: a.ident, known: true})
+				known[a.rel] = a.obj
+				continue
+			}
+			if err := take(a.obj, a.rel, a.ident, false); err != nil {
+				return err
+			}
+		}
+		asked = asked[:0]
+		return nil
+	}
 	for obj := range client.ListObjects(ctx, s3.Bucket, minio.ListObjectsOptions{Prefix: s3.Prefix, Recursive: true}) {
 		if obj.Err != nil {
-			return "", nil, nil, fmt.Errorf("source %s: list objects at %s: %w", name, s3.Endpoint, obj.Err)
+			return "", nil, nil, nil, fmt.Errorf("source %s: list objects at %s: %w", name, s3.Endpoint, obj.Err)
 		}
 		if strings.HasSuffix(obj.Key, "/") { // folder marker
 			continue
@@ -86,17 +133,17 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		}
 		clean := path.Clean(rel)
 		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
-			return "", nil, nil, fmt.Errorf("source %s: object key %q escapes the prefix", name, obj.Key)
+			return "", nil, nil, nil, fmt.Errorf("source %s: object key %q escapes the prefix", name, obj.Key)
 		}
 		ok, err := selected(src, clean)
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("source %s: %w", name, err)
+			return "", nil, nil, nil, fmt.Errorf("source %s: %w", name, err)
 		}
 		if !ok {
 			continue
 		}
 		if other, dup := dests[clean]; dup {
-			return "", nil, nil, fmt.Errorf("source %s: object keys %q and %q both map to %s", name, other, obj.Key, clean)
+			return "", nil, nil, nil, fmt.Errorf("source %s: object keys %q and %q both map to %s", name, other, obj.Key, clean)
 		}
 		dests[clean] = obj.Key
 		beir := probe.isBEIR(clean)
@@ -109,27 +156,19 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 			continue
 		}
 		if !beir && opts.Unchanged != nil {
-			if h, ok := opts.Unchanged(clean, ident); ok {
-				listed = append(listed, listedObject{rel: clean, size: obj.Size, hash: h, listing: ident, known: true})
-				continue
-			}
-		}
-		if max := src.MaxDocumentBytes; max > 0 && obj.Size > max && !beir {
-			if err := placeholder(filepath.Join(dir, filepath.FromSlash(clean)), obj.Size); err != nil {
-				return "", nil, nil, fmt.Errorf("source %s: object %q: %w", name, obj.Key, err)
+			if asked = append(asked, listedS3{obj: obj, rel: clean, ident: ident}); len(asked) >= UnchangedBatch {
+				if err := ask(); err != nil {
+					return "", nil, nil, nil, err
+				}
 			}
 			continue
 		}
-		total += obj.Size
-		if total > MaxDownloadBytes {
-			return "", nil, nil, fmt.Errorf("source %s: selected objects exceed %d bytes", name, int64(MaxDownloadBytes))
+		if err := take(obj, clean, ident, beir); err != nil {
+			return "", nil, nil, nil, err
 		}
-		if space > 0 && total > space {
-			return "", nil, nil, fmt.Errorf("source %s: the objects to download exceed %s (%d bytes and more)", name, spaceName, total)
-		}
-		o := &s3Object{modified: obj.LastModified, listing: ident, size: obj.Size}
-		objs[clean] = o
-		todo = append(todo, download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(clean)), obj: o})
+	}
+	if err := ask(); err != nil {
+		return "", nil, nil, nil, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s3Downloads)
@@ -142,9 +181,31 @@ func fetchS3(ctx context.Context, src plan.Source, dir string, opts OpenOptions)
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, nil, err
 	}
-	return dir, listed, objs, nil
+	get = func(ctx context.Context, rel string) (*s3Object, error) {
+		obj, ok := known[rel]
+		if !ok {
+			return nil, fmt.Errorf("source %s: %s was not listed as known unchanged", name, rel)
+		}
+		d := download{key: obj.Key, size: obj.Size, dst: filepath.Join(dir, filepath.FromSlash(rel)),
+			obj: &s3Object{modified: obj.LastModified, listing: listingHash(obj.Key, obj.ETag, obj.Size), size: obj.Size}}
+		if err := d.run(ctx, client, s3.Bucket); err != nil {
+			return nil, fmt.Errorf("source %s: object %q: %w", name, d.key, err)
+		}
+		return d.obj, nil
+	}
+	return dir, listed, objs, get, nil
+}
+
+// UnchangedBatch is how many S3 objects a listing asks OpenOptions.Unchanged about at once.
+const UnchangedBatch = 500
+
+// listedS3 is an S3 object as listed, waiting for OpenOptions.Unchanged: its path relative to
+// the prefix and its listing identity (listingHash).
+type listedS3 struct {
+	obj        minio.ObjectInfo
+	rel, ident string
 }
 
 // listedObject is an S3 object listed but not downloaded: its path relative to the prefix,

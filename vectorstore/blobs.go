@@ -229,7 +229,8 @@ func (s *Store) CollectBlobs(ctx context.Context, collection string, pageSize in
 
 // createDescribedClass creates class, a collection of ragops's own whose Description says
 // what it is; an existing collection of that name is accepted only with the same
-// Description (what names it in errors: "manifest", "blob collection").
+// Description (what names it in errors: "manifest", "blob collection"), and gets the
+// properties of class it lacks (made by an older ragops).
 //
 // Errors: an existing collection that is not one ([*ServerError]); typed server errors.
 func (s *Store) createDescribedClass(ctx context.Context, class *models.Class, what string) error {
@@ -249,6 +250,18 @@ func (s *Store) createDescribedClass(ctx context.Context, class *models.Class, w
 		if got.Description != class.Description {
 			return &ServerError{Op: "create " + what, Collection: name,
 				Err: fmt.Errorf("exists and is not a %s (description %q)", what, got.Description)}
+		}
+		have := map[string]bool{}
+		for _, p := range got.Properties {
+			have[p.Name] = true
+		}
+		for _, p := range class.Properties {
+			if have[p.Name] {
+				continue
+			}
+			if err := s.client.Schema().PropertyCreator().WithClassName(name).WithProperty(p).Do(ctx); err != nil && !isAlreadyExists(err) {
+				return classify("add property to "+what, name, err)
+			}
 		}
 		return nil
 	})

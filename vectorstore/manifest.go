@@ -29,6 +29,7 @@ const (
 	PropManifestShards   = "shards"    // that many shards; both filterable
 	PropManifestMetaHash = "metaHash"  // the metadata hash its chunks' properties hold
 	PropManifestAccess   = "accessKey" // the access key its chunks' groups were computed under
+	PropManifestSum      = "rawSha256" // the full SHA-256 of the raw bytes docHash begins
 )
 
 // manifestDescription marks a collection made by [Store.EnsureManifest].
@@ -59,6 +60,10 @@ type ManifestRecord struct {
 	// (PropAccessKey; "" without access rules): a sync compares them with the document's
 	// current ones to update properties or groups without embedding.
 	MetaHash, AccessKey string
+	// Sum is the hex SHA-256 of the raw bytes (corpus.Document.SHA256; Hash is its first 16
+	// digits), "" when the writer did not read them (a migrated record): a sync finds the
+	// extracted document of an object it does not download in the extraction cache by it.
+	Sum string
 }
 
 // State is the record as a [DocumentState]: a complete record is Consistent with its hash
@@ -102,7 +107,8 @@ func ManifestName(collection string) string {
 }
 
 // EnsureManifest creates the manifest collection of collection (vector-less, as
-// [Store.EnsureBlobCollection]) or does nothing when it exists.
+// [Store.EnsureBlobCollection]), or adds the record properties an existing one lacks (one
+// made by an older ragops).
 //
 // Errors: a collection of that name that is not a manifest ([*ServerError]); typed server errors.
 func (s *Store) EnsureManifest(ctx context.Context, collection string) error {
@@ -124,7 +130,7 @@ func (s *Store) EnsureManifest(ctx context.Context, collection string) error {
 			text(PropManifestDocID, true), text(PropManifestHash, false), num(PropManifestChunks, false),
 			{Name: PropManifestComplete, DataType: []string{"boolean"}, IndexFilterable: boolp(true)},
 			text(PropManifestListing, false), num(PropManifestShard, true), num(PropManifestShards, true),
-			text(PropManifestMetaHash, false), text(PropManifestAccess, false),
+			text(PropManifestMetaHash, false), text(PropManifestAccess, false), text(PropManifestSum, false),
 		},
 	}
 	return s.createDescribedClass(ctx, class, "manifest")
@@ -154,7 +160,7 @@ func manifestObject(name string, id uuid.UUID, r ManifestRecord) *models.Object 
 		PropManifestDocID: r.DocID, PropManifestHash: r.Hash, PropManifestChunks: int64(r.Chunks),
 		PropManifestComplete: r.Complete, PropManifestListing: r.Listing,
 		PropManifestShard: int64(r.Shard), PropManifestShards: int64(r.Shards),
-		PropManifestMetaHash: r.MetaHash, PropManifestAccess: r.AccessKey,
+		PropManifestMetaHash: r.MetaHash, PropManifestAccess: r.AccessKey, PropManifestSum: r.Sum,
 	}}
 }
 
@@ -189,13 +195,53 @@ func (s *Store) putManifestObjects(ctx context.Context, name string, objs []*mod
 }
 
 // MarkManifestCovers records that collection's manifest holds a record of every document
-// with chunks in collection (a build of an empty collection, or a migration that wrote the
-// records of every document it found): from then on builds trust the manifest. A manifest
-// without the mark (a revision built before manifests, a migration that stopped part-way)
-// is rebuilt from the collection (see [Store.DocumentStates]).
+// with chunks in collection (a build of an empty collection, or a copy of a covered
+// manifest): from then on builds trust the manifest. A manifest without the mark (a
+// revision built before manifests, a migration that stopped part-way) is rebuilt from the
+// collection shard by shard (see [Store.MarkManifestShard]).
 func (s *Store) MarkManifestCovers(ctx context.Context, collection string) error {
 	name := ManifestName(collection)
 	return s.putManifestObjects(ctx, name, []*models.Object{manifestObject(name, manifestMarkerID, ManifestRecord{Complete: true})})
+}
+
+// manifestShardMarkerID is the object ID of the record that says the manifest holds a record
+// of every document of shard of shards (see [Store.MarkManifestShard]).
+func manifestShardMarkerID(shard, shards int) uuid.UUID {
+	return uuid.NewSHA1(manifestNamespace, []byte(fmt.Sprintf("covers\x00%d/%d", shard, shards)))
+}
+
+// MarkManifestShard records that collection's manifest holds a record of every document of
+// shard of shards (corpus.Shard) with chunks in collection: a migration writes the records
+// of its own shard's documents only, then this mark, so that no shard writes a record of a
+// document another shard may be writing (concurrent migrations cannot overwrite a fresh
+// record with a stale one). Once every shard of shards is marked, it marks the whole
+// manifest as covering collection ([Store.MarkManifestCovers]); all reports whether it did.
+// A mark is an object of a fixed ID, so shards marking at once write one object each.
+//
+// Errors: typed server and network errors.
+func (s *Store) MarkManifestShard(ctx context.Context, collection string, shard, shards int) (all bool, err error) {
+	name := ManifestName(collection)
+	if err := s.putManifestObjects(ctx, name, []*models.Object{manifestObject(name, manifestShardMarkerID(shard, shards), ManifestRecord{Complete: true})}); err != nil {
+		return false, err
+	}
+	for k := range shards {
+		if ok, err := s.manifestHas(ctx, name, manifestShardMarkerID(k, shards)); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, s.MarkManifestCovers(ctx, collection)
+}
+
+// ManifestCoversShard reports whether collection's manifest holds a record of every document
+// of shard of shards: it covers the collection ([Store.ManifestCovers]) or that shard was
+// migrated ([Store.MarkManifestShard]).
+//
+// Errors: typed server and network errors (a missing manifest is false, nil).
+func (s *Store) ManifestCoversShard(ctx context.Context, collection string, shard, shards int) (bool, error) {
+	if ok, err := s.ManifestCovers(ctx, collection); err != nil || ok {
+		return ok, err
+	}
+	return s.manifestHas(ctx, ManifestName(collection), manifestShardMarkerID(shard, shards))
 }
 
 // ManifestCovers reports whether collection's manifest exists and covers it (see
@@ -203,10 +249,15 @@ func (s *Store) MarkManifestCovers(ctx context.Context, collection string) error
 //
 // Errors: typed server and network errors (a missing manifest is false, nil).
 func (s *Store) ManifestCovers(ctx context.Context, collection string) (bool, error) {
-	name := ManifestName(collection)
+	return s.manifestHas(ctx, ManifestName(collection), manifestMarkerID)
+}
+
+// manifestHas reports whether the manifest collection name holds the object id (false, nil
+// when it or the collection is missing).
+func (s *Store) manifestHas(ctx context.Context, name string, id uuid.UUID) (bool, error) {
 	var found bool
 	err := s.retry(ctx, func() error {
-		g := s.client.Data().ObjectsGetter().WithClassName(name).WithID(manifestMarkerID.String())
+		g := s.client.Data().ObjectsGetter().WithClassName(name).WithID(id.String())
 		if s.cfg.ReadConsistency != "" {
 			g = g.WithConsistencyLevel(s.cfg.ReadConsistency)
 		}
@@ -271,19 +322,7 @@ func (s *Store) ManifestRecords(ctx context.Context, collection string, shard, s
 				where = filters.Where().WithOperator(filters.And).WithOperands([]*filters.WhereBuilder{base,
 					filters.Where().WithPath([]string{PropManifestDocID}).WithOperator(filters.GreaterThan).WithValueText(last)})
 			}
-			var res []graphql.SearchResult
-			err := s.retry(ctx, func() error {
-				var err error
-				q := s.client.Experimental().Search().WithCollection(name).WithLimit(pageSize).WithWhere(where).
-					WithSort(graphql.Sort{Path: []string{PropManifestDocID}, Order: graphql.Asc}).
-					WithProperties(PropManifestDocID, PropManifestHash, PropManifestChunks, PropManifestComplete,
-						PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess)
-				if s.cfg.ReadConsistency != "" {
-					q = q.WithConsistencyLevel(s.cfg.ReadConsistency)
-				}
-				res, err = q.Do(ctx)
-				return classify("read manifest", name, err)
-			})
+			res, err := s.searchManifest(ctx, name, where, pageSize)
 			if err != nil {
 				return out, err
 			}
@@ -307,13 +346,58 @@ func (s *Store) ManifestRecords(ctx context.Context, collection string, shard, s
 	return out, nil
 }
 
+// searchManifest returns up to limit objects of the manifest collection name that match
+// where, in docId order, with the record properties.
+func (s *Store) searchManifest(ctx context.Context, name string, where *filters.WhereBuilder, limit int) ([]graphql.SearchResult, error) {
+	var res []graphql.SearchResult
+	err := s.retry(ctx, func() error {
+		var err error
+		q := s.client.Experimental().Search().WithCollection(name).WithLimit(limit).WithWhere(where).
+			WithSort(graphql.Sort{Path: []string{PropManifestDocID}, Order: graphql.Asc}).
+			WithProperties(PropManifestDocID, PropManifestHash, PropManifestChunks, PropManifestComplete,
+				PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess, PropManifestSum)
+		if s.cfg.ReadConsistency != "" {
+			q = q.WithConsistencyLevel(s.cfg.ReadConsistency)
+		}
+		res, err = q.Do(ctx)
+		return classify("read manifest", name, err)
+	})
+	return res, err
+}
+
+// ManifestRecordsOf reads the records of the documents ids from collection's manifest,
+// whatever shard wrote them, one filtered read (docId in the batch) per
+// [DeleteBatchDocuments] ids: what a caller that meets documents in batches (the lead of an
+// HTTP stage) holds is one batch's records, not the manifest. A document without a record is
+// absent from the result.
+//
+// Errors: typed server and network errors ([*CollectionNotFoundError] for a missing manifest).
+func (s *Store) ManifestRecordsOf(ctx context.Context, collection string, ids []string) (map[string]ManifestRecord, error) {
+	name := ManifestName(collection)
+	out := make(map[string]ManifestRecord, len(ids))
+	for lo := 0; lo < len(ids); lo += DeleteBatchDocuments {
+		batch := ids[lo:min(lo+DeleteBatchDocuments, len(ids))]
+		where := filters.Where().WithPath([]string{PropManifestDocID}).WithOperator(filters.ContainsAny).WithValueText(batch...)
+		res, err := s.searchManifest(ctx, name, where, len(batch))
+		if err != nil {
+			return out, err
+		}
+		for _, r := range res {
+			if rec := recordOf(r.Properties); rec.DocID != "" {
+				out[rec.DocID] = rec
+			}
+		}
+	}
+	return out, nil
+}
+
 // recordOf reads a manifest record from an object's properties.
 func recordOf(p map[string]any) ManifestRecord {
 	str := func(k string) string { v, _ := p[k].(string); return v }
 	done, _ := p[PropManifestComplete].(bool)
 	return ManifestRecord{DocID: str(PropManifestDocID), Hash: str(PropManifestHash), Chunks: ordinalOf(p[PropManifestChunks]),
 		Complete: done, Listing: str(PropManifestListing), Shard: ordinalOf(p[PropManifestShard]), Shards: ordinalOf(p[PropManifestShards]),
-		MetaHash: str(PropManifestMetaHash), AccessKey: str(PropManifestAccess)}
+		MetaHash: str(PropManifestMetaHash), AccessKey: str(PropManifestAccess), Sum: str(PropManifestSum)}
 }
 
 // DeleteManifestRecords removes the records of the documents ids from collection's manifest,
@@ -461,6 +545,9 @@ func (s *Store) CopyManifest(ctx context.Context, from, to string, pageSize int)
 	if err := s.EnsureManifest(ctx, to); err != nil {
 		return 0, err
 	}
+	if err := s.EnsureManifest(ctx, from); err != nil { // the properties it is read with
+		return 0, err
+	}
 	src := ManifestName(from)
 	copied, after := 0, ""
 	for {
@@ -469,7 +556,7 @@ func (s *Store) CopyManifest(ctx context.Context, from, to string, pageSize int)
 			var err error
 			res, err = s.client.Experimental().Search().WithCollection(src).WithLimit(pageSize).WithAfter(after).
 				WithProperties(PropManifestDocID, PropManifestHash, PropManifestChunks, PropManifestComplete,
-					PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess).Do(ctx)
+					PropManifestListing, PropManifestShard, PropManifestShards, PropManifestMetaHash, PropManifestAccess, PropManifestSum).Do(ctx)
 			return classify("copy manifest", src, err)
 		})
 		if err != nil {

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"strings"
 	"testing"
+
+	"github.com/weaviate/weaviate/entities/models"
 )
 
 // shardOf is corpus.Shard (FNV-1a of the ID mod n), which vectorstore cannot import.
@@ -48,6 +52,9 @@ func TestManifestShardReadsOnlyItsOwnRecords(t *testing.T) {
 		}
 		if i == 6 {
 			r.Shard, r.Shards = 0, 1 // written when the Index had one shard
+		}
+		if i == 7 {
+			r.Sum = strings.Repeat("ab", 32) // the raw SHA-256, for the extraction cache
 		}
 		if shardOf(id, shards) == 1 {
 			want[id] = true
@@ -108,6 +115,22 @@ func TestManifestShardReadsOnlyItsOwnRecords(t *testing.T) {
 	t.Logf("state read of shard 1 of %d (%d documents, %d chunks in all): manifest %d objects, chunk walk %d objects",
 		shards, docs, docs*per, read.Objects, walked)
 
+	// By document, whatever the shard: 600 IDs (two filtered reads), one without a record.
+	ids := []string{"doc-9999.md"}
+	for i := range 600 {
+		ids = append(ids, fmt.Sprintf("doc-%04d.md", 3*i))
+	}
+	byID, err := s.ManifestRecordsOf(ctx, name, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byID) != 600 || byID["doc-0006.md"] != recs[6] || byID["doc-0000.md"] != recs[0] {
+		t.Errorf("records of 600 documents: %d read, doc-0006.md %+v, want %+v", len(byID), byID["doc-0006.md"], recs[6])
+	}
+	if byID, err := s.ManifestRecordsOf(ctx, name, []string{"doc-0007.md"}); err != nil || byID["doc-0007.md"] != recs[7] {
+		t.Errorf("record of doc-0007.md: %+v (%v), want %+v", byID, err, recs[7])
+	}
+
 	tot, err := s.ManifestTotals(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -157,5 +180,50 @@ func TestManifestName(t *testing.T) {
 	}
 	if ManifestName(long) == ManifestName(long[:len(long)-1]+"y") {
 		t.Error("two long names share a manifest")
+	}
+}
+
+// Issue 51: a manifest made before records carried the raw SHA-256 (its collection lacks the
+// property) gets it from EnsureManifest: its old records read back without a Sum, and a
+// record written with one reads back with it.
+func TestEnsureManifestAddsTheRawSumToAnOlderManifest(t *testing.T) {
+	s := storeFor(t, sharedServer(t), Config{})
+	ctx := context.Background()
+	const name = "Rag_ManifestOldT"
+	text := func(n string) *models.Property {
+		return &models.Property{Name: n, DataType: []string{"text"}, Tokenization: "field", IndexFilterable: boolp(true)}
+	}
+	num := func(n string) *models.Property {
+		return &models.Property{Name: n, DataType: []string{"int"}, IndexFilterable: boolp(true)}
+	}
+	old := &models.Class{Class: ManifestName(name), Description: manifestDescription, Vectorizer: "none", VectorIndexType: IndexFlat,
+		Properties: []*models.Property{text(PropManifestDocID), text(PropManifestHash), num(PropManifestChunks),
+			{Name: PropManifestComplete, DataType: []string{"boolean"}, IndexFilterable: boolp(true)},
+			text(PropManifestListing), num(PropManifestShard), num(PropManifestShards), text(PropManifestMetaHash), text(PropManifestAccess)}}
+	if err := s.Client().Schema().ClassCreator().WithClass(old).Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client().Data().Creator().WithClassName(old.Class).WithID(ManifestRecordID("a.md").String()).WithProperties(map[string]any{
+		PropManifestDocID: "a.md", PropManifestHash: "h", PropManifestChunks: 2, PropManifestComplete: true, PropManifestShard: 0, PropManifestShards: 1,
+	}).Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnsureManifest(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	sum := strings.Repeat("0f", 32)
+	if err := s.PutManifest(ctx, name, []ManifestRecord{{DocID: "b.md", Hash: "g", Chunks: 1, Complete: true, Shards: 1, Sum: sum}}); err != nil {
+		t.Fatal(err)
+	}
+	read, err := s.ManifestRecords(ctx, name, 0, 1, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ManifestRecord{
+		"a.md": {DocID: "a.md", Hash: "h", Chunks: 2, Complete: true, Shards: 1},
+		"b.md": {DocID: "b.md", Hash: "g", Chunks: 1, Complete: true, Shards: 1, Sum: sum},
+	}
+	if !maps.Equal(read.Records, want) {
+		t.Errorf("records %+v, want %+v", read.Records, want)
 	}
 }

@@ -178,7 +178,8 @@ type Build struct {
 	// before any reader runs, so a sync extracts (and OCRs) only the added and changed
 	// documents. What a sync costs a shard: one read of its own records in the revision's
 	// document manifest (one object per document of the shard, never the collection's
-	// chunks; a revision without a manifest is walked once and gets one), then the raw bytes
+	// chunks; a revision without a manifest is walked once by each shard, which records its
+	// own documents), then the raw bytes
 	// of its documents to hash them, except an S3 source's objects whose listing identity
 	// (ETag, size) the manifest holds: those are unchanged without a download.
 	Incremental bool                                `json:"incremental,omitempty"`

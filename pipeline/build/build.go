@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -65,6 +66,9 @@ type Options struct {
 	opened func(*vectorstore.Store)
 	// stageWait, set by tests, bounds a shard's wait for shard 0's stage of an HTTP source.
 	stageWait time.Duration
+	// migrating, set by tests, runs in a migration (readStates) between the walk of the
+	// collection and the write of the records it found.
+	migrating func()
 }
 
 // ReadersError is a document reader that could not start (PDFium failed to load, say): no
@@ -177,7 +181,10 @@ type shardBuild struct {
 	metaHashes, metaNow map[string]string
 	// metaUpdates are documents whose properties wait for the next flush, without embedding.
 	metaUpdates map[string]vectorstore.DocumentProperties
-	prog        *progress.Logger
+	// cachedFields are the reader's fields of unread documents, from the extraction cache
+	// (nil: the cache missed); see readerFields.
+	cachedFields map[string]map[string]any
+	prog         *progress.Logger
 	// accessKey is access.Key(plan.Access), stored on every chunk written.
 	accessKey string
 	// regroup are unchanged documents whose chunks hold another access key.
@@ -314,20 +321,14 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 		return err
 	}
 	// Each shard fetches only its own documents of an S3 source, except the shard that
-	// collects the extraction cache: it hashes the whole listing (collectCache). A sync does
-	// not download an object whose listing identity its manifest record holds (complete).
+	// collects the extraction cache: it hashes the whole listing (collectCache), knowing the
+	// other shards' objects by their manifest records where it can (knownObjects).
 	fetch := corpus.OpenOptions{Keep: b.mine}
 	if b.collects() {
 		fetch.Keep = nil
 	}
-	if p.Incremental {
-		fetch.Unchanged = func(id, listing string) (string, bool) {
-			r, ok := b.records[id]
-			if !ok || !r.Complete || r.Listing == "" || r.Listing != listing || !b.skipsBytes(r) {
-				return "", false
-			}
-			return r.Hash, true
-		}
+	if p.Incremental || b.collects() {
+		fetch.Unchanged = b.knownObjects
 	}
 	if st := b.httpStage(); st != nil {
 		fetch.HTTP = st.Fetch
@@ -364,7 +365,7 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 			}
 		}
 	}
-	b.metaNow, b.metaUpdates = map[string]string{}, map[string]vectorstore.DocumentProperties{}
+	b.metaNow, b.metaUpdates, b.cachedFields = map[string]string{}, map[string]vectorstore.DocumentProperties{}, map[string]map[string]any{}
 	// The metadata hashes the collection holds come with the manifest records (written
 	// with them, and by a migration's walk), not from another walk of the chunks.
 	b.metaHashes = make(map[string]string, len(b.records))
@@ -397,11 +398,14 @@ func (b *shardBuild) planShard(ctx context.Context) error {
 // Migration: a revision built before manifests existed, or whose manifest the completeness
 // check dropped after it disagreed with the collection, has no manifest covering it. Then
 // the shard walks the chunk collection once as every sync used to (DocumentStates, every
-// chunk), writes the records of every document it found (all shards', so the walk is not
-// repeated by each), and marks the manifest as covering the collection; an empty collection
-// (a new revision) is marked at once. The chunk count is read before the mark: a shard
-// marks before it writes any chunk, so a shard that finds chunks and then no mark has an old
-// revision to migrate, not another shard's fresh writes.
+// chunk), writes the records of its own documents only, and marks its shard migrated
+// (vectorstore.Store.MarkManifestShard; the last shard marked marks the whole manifest).
+// Only the shard that writes a document's chunks writes its record, so shards migrating at
+// once cannot overwrite each other's fresh records with what their walk saw earlier, and a
+// retried migration rewrites the same record objects. An empty collection (a new revision)
+// is marked covered at once. The chunk count is read before the marks: a shard marks before
+// it writes any chunk, so a shard that finds chunks and then no mark has an old revision to
+// migrate, not another shard's fresh writes.
 func (b *shardBuild) readStates(ctx context.Context) error {
 	p, o := &b.p, b.o
 	// Counted before the mark is read (see above): a shard that finds chunks then finds the
@@ -410,7 +414,11 @@ func (b *shardBuild) readStates(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	covers, err := b.store.ManifestCovers(ctx, p.Collection)
+	// Created, or given the record properties an older ragops's lacks.
+	if err := b.store.EnsureManifest(ctx, p.Collection); err != nil {
+		return err
+	}
+	covers, err := b.store.ManifestCoversShard(ctx, p.Collection, o.Shard, p.Shards)
 	if err != nil {
 		return err
 	}
@@ -434,40 +442,39 @@ func (b *shardBuild) readStates(ctx context.Context) error {
 		b.res.ManifestReads = int64(read.Objects)
 		return nil
 	}
-	if err := b.store.EnsureManifest(ctx, p.Collection); err != nil {
-		return err
-	}
-	var all map[string]vectorstore.DocumentState
-	var metaHashes map[string]string
-	if n > 0 {
-		if all, err = b.store.DocumentStates(ctx, p.Collection, 0, nil); err != nil {
-			return err
-		}
-		if b.fields != nil { // the collection has PropMetaHash (EnsureProperties, in open)
-			if metaHashes, err = b.store.DocumentMetaHashes(ctx, p.Collection, 0, nil); err != nil {
-				return err
-			}
-		}
-		recs := make([]vectorstore.ManifestRecord, 0, len(all))
-		for id, st := range all {
-			recs = append(recs, migratedRecord(id, st, metaHashes[id], shardOf(id, p.Shards), p.Shards))
-		}
-		if err := b.putRecords(ctx, recs); err != nil {
-			return err
-		}
-		b.log.Info("manifest written from the collection (a revision without one)", "documents", len(all), "chunks", n)
-	}
-	if err := b.store.MarkManifestCovers(ctx, p.Collection); err != nil {
-		return err
-	}
 	b.states, b.records = map[string]vectorstore.DocumentState{}, map[string]vectorstore.ManifestRecord{}
-	for id, st := range all {
-		if b.mine(id) {
-			b.states[id] = st
-			b.records[id] = migratedRecord(id, st, metaHashes[id], o.Shard, p.Shards)
+	b.res.ManifestReads = int64(n)
+	if n == 0 {
+		return b.store.MarkManifestCovers(ctx, p.Collection)
+	}
+	all, err := b.store.DocumentStates(ctx, p.Collection, 0, b.mine)
+	if err != nil {
+		return err
+	}
+	var metaHashes map[string]string
+	if b.fields != nil { // the collection has PropMetaHash (EnsureProperties, in open)
+		if metaHashes, err = b.store.DocumentMetaHashes(ctx, p.Collection, 0, b.mine); err != nil {
+			return err
 		}
 	}
-	b.res.ManifestReads = int64(n)
+	if o.migrating != nil {
+		o.migrating()
+	}
+	recs := make([]vectorstore.ManifestRecord, 0, len(all))
+	for id, st := range all {
+		r := migratedRecord(id, st, metaHashes[id], o.Shard, p.Shards)
+		b.states[id], b.records[id] = st, r
+		recs = append(recs, r)
+	}
+	if err := b.putRecords(ctx, recs); err != nil {
+		return err
+	}
+	whole, err := b.store.MarkManifestShard(ctx, p.Collection, o.Shard, p.Shards)
+	if err != nil {
+		return err
+	}
+	b.log.Info("manifest of the shard's documents written from the collection (a revision without one)",
+		"documents", len(all), "chunks", n, "manifestCovers", whole)
 	return nil
 }
 
@@ -504,10 +511,11 @@ func (b *shardBuild) updateRecords(ctx context.Context, ids []string, set func(*
 	return b.putRecords(ctx, recs)
 }
 
-// skipsBytes reports whether a sync may leave the bytes of a document with complete record
-// r unfetched when its listing shows them unchanged: not when its chunks hold other access
-// groups (regrouping reads its metadata), nor when a declared field reads the format
-// reader's fields (a metadata-only change then reads the document). Those are downloaded.
+// skipsBytes reports whether a sync's shard 0 may leave the bytes of a document with
+// complete record r unstaged when its HTTP listing shows them unchanged (httpStage): not when
+// its chunks hold other access groups (regrouping reads its metadata), nor when a declared
+// field reads the format reader's fields (a metadata-only change then reads the document,
+// and a walk cannot fetch an unstaged one later). Those are staged.
 func (b *shardBuild) skipsBytes(r vectorstore.ManifestRecord) bool {
 	return r.AccessKey == b.accessKey && !b.fields.NeedsReader()
 }
@@ -545,8 +553,9 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	// Reading is the walk's time outside its callbacks.
 	b.visited = time.Now()
 	need := func(d corpus.Document) bool {
-		// A metadata-only change reads the document only for the reader's fields.
-		return !b.rawUnchanged(d) || !b.metaSame(d) && b.fields.NeedsReader()
+		// A metadata-only change reads the document only for the reader's fields, and only
+		// when the extraction cache does not hold them.
+		return !b.rawUnchanged(d) || !b.metaSame(d) && b.fields.NeedsReader() && !b.readerFields(ctx, d)
 	}
 	err := b.src.WalkChanged(wctx, b.mine, need, func(d corpus.Document) error {
 		b.readTime += time.Since(b.visited)
@@ -585,14 +594,78 @@ func (b *shardBuild) syncDocuments(ctx context.Context) error {
 	return b.putRecords(ctx, b.relisted)
 }
 
-// relist queues the manifest record of a document found complete whose S3 listing identity
-// the record lacks (a record migrated from the collection, or written before the object was
-// listed so): written after the walk, it lets the next sync skip the download.
+// relist queues the manifest record of an S3 document found complete whose listing identity
+// or raw SHA-256 the record lacks (a record migrated from the collection, or written before
+// the object was listed so): written after the walk, it lets the next sync skip the
+// download, and find the document's extraction without it.
 func (b *shardBuild) relist(d corpus.Document) {
-	if r, ok := b.records[d.ID]; ok && r.Complete && d.Listing != "" && r.Listing != d.Listing {
-		r.Listing, r.Shard, r.Shards = d.Listing, b.o.Shard, b.p.Shards
-		b.relisted = append(b.relisted, r)
+	r, ok := b.records[d.ID]
+	if !ok || !r.Complete || d.Listing == "" || r.Listing == d.Listing && (d.SHA256 == "" || r.Sum == d.SHA256) {
+		return
 	}
+	r.Listing, r.Shard, r.Shards = d.Listing, b.o.Shard, b.p.Shards
+	if d.SHA256 != "" {
+		r.Sum = d.SHA256
+	}
+	b.relisted = append(b.relisted, r)
+}
+
+// knownObjects returns the raw hashes of the S3 objects of listings (ID -> listing identity)
+// known unchanged without a download (corpus.OpenOptions.Unchanged). A sync's own object is
+// known by its complete manifest record at that identity, unless its chunks hold other
+// access groups (regrouping reads its metadata); one whose metadata changed while a field
+// reads the reader's then takes them from the extraction cache (readerFields) and is
+// downloaded only when the cache misses. Another shard's object, which the shard collecting
+// the extraction cache only hashes, is known by its complete record at that identity, read
+// for this batch of the listing only (vectorstore.Store.ManifestRecordsOf).
+func (b *shardBuild) knownObjects(ctx context.Context, listings map[string]string) map[string]string {
+	known := func(r vectorstore.ManifestRecord, listing string) bool {
+		return r.Complete && r.Listing != "" && r.Listing == listing
+	}
+	out := map[string]string{}
+	var others []string
+	for id, listing := range listings {
+		if !b.mine(id) {
+			others = append(others, id)
+		} else if r, ok := b.records[id]; b.p.Incremental && ok && known(r, listing) && r.AccessKey == b.accessKey {
+			out[id] = r.Hash
+		}
+	}
+	if len(others) == 0 {
+		return out
+	}
+	recs, err := b.store.ManifestRecordsOf(ctx, b.p.Collection, others)
+	if err != nil {
+		b.log.Warn("S3 source: the other shards' manifest records could not be read; downloading their objects", "objects", len(others), "error", err)
+		return out
+	}
+	for _, id := range others {
+		if r, ok := recs[id]; ok && known(r, listings[id]) {
+			out[id] = r.Hash
+		}
+	}
+	return out
+}
+
+// readerFields reports whether the reader's fields of document d, which a sync holds
+// unchanged and did not read, are known without reading it: taken from the extraction cache
+// by the raw SHA-256 its manifest record holds (a verified entry of the same bytes and
+// reader settings), once per document, for metaInputs.
+func (b *shardBuild) readerFields(ctx context.Context, d corpus.Document) bool {
+	if m, ok := b.cachedFields[d.ID]; ok {
+		return m != nil
+	}
+	var fields map[string]any
+	if r := b.records[d.ID]; r.Sum != "" && r.Hash == d.Hash {
+		if doc, ok := b.readers.Cached(ctx, r.Sum); ok {
+			fields = doc.Metadata
+			if fields == nil {
+				fields = map[string]any{}
+			}
+		}
+	}
+	b.cachedFields[d.ID] = fields
+	return fields != nil
 }
 
 // flushMetadata rewrites the properties of the documents whose metadata alone changed.
@@ -657,6 +730,12 @@ func (b *shardBuild) metaInputs(d corpus.Document) docmeta.Inputs {
 	in := docmeta.Inputs{Path: d.ID, Fields: d.Doc.Metadata}
 	if !d.Read {
 		in.Fields = b.src.SourceFields(d.ID)
+		if cached := b.cachedFields[d.ID]; cached != nil {
+			// As a read document's: the reader's fields, the source's over them.
+			m := maps.Clone(cached)
+			maps.Copy(m, in.Fields)
+			in.Fields = m
+		}
 	}
 	if b.fields.SidecarSuffix() != "" {
 		side, err := b.src.Sidecar(d.ID)
@@ -709,6 +788,7 @@ func (b *shardBuild) document(ctx context.Context, d corpus.Document) error {
 		res.MetadataUpdated++
 		b.done++
 		b.metaUpdates[d.ID] = vectorstore.DocumentProperties{Chunks: chunks, Properties: b.properties(d), MetaHash: b.metaHash(d)}
+		delete(b.cachedFields, d.ID)
 		if len(b.metaUpdates) >= embedBatchDocuments*4 {
 			return b.flushMetadata(ctx)
 		}
@@ -812,7 +892,7 @@ func (b *shardBuild) flush(ctx context.Context) (err error) {
 	recs := make([]vectorstore.ManifestRecord, len(b.pending))
 	for i, d := range b.pending {
 		recs[i] = vectorstore.ManifestRecord{DocID: d.ID, Hash: d.Hash, Chunks: len(b.pendingChunks[i]), Listing: d.Listing,
-			Shard: b.o.Shard, Shards: p.Shards, AccessKey: b.accessKey}
+			Shard: b.o.Shard, Shards: p.Shards, AccessKey: b.accessKey, Sum: d.SHA256}
 		if b.fields != nil {
 			recs[i].MetaHash = b.metaHash(d)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/extractcache"
 	"github.com/ragops/ragops/pipeline/stage"
@@ -76,7 +77,7 @@ func TestHTTPShardsShareOneDownload(t *testing.T) {
 	p.Shards, p.ExtractionCache = 4, cache
 	p.Source = plan.Source{HTTP: &ragopsv1alpha1.HTTPSource{URL: srv.URL + "/besluiten.tar.gz"}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var unchanged, deleted atomic.Int64
+	var unchanged, deleted, followerBytes atomic.Int64
 	build := func(job string, incremental bool) int64 {
 		t.Helper()
 		t.Setenv(plan.EnvJobUID, job)
@@ -93,6 +94,9 @@ func TestHTTPShardsShareOneDownload(t *testing.T) {
 			written.Add(res.Documents)
 			unchanged.Add(res.Unchanged)
 			deleted.Add(res.Deleted)
+			if shard > 0 && res.Reads != nil {
+				followerBytes.Add(res.Reads.BytesFetched)
+			}
 		}
 		return written.Load()
 	}
@@ -127,12 +131,22 @@ func TestHTTPShardsShareOneDownload(t *testing.T) {
 
 	// A sync after one document changed: one download; the shards list the unchanged
 	// documents from the stage without their bytes, keep them, and re-embed the changed one.
-	writeDoc(t, f.dir, 5, "# Besluit 5\n\nDe raad herziet het besluit over voorstel 5.")
+	changed := "# Besluit 5\n\nDe raad herziet het besluit over voorstel 5."
+	writeDoc(t, f.dir, 5, changed)
 	archive = tarGz(t, f.dir)
 	gets.Store(0)
 	unchanged.Store(0)
 	deleted.Store(0)
+	followerBytes.Store(0)
 	build("job-2", true)
+	// The lead staged the changed document's bytes only (the others' records say unchanged).
+	want := int64(len(changed))
+	if corpus.Shard(docName(5), 0, p.Shards) {
+		want = 0 // shard 0's own document: nothing to stage
+	}
+	if followerBytes.Load() != want {
+		t.Errorf("the followers read %d bytes from the sync's stage, want %d (the changed document's only)", followerBytes.Load(), want)
+	}
 	if n := gets.Load(); n != 1 {
 		t.Errorf("a sync of 4 shards downloaded the archive %d times, want once", n)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/corpus"
@@ -47,8 +49,8 @@ func checkManifest(t *testing.T, f *fixture, collection string, docs int64) {
 
 // Issue 51, one state read per sync: each of 2 shards of a sync reads its own manifest
 // records (one object per document of the shard), not the collection's chunks; a revision
-// without a manifest (built before manifests) is walked once, by the first shard that syncs
-// it, which writes the manifest, and the other shard reads the manifest. The manifest sums to
+// without a manifest (built before manifests) is walked once by each shard, which records
+// its own documents, and the next sync reads the manifest. The manifest sums to
 // the collection after the build and after each sync. A folder source reports the bytes of
 // the files each shard read.
 func TestSyncReadsOnlyItsShardsManifest(t *testing.T) {
@@ -106,17 +108,22 @@ func TestSyncReadsOnlyItsShardsManifest(t *testing.T) {
 	}
 	checkManifest(t, f, p.Collection, n)
 
-	// A revision built before manifests: the first shard walks the chunks once.
+	// A revision built before manifests: each shard walks the chunks once and records its
+	// own documents; the next sync reads the manifest.
 	if err := f.store.DeleteManifest(ctx, p.Collection); err != nil {
 		t.Fatal(err)
 	}
-	if res := run(true, 0); res.ManifestReads != int64(chunks) || res.Unchanged != shardDocs[0] {
-		t.Errorf("sync of a revision without a manifest: state read %d objects, %d unchanged; want the walk of all %d chunks, %d unchanged",
-			res.ManifestReads, res.Unchanged, chunks, shardDocs[0])
+	for s := range p.Shards {
+		if res := run(true, s); res.ManifestReads != int64(chunks) || res.Unchanged != shardDocs[s] {
+			t.Errorf("shard %d's sync of a revision without a manifest: state read %d objects, %d unchanged; want the walk of all %d chunks, %d unchanged",
+				s, res.ManifestReads, res.Unchanged, chunks, shardDocs[s])
+		}
 	}
 	checkManifest(t, f, p.Collection, n)
-	if res := run(true, 1); res.ManifestReads != shardDocs[1] || res.Unchanged != shardDocs[1] {
-		t.Errorf("sync after the migration: state read %d objects, %d unchanged; want %d each", res.ManifestReads, res.Unchanged, shardDocs[1])
+	for s := range p.Shards {
+		if res := run(true, s); res.ManifestReads != shardDocs[s] || res.Unchanged != shardDocs[s] {
+			t.Errorf("shard %d's sync after the migration: state read %d objects, %d unchanged; want %d each", s, res.ManifestReads, res.Unchanged, shardDocs[s])
+		}
 	}
 
 	// A changed and a removed document: the manifest follows.
@@ -128,6 +135,144 @@ func TestSyncReadsOnlyItsShardsManifest(t *testing.T) {
 		run(true, s)
 	}
 	checkManifest(t, f, p.Collection, n-1)
+}
+
+// checkRecords fails unless collection's manifest holds exactly one record per document of
+// the collection, of shards shards, each complete with the document's hash and chunk count as
+// its chunks hold them.
+func checkRecords(t *testing.T, f *fixture, collection string, shards int) {
+	t.Helper()
+	ctx := context.Background()
+	states, err := f.store.DocumentStates(ctx, collection, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := map[string]vectorstore.ManifestRecord{}
+	for k := range shards {
+		read, err := f.store.ManifestRecords(ctx, collection, k, shards, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, r := range read.Records {
+			recs[id] = r
+		}
+	}
+	for id, st := range states {
+		if r, ok := recs[id]; !ok || !r.Complete || r.Hash != st.Hash || r.Chunks != st.Chunks {
+			t.Errorf("document %s: record %+v (found %v), its chunks hold hash %s, %d chunks", id, r, ok, st.Hash, st.Chunks)
+		}
+	}
+	for id := range recs {
+		if _, ok := states[id]; !ok {
+			t.Errorf("record of %s, a document with no chunks", id)
+		}
+	}
+}
+
+// Issue 51, the migration race: two shards sync a revision whose manifest is gone (built
+// before manifests) at once. Shard 1 walks the collection first and writes what it found only
+// after shard 0 has migrated, changed one of its documents and removed another: shard 1's
+// stale view of shard 0's documents must not reach the manifest. Each shard migrates its own
+// documents, so the manifest ends with one record per document, with the counts and hashes
+// the chunks hold, and covers the collection. A migration retried after it stopped between
+// the records and the marks (marks deleted) walks again and duplicates nothing.
+func TestConcurrentMigrationsRecordEachDocumentOnce(t *testing.T) {
+	const n = 24
+	f := newFixture(t, n)
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := f.plan
+	p.Shards = 2
+	for s := range p.Shards {
+		if _, err := Run(ctx, quiet, p, Options{Shard: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mine []int // shard 0's documents
+	for i := range n {
+		if corpus.Shard(docName(i), 0, p.Shards) {
+			mine = append(mine, i)
+		}
+	}
+	if len(mine) < 2 || len(mine) == n {
+		t.Fatalf("shard 0 holds %d of %d documents", len(mine), n)
+	}
+	if err := f.store.DeleteManifest(ctx, p.Collection); err != nil {
+		t.Fatal(err)
+	}
+	writeDoc(t, f.dir, mine[0], "# Besluit\n\nGewijzigd: de raad besluit anders over de haven, de begroting en de motie van het jaar.")
+	if err := os.Remove(filepath.Join(f.dir, docName(mine[1]))); err != nil {
+		t.Fatal(err)
+	}
+	p.Incremental = true
+	walked, release := make(chan struct{}), make(chan struct{})
+	var late plan.BuildResult
+	lateErr := make(chan error, 1)
+	go func() {
+		var err error
+		late, err = Run(ctx, quiet, p, Options{Shard: 1, migrating: func() { close(walked); <-release }})
+		lateErr <- err
+	}()
+	select {
+	case <-walked:
+	case err := <-lateErr:
+		t.Fatalf("shard 1 ended (%v) without migrating", err)
+	}
+	first, err := Run(ctx, quiet, p, Options{Shard: 0})
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-lateErr; err != nil {
+		t.Fatal(err)
+	}
+	if first.Documents != 1 || first.Deleted != 1 || late.Documents != 0 {
+		t.Errorf("shard 0 wrote %d and removed %d documents, shard 1 wrote %d; want 1, 1 and 0", first.Documents, first.Deleted, late.Documents)
+	}
+	checkRecords(t, f, p.Collection, p.Shards)
+	checkManifest(t, f, p.Collection, n-1)
+
+	// A retried migration: the records are there, the marks are not.
+	name := vectorstore.ManifestName(p.Collection)
+	if _, err := f.store.Client().Batch().ObjectsBatchDeleter().WithClassName(name).WithWhere(filters.Where().
+		WithPath([]string{vectorstore.PropManifestShards}).WithOperator(filters.Equal).WithValueInt(0)).Do(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if covers, err := f.store.ManifestCovers(ctx, p.Collection); err != nil || covers {
+		t.Fatalf("manifest covers %v (%v) with its marks deleted", covers, err)
+	}
+	chunks, err := f.store.Count(ctx, p.Collection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]plan.BuildResult, p.Shards)
+	errs := make([]error, p.Shards)
+	for s := range p.Shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[s], errs[s] = Run(ctx, quiet, p, Options{Shard: s})
+		}()
+	}
+	wg.Wait()
+	for s, res := range results {
+		if errs[s] != nil {
+			t.Fatalf("shard %d: %v", s, errs[s])
+		}
+		if res.ManifestReads != int64(chunks) || res.Documents != 0 {
+			t.Errorf("retried migration, shard %d: state read %d objects, %d documents written; want the walk of %d chunks, 0", s, res.ManifestReads, res.Documents, chunks)
+		}
+	}
+	checkRecords(t, f, p.Collection, p.Shards)
+	checkManifest(t, f, p.Collection, n-1)
+	objects, err := f.store.Count(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := n - 1 + 1 + p.Shards; objects != want {
+		t.Errorf("manifest holds %d objects after a retried migration, want %d (one record per document, the mark and one mark per shard)", objects, want)
+	}
 }
 
 // s3Corpus serves f's documents from an S3-protocol server (gofakes3) under docs/besluiten/
@@ -241,6 +386,133 @@ func TestS3SyncDownloadsOnlyTheChangedObjects(t *testing.T) {
 	}
 	if got := s3.take(); len(got) != 0 || res.Unchanged != n || res.Reads.BytesFetched != 0 {
 		t.Errorf("sync with nothing changed downloaded %v (%d unchanged, %d bytes)", got, res.Unchanged, res.Reads.BytesFetched)
+	}
+	checkManifest(t, f, p.Collection, n)
+}
+
+// chunkFields returns each document's values of the properties props as its chunks hold
+// them ("docId" -> props joined by "|"), failing when a document's chunks disagree.
+func chunkFields(t *testing.T, f *fixture, collection string, props ...string) map[string]string {
+	t.Helper()
+	res, err := f.store.Client().Experimental().Search().WithCollection(collection).WithLimit(10000).
+		WithProperties(append([]string{vectorstore.PropDocID}, props...)...).Do(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range res {
+		vals := make([]string, len(props))
+		for i, p := range props {
+			vals[i] = fmt.Sprint(r.Properties[p])
+		}
+		id, v := fmt.Sprint(r.Properties[vectorstore.PropDocID]), strings.Join(vals, "|")
+		if old, ok := out[id]; ok && old != v {
+			t.Fatalf("chunks of %s disagree: %q and %q", id, old, v)
+		}
+		out[id] = v
+	}
+	return out
+}
+
+// Issue 51, S3 syncs with a field the reader gives (a front-matter title): the reader's value
+// of an unchanged object comes with its chunks, or from the extraction cache by the raw
+// SHA-256 its manifest record holds, never from a download. After a build of 12 objects, a
+// sync after 3 changed issues exactly the 3 GETs of the changed objects, and every
+// document's chunks hold its title. Then a new field declaration (a metadata-only change of
+// every document) downloads nothing: the 12 titles come from the cache, each chunk gets the
+// new field, and no document is embedded again. With the cache dropped, the next
+// metadata-only change downloads and reads each object (a cache miss downloads).
+func TestS3SyncWithReaderFieldsDownloadsOnlyTheChangedObjects(t *testing.T) {
+	const n = 12
+	f := newFixture(t, 0)
+	titles, sizes := map[string]string{}, map[string]int{}
+	doc := func(i int, title string) string {
+		body := fmt.Sprintf("---\ntitle: %s\n---\n# %s\n\nDe raad besluit over voorstel %d en de begroting.\n", title, title, i)
+		titles[docName(i)], sizes[docName(i)] = title, len(body)
+		return body
+	}
+	for i := range n {
+		writeDoc(t, f.dir, i, doc(i, fmt.Sprintf("Besluit %d", i)))
+	}
+	s3 := newS3Corpus(t, f.dir)
+	cache, err := vectorstore.ExtractionCacheName("t", "besluiten")
+	if err != nil {
+		t.Fatal(err)
+	}
+	title := ragopsv1alpha1.MetadataField{Name: "title", Type: ragopsv1alpha1.MetadataText, From: ragopsv1alpha1.MetadataSource{Reader: "title"}}
+	p := f.plan
+	p.Source = s3.source
+	p.Source.Metadata = &ragopsv1alpha1.MetadataSpec{Fields: []ragopsv1alpha1.MetadataField{title}}
+	p.ExtractionCache = cache
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := Run(context.Background(), log, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s3.take(); len(got) != n {
+		t.Fatalf("build downloaded %d objects, want %d", len(got), n)
+	}
+	changed := []string{docName(2), docName(5), docName(11)}
+	for _, i := range []int{2, 5, 11} {
+		s3.put(t, docName(i), doc(i, fmt.Sprintf("Gewijzigd besluit %d", i)))
+	}
+	p.Incremental = true
+	res, err := Run(context.Background(), log, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s3.take(); strings.Join(got, ",") != strings.Join(changed, ",") {
+		t.Errorf("sync after 3 of %d objects changed downloaded %v, want exactly %v", n, got, changed)
+	}
+	if res.Documents != 3 || res.Unchanged != n-3 || res.MetadataUpdated != 0 {
+		t.Errorf("sync: %d written, %d unchanged, %d metadata updated; want 3, %d, 0", res.Documents, res.Unchanged, res.MetadataUpdated, n-3)
+	}
+	got := chunkFields(t, f, p.Collection, "title")
+	if len(got) != n {
+		t.Errorf("%d documents have chunks, want %d", len(got), n)
+	}
+	for id, tt := range titles {
+		if got[id] != tt {
+			t.Errorf("%s: chunks hold title %q, want %q", id, got[id], tt)
+		}
+	}
+
+	// A field added: every document's metadata changes; the titles come from the cache.
+	p.Source.Metadata = &ragopsv1alpha1.MetadataSpec{Fields: []ragopsv1alpha1.MetadataField{title,
+		{Name: "bytes", Type: ragopsv1alpha1.MetadataInt, From: ragopsv1alpha1.MetadataSource{Source: corpus.MetaSourceSize}}}}
+	if res, err = Run(context.Background(), log, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s3.take(); len(got) != 0 {
+		t.Errorf("metadata-only sync downloaded %v, want nothing", got)
+	}
+	if res.MetadataUpdated != n || res.Documents != 0 || res.Tokens != 0 || res.Reads == nil || res.Reads.CacheHits != n || res.Reads.Extracted != 0 {
+		t.Errorf("metadata-only sync: %d metadata updated, %d written, %d tokens, reads %+v; want %d, 0, 0 and %d cache hits, 0 extracted",
+			res.MetadataUpdated, res.Documents, res.Tokens, res.Reads, n, n)
+	}
+	got = chunkFields(t, f, p.Collection, "title", "bytes")
+	for id, tt := range titles {
+		if want := fmt.Sprintf("%s|%d", tt, sizes[id]); got[id] != want {
+			t.Errorf("%s: chunks hold title|bytes %q, want %q", id, got[id], want)
+		}
+	}
+
+	// The cache gone: a metadata-only change downloads each object it needs the title of.
+	if err := f.store.Client().Schema().ClassDeleter().WithClassName(cache).Do(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.Source.Metadata = &ragopsv1alpha1.MetadataSpec{Fields: []ragopsv1alpha1.MetadataField{title}}
+	if res, err = Run(context.Background(), log, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s3.take(); len(got) != n || res.MetadataUpdated != n || res.Documents != 0 || res.Reads.Extracted != n {
+		t.Errorf("metadata-only sync without the cache: downloaded %v, %d metadata updated, %d written, reads %+v; want all %d downloaded, extracted and updated",
+			got, res.MetadataUpdated, res.Documents, res.Reads, n)
+	}
+	got = chunkFields(t, f, p.Collection, "title")
+	for id, tt := range titles {
+		if got[id] != tt {
+			t.Errorf("%s: chunks hold title %q after the cache was dropped, want %q", id, got[id], tt)
+		}
 	}
 	checkManifest(t, f, p.Collection, n)
 }

@@ -2,13 +2,14 @@ package build
 
 import (
 	"context"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/ragops/ragops/corpus"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/pipeline/extractcache"
 	"github.com/ragops/ragops/pipeline/stage"
-	"github.com/ragops/ragops/vectorstore"
 )
 
 // httpStage returns this shard's side of the build's one download of an HTTP source
@@ -48,44 +49,33 @@ func (b *shardBuild) httpStage() *stage.Stage {
 	if b.o.Shard == 0 && p.Incremental {
 		// A sync stages the bytes of added and changed documents only: the others are
 		// listed unread by their shards (b.unchanged decides alike from their own states).
-		var records map[string]vectorstore.ManifestRecord
-		loaded := false
-		st.Unchanged = func(ctx context.Context, rel, hash string) bool {
-			if !loaded {
-				loaded = true
+		// Their records are read a batch of files at a time, never all at once.
+		covers, checked := false, false
+		st.Unchanged = func(ctx context.Context, hashes map[string]string) map[string]bool {
+			if !checked {
+				checked = true
 				var err error
-				if records, err = b.allRecords(ctx); err != nil {
+				if covers, err = b.store.ManifestCovers(ctx, p.Collection); err != nil {
 					b.log.Warn("HTTP source: the revision's manifest could not be read; staging every document", "error", err)
 				}
 			}
-			r, ok := records[rel]
-			return ok && r.Complete && r.Hash == hash && b.skipsBytes(r)
+			if !covers {
+				return nil
+			}
+			ids := slices.Collect(maps.Keys(hashes))
+			records, err := b.store.ManifestRecordsOf(ctx, p.Collection, ids)
+			if err != nil {
+				b.log.Warn("HTTP source: manifest records could not be read; staging these documents", "documents", len(ids), "error", err)
+				return nil
+			}
+			out := map[string]bool{}
+			for rel, hash := range hashes {
+				if r, ok := records[rel]; ok && r.Complete && r.Hash == hash && b.skipsBytes(r) {
+					out[rel] = true
+				}
+			}
+			return out
 		}
 	}
 	return st
-}
-
-// allRecords reads the manifest records of every shard of the revision (shard 0 stages the
-// others' documents), or nil when no manifest covers the collection yet (every document is
-// then staged).
-func (b *shardBuild) allRecords(ctx context.Context) (map[string]vectorstore.ManifestRecord, error) {
-	p := b.p
-	covers, err := b.store.ManifestCovers(ctx, p.Collection)
-	if err != nil || !covers {
-		return nil, err
-	}
-	all := map[string]vectorstore.ManifestRecord{}
-	for k := range p.Shards {
-		read, err := b.store.ManifestRecords(ctx, p.Collection, k, p.Shards, 0, nil)
-		if err != nil {
-			return nil, err
-		}
-		for id, r := range read.Records {
-			all[id] = r
-		}
-		for _, r := range read.Restamp {
-			all[r.DocID] = r
-		}
-	}
-	return all, nil
 }

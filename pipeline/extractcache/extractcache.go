@@ -163,6 +163,21 @@ func (r *Reader) Read(ctx context.Context, data []byte) (reader.Document, error)
 	return r.read(ctx, hex.EncodeToString(sum[:]), func() (reader.Document, error) { return r.next.Read(ctx, data) })
 }
 
+// Cached returns the document of raw SHA-256 rawSHA256 (hex) from the cache without
+// extracting it: ok is false when there is no cache or it holds no verified entry for those
+// bytes and settings. It counts a hit or a miss (and a corrupt entry) as Read does.
+func (r *Reader) Cached(ctx context.Context, rawSHA256 string) (doc reader.Document, ok bool) {
+	if r.store == nil {
+		return reader.Document{}, false
+	}
+	if doc, ok = r.lookup(ctx, Key(rawSHA256, r.settings)); ok {
+		r.count(func(s *Stats) { s.Hits++ })
+	} else {
+		r.count(func(s *Stats) { s.Misses++ })
+	}
+	return doc, ok
+}
+
 // FileReader is a DocumentReader that also reads a document from a file without a copy of
 // all of it in memory (reader.Mux.ReadAt).
 type FileReader interface {

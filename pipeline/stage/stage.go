@@ -56,6 +56,10 @@ const PartBytes = 4 << 20
 // DefaultWait is how long a follower waits for the lead's stage when Stage.Wait is 0.
 const DefaultWait = 30 * time.Minute
 
+// DefaultBatch is how many files the lead asks Stage.Unchanged about at once when
+// Stage.Batch is 0.
+const DefaultBatch = 500
+
 // MaxAge is the age after which the lead deletes a stage group, used or not.
 const MaxAge = 24 * time.Hour
 
@@ -89,11 +93,15 @@ type Stage struct {
 	// Select reports whether the source selects a file (include and exclude globs): the lead
 	// stages only those.
 	Select func(rel string) bool
-	// Unchanged (nil: none), asked by the lead with a file's path and its hash (the first 16
-	// hex digits of its SHA-256, corpus.Document.Hash), reports that its owner will not read
-	// the file (a sync's document whose raw hash the collection holds): the lead stages its
-	// hash and size only, and the owner lists it unread (corpus.Listed).
-	Unchanged func(ctx context.Context, rel, hash string) bool
+	// Unchanged (nil: none), asked by the lead with at most Batch files of other shards at a
+	// time, each path with its hash (the first 16 hex digits of its SHA-256,
+	// corpus.Document.Hash), returns those whose owner will not read the file (a sync's
+	// document whose raw hash the collection holds; nil: none): the lead stages their hash
+	// and size only, and the owner lists them unread (corpus.Listed). Asking by batch lets
+	// the answer come from one lookup per batch, never a copy of every document's state.
+	Unchanged func(ctx context.Context, hashes map[string]string) map[string]bool
+	// Batch is how many files the lead hashes before it asks Unchanged (0: DefaultBatch).
+	Batch int
 	// Wait bounds a follower's wait for the lead (0: DefaultWait); Poll is its longest pause
 	// between looks (0: 10 s).
 	Wait, Poll time.Duration
@@ -207,6 +215,11 @@ func (s *Stage) lead(ctx context.Context, dir string, download func(context.Cont
 func (s *Stage) stage(ctx context.Context, dir string) error {
 	created := s.now().Unix()
 	manifests := map[int][]file{}
+	batch := s.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	var pending []hashed
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -226,13 +239,21 @@ func (s *Stage) stage(ctx context.Context, dir string) error {
 		if o == 0 {
 			return nil
 		}
-		f, err := s.put(ctx, created, o, rel, p)
+		f, err := hashFile(rel, p)
 		if err != nil {
 			return fmt.Errorf("stage %s: %w", rel, err)
 		}
-		manifests[o] = append(manifests[o], f)
-		return nil
+		pending = append(pending, hashed{file: f, owner: o, path: p})
+		if len(pending) < batch {
+			return nil
+		}
+		err = s.putBatch(ctx, created, pending, manifests)
+		pending = pending[:0]
+		return err
 	})
+	if err == nil {
+		err = s.putBatch(ctx, created, pending, manifests)
+	}
 	if err != nil {
 		return err
 	}
@@ -251,9 +272,16 @@ func (s *Stage) stage(ctx context.Context, dir string) error {
 	return s.putRoot(ctx, r)
 }
 
-// put stages the file at p (rel in the source) for owner o in parts, reading it twice (its
-// hash decides whether it is staged), never whole in memory.
-func (s *Stage) put(ctx context.Context, created int64, o int, rel, p string) (file, error) {
+// hashed is a file the lead hashed and has yet to stage: its manifest entry (ID, SHA-256,
+// size), owner and path.
+type hashed struct {
+	file
+	owner int
+	path  string
+}
+
+// hashFile reads the file at p (rel in the source) to hash it, never whole in memory.
+func hashFile(rel, p string) (file, error) {
 	fh, err := os.Open(p)
 	if err != nil {
 		return file{}, err
@@ -264,21 +292,51 @@ func (s *Stage) put(ctx context.Context, created int64, o int, rel, p string) (f
 	if err != nil {
 		return file{}, err
 	}
-	f := file{ID: rel, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}
-	if o != AllShards && s.Unchanged != nil && s.Unchanged(ctx, rel, f.SHA256[:16]) {
-		f.Unread = true
-		s.Unread++
-		return f, nil
+	return file{ID: rel, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}, nil
+}
+
+// putBatch asks Unchanged about the hashed files of a batch (BEIR files always go whole),
+// then stages each: its hash and size only when unchanged, its bytes in parts otherwise.
+func (s *Stage) putBatch(ctx context.Context, created int64, batch []hashed, manifests map[int][]file) error {
+	var unchanged map[string]bool
+	if s.Unchanged != nil {
+		ask := make(map[string]string, len(batch))
+		for _, h := range batch {
+			if h.owner != AllShards {
+				ask[h.ID] = h.SHA256[:16]
+			}
+		}
+		if len(ask) > 0 {
+			unchanged = s.Unchanged(ctx, ask)
+		}
 	}
-	if _, err := fh.Seek(0, io.SeekStart); err != nil {
-		return file{}, err
+	for _, h := range batch {
+		f := h.file
+		if h.owner != AllShards && unchanged[f.ID] {
+			f.Unread = true
+			s.Unread++
+		} else if err := s.put(ctx, created, h.owner, h.path, &f); err != nil {
+			return fmt.Errorf("stage %s: %w", f.ID, err)
+		}
+		manifests[h.owner] = append(manifests[h.owner], f)
 	}
+	return nil
+}
+
+// put stages the file at p for owner o in parts, as f (hashed by hashFile) says, reading it
+// again, never whole in memory; f.Parts counts the parts written.
+func (s *Stage) put(ctx context.Context, created int64, o int, p string, f *file) error {
+	fh, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
 	buf := make([]byte, PartBytes)
 	for {
 		k, err := io.ReadFull(fh, buf)
 		if k > 0 || f.Parts == 0 {
 			if err := s.putBlob(ctx, s.partKey(o, f.SHA256, f.Parts), s.group(created, o), buf[:k]); err != nil {
-				return file{}, err
+				return err
 			}
 			f.Parts++
 		}
@@ -286,12 +344,12 @@ func (s *Stage) put(ctx context.Context, created int64, o int, rel, p string) (f
 			break
 		}
 		if err != nil {
-			return file{}, err
+			return err
 		}
 	}
 	s.Staged++
 	s.StagedBytes += f.Size
-	return f, nil
+	return nil
 }
 
 func (s *Stage) putBlob(ctx context.Context, key, group string, payload []byte) error {

@@ -261,7 +261,8 @@ func sha256Hex(s string) string {
 
 // Issue 51: in a sync the lead stages only the bytes of documents their shard will read; a
 // document the lead reports unchanged reaches its shard listed (ID, hash, size) without
-// bytes, and shared BEIR files always come whole.
+// bytes, and shared BEIR files always come whole. The lead asks about the other shards'
+// documents a batch at a time (at most Batch files an ask), each once.
 func TestASyncStagesOnlyChangedDocuments(t *testing.T) {
 	store, _, _ := newStore(t)
 	ctx := context.Background()
@@ -274,14 +275,33 @@ func TestASyncStagesOnlyChangedDocuments(t *testing.T) {
 		}
 	}
 	lead := newStage(store, "job-1", 0)
-	lead.Unchanged = func(_ context.Context, rel, hash string) bool {
-		if hash != sha256Hex(archive()[rel])[:16] {
-			t.Errorf("%s: asked with hash %s", rel, hash)
+	lead.Batch = 3
+	asked := map[string]int{}
+	lead.Unchanged = func(_ context.Context, hashes map[string]string) map[string]bool {
+		if len(hashes) > lead.Batch {
+			t.Errorf("asked about %d files at once, want at most %d", len(hashes), lead.Batch)
 		}
-		return rel != changed
+		out := map[string]bool{}
+		for rel, hash := range hashes {
+			asked[rel]++
+			if hash != sha256Hex(archive()[rel])[:16] {
+				t.Errorf("%s: asked with hash %s", rel, hash)
+			}
+			out[rel] = rel != changed
+		}
+		return out
 	}
 	if _, err := lead.Fetch(ctx, filepath.Join(t.TempDir(), "http"), o.download); err != nil {
 		t.Fatal(err)
+	}
+	for name := range archive() {
+		want := 1 // a follower's document; the lead's own and shared files are not asked about
+		if strings.HasSuffix(name, ".jsonl") || corpus.Shard(name, 0, shards) {
+			want = 0
+		}
+		if asked[name] != want {
+			t.Errorf("the lead asked about %s %d times, want %d", name, asked[name], want)
+		}
 	}
 	owner := newStage(store, "", 0).Owner(changed)
 	for k := 1; k < shards; k++ {
