@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	accessspecs "github.com/ragops/ragops/access/specs"
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/controllers"
 )
 
 // Issue 52, access: an Index whose Corpus has no access rules gets no endpoint; once the
@@ -96,4 +98,123 @@ func TestIndexWithAccessRulesGetsTheEndpointAndTheWeaviatePolicy(t *testing.T) {
 		}
 		return false, nil
 	})
+}
+
+// Issue 52, access: the endpoint's objects are kept up to date and cleaned up. Objects left
+// by an older operator (another image and args, a Role without the Secrets rule) are
+// brought to the current spec by server-side apply; two Indexes of the namespace both own
+// the namespaced objects. Deleting one leaves everything to the other; deleting the last
+// removes the endpoint, its TokenReview ClusterRoleBinding (which no owner reference can
+// remove) and the namespace's admission in the Weaviate NetworkPolicy.
+func TestAccessEndpointObjectsAreAppliedAndReleased(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "weaviate"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	old := &accessspecs.Endpoint{Namespace: ns, Image: "ragops:old"}
+	staleDep := old.Deployment()
+	staleDep.Spec.Template.Spec.Containers[0].Args = []string{"endpoint", "--stale"}
+	staleRole := old.Role()
+	staleRole.Rules = staleRole.Rules[:1]
+	for _, o := range []client.Object{staleDep, staleRole} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inCluster := func(ix *ragopsv1alpha1.Index) {
+		ix.Spec.Weaviate = ragopsv1alpha1.WeaviateSpec{URL: "http://weaviate.weaviate.svc:8080", GRPCAddress: "weaviate-grpc.weaviate.svc:50051"}
+	}
+	a := fixture(t, ns, inCluster)
+	_, b := strategyAndIndex(ns)
+	b.Name = "besluiten-b"
+	inCluster(b)
+	if err := env.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	var c ragopsv1alpha1.Corpus
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c); err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.Access = &ragopsv1alpha1.AccessSpec{Default: ragopsv1alpha1.AccessDeny,
+		Rules: []ragopsv1alpha1.AccessRule{{Path: "besloten/**", Groups: []string{"raad"}}}}
+	if err := env.Client.Update(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: accessspecs.Name}
+	want := &accessspecs.Endpoint{Namespace: ns, Image: workerImage}
+	eventually(t, 60*time.Second, "the stale endpoint objects brought up to date, owned by both Indexes", func() (bool, error) {
+		var dep appsv1.Deployment
+		var role rbacv1.Role
+		var sa corev1.ServiceAccount
+		for _, o := range []client.Object{&dep, &role, &sa} {
+			if err := env.Client.Get(ctx, key, o); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+		}
+		owners := map[string]bool{}
+		for _, ref := range dep.OwnerReferences {
+			owners[ref.Name] = true
+		}
+		ctr := dep.Spec.Template.Spec.Containers[0]
+		return ctr.Image == workerImage && slices.Equal(ctr.Args, want.Deployment().Spec.Template.Spec.Containers[0].Args) &&
+			len(role.Rules) == len(want.Role().Rules) && len(sa.OwnerReferences) == 2 && owners[a.Name] && owners[b.Name], nil
+	})
+	crbKey := client.ObjectKey{Name: accessspecs.Name + ":" + ns}
+	if err := env.Client.Get(ctx, crbKey, &rbacv1.ClusterRoleBinding{}); err != nil {
+		t.Fatalf("TokenReview binding: %v", err)
+	}
+	admitted := func() (bool, error) {
+		var p networkingv1.NetworkPolicy
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: "weaviate", Name: accessspecs.WeaviatePolicyName}, &p)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && slices.Contains(strings.Split(p.Annotations["ragops.dev/client-namespaces"], ","), ns), err
+	}
+	eventually(t, 60*time.Second, "the Weaviate policy admitting the namespace", admitted)
+
+	remove := func(name string) {
+		t.Helper()
+		ix := getIndex(t, ns, name)
+		base := ix.DeepCopy()
+		ix.Annotations = map[string]string{controllers.AnnotationSkipCleanup: "true"}
+		if err := env.Client.Patch(ctx, ix, client.MergeFrom(base)); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Delete(ctx, ix); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "Index "+name+" gone", func() (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &ragopsv1alpha1.Index{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+	}
+	remove(a.Name)
+	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.ServiceAccount{}, &rbacv1.ClusterRoleBinding{}} {
+		k := key
+		if _, ok := o.(*rbacv1.ClusterRoleBinding); ok {
+			k = crbKey
+		}
+		if err := env.Client.Get(ctx, k, o); err != nil {
+			t.Errorf("%T after deleting one of two Indexes: %v", o, err)
+		}
+	}
+	if ok, err := admitted(); !ok || err != nil {
+		t.Errorf("the Weaviate policy stopped admitting the namespace with an Index left (err %v)", err)
+	}
+
+	remove(b.Name)
+	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.ClusterRoleBinding{}} {
+		k := key
+		if _, ok := o.(*rbacv1.ClusterRoleBinding); ok {
+			k = crbKey
+		}
+		if err := env.Client.Get(ctx, k, o); !apierrors.IsNotFound(err) {
+			t.Errorf("%T after deleting the last Index: %v, want not found", o, err)
+		}
+	}
+	if ok, err := admitted(); ok || err != nil {
+		t.Errorf("the Weaviate policy still admits the namespace (err %v)", err)
+	}
 }
