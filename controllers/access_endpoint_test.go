@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,11 +14,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	accessspecs "github.com/ragops/ragops/access/specs"
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/controllers"
+	"github.com/ragops/ragops/vectorstore"
+	"github.com/ragops/ragops/vectorstore/weaviatetest"
 )
 
 // Issue 52, access: an Index whose Corpus has no access rules gets no endpoint; once the
@@ -132,15 +136,7 @@ func TestAccessEndpointObjectsAreAppliedAndReleased(t *testing.T) {
 	if err := env.Client.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	var c ragopsv1alpha1.Corpus
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c); err != nil {
-		t.Fatal(err)
-	}
-	c.Spec.Access = &ragopsv1alpha1.AccessSpec{Default: ragopsv1alpha1.AccessDeny,
-		Rules: []ragopsv1alpha1.AccessRule{{Path: "besloten/**", Groups: []string{"raad"}}}}
-	if err := env.Client.Update(ctx, &c); err != nil {
-		t.Fatal(err)
-	}
+	setCorpusAccess(t, ns)
 	key := client.ObjectKey{Namespace: ns, Name: accessspecs.Name}
 	want := &accessspecs.Endpoint{Namespace: ns, Image: workerImage}
 	eventually(t, 60*time.Second, "the stale endpoint objects brought up to date, owned by both Indexes", func() (bool, error) {
@@ -216,5 +212,124 @@ func TestAccessEndpointObjectsAreAppliedAndReleased(t *testing.T) {
 	}
 	if ok, err := admitted(); ok || err != nil {
 		t.Errorf("the Weaviate policy still admits the namespace (err %v)", err)
+	}
+}
+
+// setCorpusAccess gives Corpus "besluiten" of ns an access rule (default deny).
+func setCorpusAccess(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var c ragopsv1alpha1.Corpus
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c); err != nil {
+			return err
+		}
+		c.Spec.Access = &ragopsv1alpha1.AccessSpec{Default: ragopsv1alpha1.AccessDeny,
+			Rules: []ragopsv1alpha1.AccessRule{{Path: "besloten/**", Groups: []string{"raad"}}}}
+		return env.Client.Update(ctx, &c)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 52, direct reads bypass the filter: for an Index with access rules on a Weaviate with
+// RBAC (a real one, started here), the operator provisions a role and a database user that
+// read only the Index's collections, and stores the user's key in the Secret the endpoint
+// reads: with it the Index's collection is readable, another collection is not, and nothing
+// can be written. Deleting the Index deletes the user: its key stops working. On a Weaviate
+// without RBAC the Index says so in its condition (nothing is provisioned).
+func TestWeaviateReaderProvisionedForAnIndexWithAccessRules(t *testing.T) {
+	ctx := context.Background()
+	const rootKey = "root-key-for-tests"
+	rbacWV := weaviatetest.StartWith(t, weaviatetest.Options{ExtraEnv: weaviatetest.RBACEnv(rootKey)})
+	open := func(key string) *vectorstore.Store {
+		t.Helper()
+		s, err := vectorstore.New(vectorstore.Config{HTTPHost: rbacWV.HTTPAddr, GRPCHost: rbacWV.GRPCAddr, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	root := open(rootKey)
+	ns := newNamespace(t)
+	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "weaviate-root"},
+		Data: map[string][]byte{"apiKey": []byte(rootKey)}}); err != nil {
+		t.Fatal(err)
+	}
+	fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
+		ix.Spec.Weaviate = ragopsv1alpha1.WeaviateSpec{URL: "http://" + rbacWV.HTTPAddr, GRPCAddress: rbacWV.GRPCAddr,
+			APIKeySecretRef: &ragopsv1alpha1.SecretKeySelector{Name: "weaviate-root", Key: "apiKey"}}
+	})
+	setCorpusAccess(t, ns)
+	var idx *ragopsv1alpha1.Index
+	eventually(t, 90*time.Second, "the Weaviate reader provisioned", func() (bool, error) {
+		idx = getIndex(t, ns, "besluiten")
+		c := condition(idx, ragopsv1alpha1.ConditionWeaviateReader)
+		if c != nil && c.Status == metav1.ConditionTrue {
+			return true, nil
+		}
+		return false, fmt.Errorf("conditions %+v", idx.Status.Conditions)
+	})
+	var sec corev1.Secret
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: accessspecs.ReaderSecret("besluiten")}, &sec); err != nil {
+		t.Fatal(err)
+	}
+	if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != idx.UID {
+		t.Errorf("reader Secret owners %v, want the Index", sec.OwnerReferences)
+	}
+	key := string(sec.Data[accessspecs.ReaderSecretKey])
+
+	// The revision's collection (the build Job would write it) and another Index's.
+	mine, err := vectorstore.CollectionName(ns, "besluiten", idx.Status.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := vectorstore.CollectionName(ns, "personeel", "r1")
+	chunk := func(doc string) vectorstore.Chunk {
+		text := "besluit over windenergie " + doc
+		return vectorstore.Chunk{DocID: doc, End: len(text), Text: text, DocHash: "h", Vector: []float32{1, 0, 0, 0}}
+	}
+	for _, c := range []string{mine, other} {
+		if err := root.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: c, Revision: "r", Dimensions: 4, Index: vectorstore.VectorIndex{Type: vectorstore.IndexFlat}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := root.Upsert(ctx, c, []vectorstore.Chunk{chunk(c)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := open(key)
+	search := func(target string) ([]vectorstore.Hit, error) {
+		return reader.Search(ctx, target, vectorstore.Query{Mode: vectorstore.ModeBM25, Text: "windenergie", Limit: 5})
+	}
+	if hits, err := search(mine); err != nil || len(hits) != 1 {
+		t.Errorf("the endpoint's key on its Index's collection: %d hits, %v", len(hits), err)
+	}
+	if hits, err := search(other); err == nil {
+		t.Errorf("the endpoint's key read another collection: %d hits", len(hits))
+	}
+	if err := reader.Upsert(ctx, mine, []vectorstore.Chunk{chunk("injected")}); err == nil {
+		t.Error("the endpoint's key wrote a chunk")
+	}
+
+	// On the suite's Weaviate (no RBAC) the condition says nothing is enforced.
+	plainNS := newNamespace(t)
+	fixture(t, plainNS, nil)
+	setCorpusAccess(t, plainNS)
+	eventually(t, 90*time.Second, "RBACNotEnforced on a Weaviate without RBAC", func() (bool, error) {
+		c := condition(getIndex(t, plainNS, "besluiten"), ragopsv1alpha1.ConditionWeaviateReader)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == controllers.ReasonRBACNotEnforced, nil
+	})
+
+	// The Index goes: its key reads nothing.
+	if err := env.Client.Delete(ctx, idx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "the Index gone", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &ragopsv1alpha1.Index{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if hits, err := search(mine); err == nil {
+		t.Errorf("the deleted Index's key still reads: %d hits", len(hits))
 	}
 }

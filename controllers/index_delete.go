@@ -183,6 +183,9 @@ func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alph
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if err := r.deleteWeaviateReader(cctx, idx, apiKey); err != nil {
+		return err
+	}
 	if err := store.DeleteAlias(cctx, alias); err != nil {
 		return err
 	}
