@@ -106,42 +106,24 @@ func held(r rbac.Role) (ps []permission, other []rbac.Permission) {
 			ps = append(ps, permission{"aliases", a, al.Alias})
 		}
 	}
-	for _, p := range r.Backups {
-		other = append(other, p)
-	}
-	for _, p := range r.Cluster {
-		other = append(other, p)
-	}
-	for _, p := range r.Nodes {
-		other = append(other, p)
-	}
-	for _, p := range r.Roles {
-		other = append(other, p)
-	}
-	for _, p := range r.Replicate {
-		other = append(other, p)
-	}
-	for _, p := range r.Tenants {
-		other = append(other, p)
-	}
-	for _, p := range r.Users {
-		other = append(other, p)
-	}
-	for _, p := range r.Groups {
-		other = append(other, p)
-	}
-	for _, p := range r.MCP {
-		other = append(other, p)
-	}
+	other = appendAll(other, r.Backups)
+	other = appendAll(other, r.Cluster)
+	other = appendAll(other, r.Nodes)
+	other = appendAll(other, r.Roles)
+	other = appendAll(other, r.Replicate)
+	other = appendAll(other, r.Tenants)
+	other = appendAll(other, r.Users)
+	other = appendAll(other, r.Groups)
+	other = appendAll(other, r.MCP)
 	return ps, other
 }
 
 // EnsureReader makes ReaderRole(alias) grant exactly reads of collections and alias (adding
-// and removing permissions of an existing role) and ReaderUser(alias) exist, active, with
-// that role (a user deactivated by hand stays so). It returns the user's API key when it created the user or, with rotate (the
-// caller lost the key), rotated its key; "" otherwise (the key the caller holds stays
-// valid). Errors: an empty collections list; any Weaviate error (403: c's key may not manage
-// roles or users).
+// before removing permissions of an existing role, which Weaviate deletes once empty) and
+// ReaderUser(alias) exist with that role. It returns the user's API key when it created the
+// user or, with rotate (the caller lost the key), rotated its key; "" otherwise (the key the
+// caller holds stays valid). A user deactivated by hand stays so. Errors: an empty
+// collections list; any Weaviate error (403: c's key may not manage roles or users).
 func EnsureReader(ctx context.Context, c *weaviate.Client, alias string, collections []string, rotate bool) (key string, err error) {
 	if len(collections) == 0 {
 		return "", errors.New("authz: a reader of no collections")
@@ -210,6 +192,13 @@ func DeleteReader(ctx context.Context, c *weaviate.Client, alias string) error {
 		return fmt.Errorf("delete weaviate role %s: %w", ReaderRole(alias), err)
 	}
 	return nil
+}
+
+func appendAll[P rbac.Permission](out []rbac.Permission, ps []P) []rbac.Permission {
+	for _, p := range ps {
+		out = append(out, p)
+	}
+	return out
 }
 
 func isStatus(err error, code int) bool {
