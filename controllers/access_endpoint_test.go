@@ -136,7 +136,7 @@ func TestAccessEndpointObjectsAreAppliedAndReleased(t *testing.T) {
 	if err := env.Client.Create(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	setCorpusAccess(t, ns)
+	setCorpusAccess(t, ns, ruleForRaad)
 	key := client.ObjectKey{Namespace: ns, Name: accessspecs.Name}
 	want := &accessspecs.Endpoint{Namespace: ns, Image: workerImage}
 	eventually(t, 60*time.Second, "the stale endpoint objects brought up to date, owned by both Indexes", func() (bool, error) {
@@ -215,8 +215,12 @@ func TestAccessEndpointObjectsAreAppliedAndReleased(t *testing.T) {
 	}
 }
 
-// setCorpusAccess gives Corpus "besluiten" of ns an access rule (default deny).
-func setCorpusAccess(t *testing.T, ns string) {
+// ruleForRaad is an access spec: besloten/** for group raad, default deny.
+var ruleForRaad = &ragopsv1alpha1.AccessSpec{Default: ragopsv1alpha1.AccessDeny,
+	Rules: []ragopsv1alpha1.AccessRule{{Path: "besloten/**", Groups: []string{"raad"}}}}
+
+// setCorpusAccess sets the spec.access of Corpus "besluiten" of ns.
+func setCorpusAccess(t *testing.T, ns string, access *ragopsv1alpha1.AccessSpec) {
 	t.Helper()
 	ctx := context.Background()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -224,8 +228,7 @@ func setCorpusAccess(t *testing.T, ns string) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "besluiten"}, &c); err != nil {
 			return err
 		}
-		c.Spec.Access = &ragopsv1alpha1.AccessSpec{Default: ragopsv1alpha1.AccessDeny,
-			Rules: []ragopsv1alpha1.AccessRule{{Path: "besloten/**", Groups: []string{"raad"}}}}
+		c.Spec.Access = access.DeepCopy()
 		return env.Client.Update(ctx, &c)
 	})
 	if err != nil {
@@ -252,33 +255,40 @@ func TestWeaviateReaderProvisionedForAnIndexWithAccessRules(t *testing.T) {
 		return s
 	}
 	root := open(rootKey)
-	ns := newNamespace(t)
-	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "weaviate-root"},
-		Data: map[string][]byte{"apiKey": []byte(rootKey)}}); err != nil {
-		t.Fatal(err)
-	}
-	fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
-		ix.Spec.Weaviate = ragopsv1alpha1.WeaviateSpec{URL: "http://" + rbacWV.HTTPAddr, GRPCAddress: rbacWV.GRPCAddr,
-			APIKeySecretRef: &ragopsv1alpha1.SecretKeySelector{Name: "weaviate-root", Key: "apiKey"}}
-	})
-	setCorpusAccess(t, ns)
-	var idx *ragopsv1alpha1.Index
-	eventually(t, 90*time.Second, "the Weaviate reader provisioned", func() (bool, error) {
-		idx = getIndex(t, ns, "besluiten")
-		c := condition(idx, ragopsv1alpha1.ConditionWeaviateReader)
-		if c != nil && c.Status == metav1.ConditionTrue {
-			return true, nil
+	// provision makes fixture's Index of a new namespace on this Weaviate, with access rules,
+	// and returns it once its reader is provisioned, with the reader's key.
+	provision := func() (*ragopsv1alpha1.Index, string) {
+		t.Helper()
+		ns := newNamespace(t)
+		if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "weaviate-root"},
+			Data: map[string][]byte{"apiKey": []byte(rootKey)}}); err != nil {
+			t.Fatal(err)
 		}
-		return false, fmt.Errorf("conditions %+v", idx.Status.Conditions)
-	})
-	var sec corev1.Secret
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: accessspecs.ReaderSecret("besluiten")}, &sec); err != nil {
-		t.Fatal(err)
+		fixture(t, ns, func(ix *ragopsv1alpha1.Index) {
+			ix.Spec.Weaviate = ragopsv1alpha1.WeaviateSpec{URL: "http://" + rbacWV.HTTPAddr, GRPCAddress: rbacWV.GRPCAddr,
+				APIKeySecretRef: &ragopsv1alpha1.SecretKeySelector{Name: "weaviate-root", Key: "apiKey"}}
+		})
+		setCorpusAccess(t, ns, ruleForRaad)
+		var idx *ragopsv1alpha1.Index
+		eventually(t, 90*time.Second, "the Weaviate reader provisioned", func() (bool, error) {
+			idx = getIndex(t, ns, "besluiten")
+			c := condition(idx, ragopsv1alpha1.ConditionWeaviateReader)
+			if c != nil && c.Status == metav1.ConditionTrue {
+				return true, nil
+			}
+			return false, fmt.Errorf("conditions %+v", idx.Status.Conditions)
+		})
+		var sec corev1.Secret
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: accessspecs.ReaderSecret("besluiten")}, &sec); err != nil {
+			t.Fatal(err)
+		}
+		if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != idx.UID {
+			t.Errorf("reader Secret owners %v, want the Index", sec.OwnerReferences)
+		}
+		return idx, string(sec.Data[accessspecs.ReaderSecretKey])
 	}
-	if len(sec.OwnerReferences) != 1 || sec.OwnerReferences[0].UID != idx.UID {
-		t.Errorf("reader Secret owners %v, want the Index", sec.OwnerReferences)
-	}
-	key := string(sec.Data[accessspecs.ReaderSecretKey])
+	idx, key := provision()
+	ns := idx.Namespace
 
 	// The revision's collection (the build Job would write it) and another Index's.
 	mine, err := vectorstore.CollectionName(ns, "besluiten", idx.Status.Revision)
@@ -315,11 +325,29 @@ func TestWeaviateReaderProvisionedForAnIndexWithAccessRules(t *testing.T) {
 	// On the suite's Weaviate (no RBAC) the condition says nothing is enforced.
 	plainNS := newNamespace(t)
 	fixture(t, plainNS, nil)
-	setCorpusAccess(t, plainNS)
+	setCorpusAccess(t, plainNS, ruleForRaad)
 	eventually(t, 90*time.Second, "RBACNotEnforced on a Weaviate without RBAC", func() (bool, error) {
 		c := condition(getIndex(t, plainNS, "besluiten"), ragopsv1alpha1.ConditionWeaviateReader)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == controllers.ReasonRBACNotEnforced, nil
 	})
+
+	// A Corpus that drops its access rules: the reader and its Secret go.
+	dropped, droppedKey := provision()
+	droppedCol, _ := vectorstore.CollectionName(dropped.Namespace, "besluiten", dropped.Status.Revision)
+	if err := root.EnsureCollection(ctx, vectorstore.CollectionSpec{Name: droppedCol, Revision: "r", Dimensions: 4, Index: vectorstore.VectorIndex{Type: vectorstore.IndexFlat}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(droppedKey).Search(ctx, droppedCol, vectorstore.Query{Mode: vectorstore.ModeBM25, Text: "windenergie", Limit: 5}); err != nil {
+		t.Fatalf("the second Index's key before the rules are dropped: %v", err)
+	}
+	setCorpusAccess(t, dropped.Namespace, nil)
+	eventually(t, 90*time.Second, "the reader gone with the access rules", func() (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: dropped.Namespace, Name: accessspecs.ReaderSecret("besluiten")}, &corev1.Secret{})
+		return apierrors.IsNotFound(err) && condition(getIndex(t, dropped.Namespace, "besluiten"), ragopsv1alpha1.ConditionWeaviateReader) == nil, client.IgnoreNotFound(err)
+	})
+	if _, err := open(droppedKey).Search(ctx, droppedCol, vectorstore.Query{Mode: vectorstore.ModeBM25, Text: "windenergie", Limit: 5}); err == nil {
+		t.Error("the key of an Index whose Corpus dropped its access rules still reads")
+	}
 
 	// The Index goes: its key reads nothing.
 	if err := env.Client.Delete(ctx, idx); err != nil {

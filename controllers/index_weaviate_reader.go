@@ -27,7 +27,7 @@ import (
 	"github.com/ragops/ragops/vectorstore/authz"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;delete
 
 // ConditionWeaviateReader reasons.
 const (
@@ -84,13 +84,22 @@ func readerCollections(idx *ragopsv1alpha1.Index, revision string) []string {
 
 // reconcileWeaviateReader provisions the Index's Weaviate reader (role, user, and the key in
 // Secret accessspecs.ReaderSecret, created when the user is, rotated when the Secret is lost)
-// and reports it in ConditionWeaviateReader. A failure does not stop the reconcile (the
+// and reports it in ConditionWeaviateReader; once the Corpus has no access rules it deletes
+// them. A failure does not stop the reconcile (the
 // endpoint then uses the Index's key, and still filters); it is retried on the next.
 func (r *IndexReconciler) reconcileWeaviateReader(ctx context.Context, st *indexState) (reconcile.Result, error) {
 	idx := st.idx
 	if st.corpus == nil || st.corpus.Spec.Access == nil {
 		if meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionWeaviateReader) == nil {
 			return reconcile.Proceed, nil
+		}
+		// The Corpus dropped its access rules: the reader goes (the endpoint no longer serves it).
+		if err := r.deleteWeaviateReader(ctx, idx, st.apiKey); err != nil {
+			return reconcile.Stop, err
+		}
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: idx.Namespace, Name: accessspecs.ReaderSecret(idx.Name)}}
+		if err := client.IgnoreNotFound(r.Delete(ctx, sec)); err != nil {
+			return reconcile.Stop, err
 		}
 		return reconcile.Proceed.Remove(ragopsv1alpha1.ConditionWeaviateReader), nil
 	}
