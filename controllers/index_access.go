@@ -130,6 +130,7 @@ func (r *IndexReconciler) apply(ctx context.Context, o client.Object, owner clie
 // namespace (deleted with its last client namespace).
 func (r *IndexReconciler) releaseAccessEndpoint(ctx context.Context, idx *ragopsv1alpha1.Index) error {
 	accessApplied.Delete(idx.UID)
+	readersApplied.Delete(idx.UID)
 	var list ragopsv1alpha1.IndexList
 	if err := r.List(ctx, &list, client.InNamespace(idx.Namespace)); err != nil {
 		return err

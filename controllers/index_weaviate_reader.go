@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -37,9 +38,26 @@ const (
 )
 
 // readersApplied remembers, per Index (UID), what this process provisioned in Weaviate for it
-// (a hash of the Weaviate, the alias and the collections), so a steady-state reconcile
-// makes no Weaviate call.
+// (a readerApplied), so a steady-state reconcile makes no Weaviate call.
 var readersApplied sync.Map
+
+// readerApplied is what was provisioned (a hash of the Weaviate, the keys, the alias and the
+// collections) and the condition that reported it: set again when the stored status lacks it
+// (a status patch that was lost).
+type readerApplied struct {
+	key  string
+	cond metav1.Condition
+}
+
+// appliedReader records what was provisioned for idx and returns the result that reports it.
+func appliedReader(idx *ragopsv1alpha1.Index, key string, status metav1.ConditionStatus, reason, msg string) reconcile.Result {
+	readersApplied.Store(idx.UID, readerApplied{key: key, cond: metav1.Condition{Type: ragopsv1alpha1.ConditionWeaviateReader, Status: status, Reason: reason, Message: msg}})
+	return reconcile.Proceed.Set(ragopsv1alpha1.ConditionWeaviateReader, status, reason, msg)
+}
+
+// adminStores holds one store per Weaviate endpoint and provisioning key (a store keeps its
+// connections).
+var adminStores = cachedStores(NewWeaviateStore)
 
 // weaviateAdmin opens a client of the Index's Weaviate with the key that provisions roles and
 // users: Options.WeaviateAdminKey, else the Index's own key.
@@ -53,17 +71,17 @@ func (r *IndexReconciler) weaviateAdmin(ctx context.Context, idx *ragopsv1alpha1
 		return nil, err
 	}
 	if msg != "" {
-		return nil, fmt.Errorf("%s", msg)
+		return nil, errors.New(msg)
 	}
-	cfg, err := StoreConfig(idx.Spec.Weaviate, key, ca)
+	s, err := adminStores(idx.Spec.Weaviate, key, ca)
 	if err != nil {
 		return nil, err
 	}
-	s, err := vectorstore.New(cfg)
-	if err != nil {
-		return nil, err
+	c, ok := s.(interface{ Client() *weaviate.Client })
+	if !ok {
+		return nil, fmt.Errorf("store %T has no Weaviate client", s)
 	}
-	return s.Client(), nil
+	return c.Client(), nil
 }
 
 // readerCollections are the collections the Index's reader may read: every recorded
@@ -107,8 +125,12 @@ func (r *IndexReconciler) reconcileWeaviateReader(ctx context.Context, st *index
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%x|%s|%v", idx.Spec.Weaviate.URL, idx.Spec.Weaviate.GRPCAddress,
 		sha256.Sum256([]byte(r.Options.WeaviateAdminKey+"|"+st.apiKey)), st.alias, cols))
 	key := hex.EncodeToString(sum[:])
-	if applied, _ := readersApplied.Load(idx.UID); applied == key {
-		return reconcile.Proceed, nil
+	if v, ok := readersApplied.Load(idx.UID); ok && v.(readerApplied).key == key {
+		c, have := v.(readerApplied).cond, meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionWeaviateReader)
+		if have != nil && have.Status == c.Status && have.Reason == c.Reason && have.Message == c.Message {
+			return reconcile.Proceed, nil
+		}
+		return reconcile.Proceed.Set(c.Type, c.Status, c.Reason, c.Message), nil
 	}
 	failed := func(err error) (reconcile.Result, error) {
 		return reconcile.Proceed.Set(ragopsv1alpha1.ConditionWeaviateReader, metav1.ConditionFalse, ReasonReaderProvisioningFailed,
@@ -118,15 +140,15 @@ func (r *IndexReconciler) reconcileWeaviateReader(ctx context.Context, st *index
 	if err != nil {
 		return failed(err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, StoreTimeout)
+	// A handful of calls, each bounded by StoreTimeout.
+	cctx, cancel := context.WithTimeout(ctx, 3*StoreTimeout)
 	defer cancel()
 	on, err := authz.Enforced(cctx, c)
 	if err != nil {
 		return failed(err)
 	}
 	if !on {
-		readersApplied.Store(idx.UID, key)
-		return reconcile.Proceed.Set(ragopsv1alpha1.ConditionWeaviateReader, metav1.ConditionFalse, ReasonRBACNotEnforced,
+		return appliedReader(idx, key, metav1.ConditionFalse, ReasonRBACNotEnforced,
 			"Weaviate does not enforce RBAC (AUTHORIZATION_RBAC_ENABLED): a client that reaches it reads every collection; only the NetworkPolicy keeps direct reads out (docs/security.md)"), nil
 	}
 	name := accessspecs.ReaderSecret(idx.Name)
@@ -145,8 +167,7 @@ func (r *IndexReconciler) reconcileWeaviateReader(ctx context.Context, st *index
 			return reconcile.Stop, err
 		}
 	}
-	readersApplied.Store(idx.UID, key)
-	return reconcile.Proceed.Set(ragopsv1alpha1.ConditionWeaviateReader, metav1.ConditionTrue, ReasonReaderProvisioned,
+	return appliedReader(idx, key, metav1.ConditionTrue, ReasonReaderProvisioned,
 		fmt.Sprintf("Weaviate user %s (role %s) reads only this Index's %d collection(s) and alias; its key is in Secret %s",
 			authz.ReaderUser(st.alias), authz.ReaderRole(st.alias), len(cols), name)), nil
 }
