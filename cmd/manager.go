@@ -94,6 +94,9 @@ func newManagerCommand() *cobra.Command {
 				IndexConcurrency: indexConcurrency, WeaviateOutageWait: outageWait, JobStopTimeout: jobStopTimeout,
 				MaxConcurrentSyncs: maxSyncs,
 				ModelServerURLs:    modelServerURLs,
+				// The key that provisions each access Index's Weaviate reader (chart value
+				// weaviateAdminKeySecret); empty: the Index's own key.
+				WeaviateAdminKey: os.Getenv("RAGOPS_WEAVIATE_ADMIN_KEY"),
 			}); err != nil {
 				return err
 			}

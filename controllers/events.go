@@ -25,7 +25,8 @@ var positivePolarity = map[string]bool{
 }
 
 // needsAPerson reports whether a condition calls for a Warning Event: Stalled=True,
-// ResultsStored=False for a refused or lost set, a DeletionBlocked or UnderReplicated that is
+// ResultsStored=False for a refused or lost set, WeaviateReaderProvisioned=False for a failed
+// provisioning, a DeletionBlocked or UnderReplicated that is
 // not just waiting for pods to stop, or Ready=False for one of problemReasons. Ready=False
 // while building, gating, syncing or waiting for a Corpus or Index is progress (Normal), and
 // a positive-polarity condition (positivePolarity) is informational.
@@ -36,6 +37,9 @@ func needsAPerson(c metav1.Condition) bool {
 		return c.Status == metav1.ConditionFalse && (c.Reason == ReasonResultsUnavailable || c.Reason == ReasonResultsRefused)
 	case c.Type == ragopsv1alpha1.ConditionReady:
 		return c.Status == metav1.ConditionFalse && problemReasons[c.Reason]
+	case c.Type == ragopsv1alpha1.ConditionWeaviateReader:
+		// A Weaviate without RBAC is a deployment choice docs/security.md describes.
+		return c.Status == metav1.ConditionFalse && c.Reason == ReasonReaderProvisioningFailed
 	case positivePolarity[c.Type], c.Status != metav1.ConditionTrue:
 		return false
 	case c.Type == ragopsv1alpha1.ConditionReconciling:

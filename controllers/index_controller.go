@@ -155,6 +155,7 @@ func (r *IndexReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res 
 	result, err := reconcile.Run(ctx, st,
 		r.resolveInputs,
 		r.reconcileAccessEndpoint,
+		r.reconcileWeaviateReader,
 		r.reconcileServing,
 		r.reconcileReplicaHealth,
 		r.reconcileCorpusSync,

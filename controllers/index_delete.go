@@ -91,7 +91,7 @@ func (r *IndexReconciler) stopRunningJobs(ctx context.Context, idx *ragopsv1alph
 }
 
 // reconcileDelete stops running Jobs, then removes the alias, then every revision
-// collection, then the finalizer. While Job pods run, or with Weaviate unreachable (retried
+// collection, then the access endpoint's objects no other Index needs, then the finalizer. While Job pods run, or with Weaviate unreachable (retried
 // with backoff), its outcome is DeletionBlocked; after FinalizerTimeout it gives up with a
 // Warning event naming what is left behind. Once the finalizer is gone the outcome is
 // deleted: the status no longer claims to serve while others' finalizers hold the object.
@@ -133,6 +133,9 @@ func (r *IndexReconciler) reconcileDelete(ctx context.Context, idx *ragopsv1alph
 			r.Events.Eventf(idx, nil, corev1.EventTypeWarning, ReasonCleanupFailed, "Delete", "gave up after %s: left behind alias %s and collections %s: %v",
 				r.Options.FinalizerTimeout, idx.Status.Alias, strings.Join(leftovers, ","), err)
 		}
+	}
+	if err := r.releaseAccessEndpoint(ctx, idx); err != nil {
+		return reconcile.Stop, err
 	}
 	metrics.ForgetIndex(idx.Namespace, idx.Name)
 	base := idx.DeepCopy()
@@ -180,6 +183,9 @@ func (r *IndexReconciler) cleanupWeaviate(ctx context.Context, idx *ragopsv1alph
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if err := r.deleteWeaviateReader(cctx, idx, apiKey); err != nil {
+		return err
+	}
 	if err := store.DeleteAlias(cctx, alias); err != nil {
 		return err
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	// ManagerNamespace is the namespace the manager runs in: model server NetworkPolicies
 	// admit its pods there so it can read /meta. Empty: none (a manager outside a cluster).
 	ManagerNamespace string
+	// WeaviateAdminKey, when set, is the Weaviate API key that provisions the RBAC role and
+	// user of each Index with access rules (a root user's); empty uses the Index's own key.
+	WeaviateAdminKey string
 	// NewStore opens a vector store for an Index's Weaviate endpoint; nil means
 	// NewWeaviateStore with one cached Store per endpoint and API key.
 	NewStore StoreFactory

@@ -198,21 +198,27 @@ func (c *Chain) Authenticate(ctx context.Context, token string) (Identity, error
 // unverifiedIssuer returns the iss claim of a JWT without checking anything ("" when token
 // is not a JWT): it only picks the verifier.
 func unverifiedIssuer(token string) string {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return ""
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return ""
-	}
 	var c struct {
 		Iss string `json:"iss"`
 	}
-	if json.Unmarshal(raw, &c) != nil {
+	if !unverifiedClaims(token, &c) {
 		return ""
 	}
 	return c.Iss
+}
+
+// unverifiedClaims decodes the payload of a JWT into v without checking its signature; false
+// when token is not a JWT.
+func unverifiedClaims(token string, v any) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return false
+	}
+	return json.Unmarshal(raw, v) == nil
 }
 
 // bearer returns the bearer token of r's Authorization header.

@@ -50,7 +50,7 @@ func LoadConfig(path string) (Config, error) {
 }
 
 // NewServer returns the endpoint for the Indexes of namespace: Kubernetes tokens reviewed by
-// the API server kube reaches (unless disabled), c's OIDC issuers, c's user mapping, and
+// the API server kube reaches (unless disabled; reviews cached, CachedAuthenticator), c's OIDC issuers, c's user mapping, and
 // Indexes resolved through reader.
 func NewServer(c Config, kube *rest.Config, reader client.Reader, namespace string, log *slog.Logger) (*Server, error) {
 	chain := &Chain{}
@@ -62,7 +62,7 @@ func NewServer(c Config, kube *rest.Config, reader client.Reader, namespace stri
 		if err != nil {
 			return nil, err
 		}
-		chain.Kubernetes = &TokenReviewer{Client: cs.AuthenticationV1().TokenReviews(), Audiences: c.Audiences}
+		chain.Kubernetes = &CachedAuthenticator{Next: &TokenReviewer{Client: cs.AuthenticationV1().TokenReviews(), Audiences: c.Audiences}}
 	}
 	return &Server{
 		Authorizer: &Authorizer{Authn: chain, Groups: TokenGroups{Users: c.Users}},

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate/filters"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	accessspecs "github.com/ragops/ragops/access/specs"
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/query"
 	"github.com/ragops/ragops/query/expand"
@@ -40,7 +42,9 @@ func (e *NotServedError) Error() string { return fmt.Sprintf("index %s: %s", e.I
 
 // KubeResolver resolves Indexes of one namespace through the Kubernetes API (query.Resolve:
 // alias, Weaviate URL, API key, CA bundle) and serves only those whose Corpus has
-// spec.access. Resolutions are kept TTL (default 10 s); stores are shared per endpoint.
+// spec.access. It searches with the read-only Weaviate key in the Index's
+// accessspecs.ReaderSecret when the operator provisioned one (Weaviate with RBAC), else with
+// the Index's own key. Resolutions are kept TTL (default 10 s); stores are shared per endpoint.
 type KubeResolver struct {
 	Client    client.Reader
 	Namespace string
@@ -87,6 +91,14 @@ func (k *KubeResolver) Resolve(ctx context.Context, name string) (Target, error)
 	}
 	qt, err := query.Resolve(ctx, k.Client, k.Namespace, name)
 	if err != nil {
+		return Target{}, err
+	}
+	// The read-only key the operator provisioned on a Weaviate with RBAC, when there is one.
+	var sec corev1.Secret
+	switch err := k.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: accessspecs.ReaderSecret(name)}, &sec); {
+	case err == nil && len(sec.Data[accessspecs.ReaderSecretKey]) > 0:
+		qt.Store.APIKey = string(sec.Data[accessspecs.ReaderSecretKey])
+	case err != nil && !apierrors.IsNotFound(err):
 		return Target{}, err
 	}
 	key := fmt.Sprintf("%s|%s|%s|%x", qt.Store.HTTPHost, qt.Store.GRPCHost, qt.Store.APIKey, qt.Store.CABundle)

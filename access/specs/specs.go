@@ -179,6 +179,17 @@ func nsSelector(ns string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
 }
 
+// ReaderSecretKey is the key of ReaderSecret's Weaviate API key.
+const ReaderSecretKey = "apiKey"
+
+// ReaderSecret names the Secret, in the Index's namespace and owned by it, that holds the
+// Weaviate API key of the read-only database user the operator provisions for Index index
+// (vectorstore/authz): the endpoint searches that Index with it.
+func ReaderSecret(index string) string {
+	const suffix = "-weaviate-reader"
+	return index[:min(len(index), 253-len(suffix))] + suffix
+}
+
 // WeaviatePolicyName is the name of the NetworkPolicy WeaviatePolicy builds.
 const WeaviatePolicyName = "ragops-weaviate-access"
 

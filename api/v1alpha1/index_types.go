@@ -136,6 +136,15 @@ const ConditionServingReady = "ServingReady"
 // or not its precision override, naming which.
 const ConditionServingSettingsApplied = "ServingSettingsApplied"
 
+// ConditionWeaviateReader is an Index condition, informational, for an Index whose Corpus has
+// spec.access: True (reason Provisioned) when the operator provisioned a Weaviate RBAC role
+// that reads only this Index's collections and alias and a database user holding it, whose
+// key the access endpoint uses (Secret <index>-weaviate-reader); False with reason
+// RBACNotEnforced when Weaviate has no RBAC (any client that reaches it reads every
+// collection: only the NetworkPolicy keeps direct reads out), or ProvisioningFailed naming
+// the error (the key that provisions must manage roles and users; docs/security.md).
+const ConditionWeaviateReader = "WeaviateReaderProvisioned"
+
 // ServingStatus is the model server of the revision behind the alias (of the desired revision
 // while none serves): where apps that embed through the OpenAI embeddings API send their
 // queries, and what they get.

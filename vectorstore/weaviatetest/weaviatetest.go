@@ -525,3 +525,21 @@ func (b *tailBuffer) String() string {
 	}
 	return s
 }
+
+// RootUser is the root user [RBACEnv] configures.
+const RootUser = "root"
+
+// RBACEnv returns the environment (for [Options.ExtraEnv]) of a Weaviate that enforces RBAC:
+// no anonymous access, API-key authentication with rootKey for [RootUser], who is an RBAC root
+// user, and dynamic database users (/v1/users/db) enabled.
+func RBACEnv(rootKey string) []string {
+	return []string{
+		"AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=false",
+		"AUTHENTICATION_APIKEY_ENABLED=true",
+		"AUTHENTICATION_APIKEY_ALLOWED_KEYS=" + rootKey,
+		"AUTHENTICATION_APIKEY_USERS=" + RootUser,
+		"AUTHENTICATION_DB_USERS_ENABLED=true",
+		"AUTHORIZATION_RBAC_ENABLED=true",
+		"AUTHORIZATION_RBAC_ROOT_USERS=" + RootUser,
+	}
+}
