@@ -179,9 +179,12 @@ type Build struct {
 	// documents. What a sync costs a shard: one read of its own records in the revision's
 	// document manifest (one object per document of the shard, never the collection's
 	// chunks; a revision without a manifest is walked once by each shard, which records its
-	// own documents), then the raw bytes
-	// of its documents to hash them, except an S3 source's objects whose listing identity
-	// (ETag, size) the manifest holds: those are unchanged without a download.
+	// own documents), then the raw bytes of its documents to hash them, except an S3 source's
+	// objects whose listing identity (ETag, size) the manifest holds: those are unchanged
+	// without a download. Measured (BENCHMARKS.md "At the archive's size"): a sync that
+	// changes one document of 31,150 costs 7.6 CPU-seconds in all (about 0.13 CPU-ms per
+	// unchanged document), and a month's 1,300 changes cost what building those 1,300 alone
+	// does (1.00x).
 	Incremental bool                                `json:"incremental,omitempty"`
 	Shards      int                                 `json:"shards"`
 	Source      Source                              `json:"source"`
