@@ -71,6 +71,8 @@ func main() {
 	concurrency := fs.Int("concurrency", 1, "queries in flight (eval)")
 	until := fs.String("until", "", "import: stop after the batch that ends past this UTC time (HH:MM), keeping what was imported")
 	countFile := fs.String("count-file", "", "import: write the number of objects imported here")
+	fs.IntVar(&upsertBatch, "upsert-batch", upsertBatch, "objects per gRPC batch request (import)")
+	fs.IntVar(&inFlight, "in-flight", inFlight, "batch requests in flight (import)")
 	_ = fs.Parse(os.Args[2:])
 	chunks, err := loadChunks(*corpus)
 	if err != nil {
@@ -219,8 +221,11 @@ func collection() string {
 	return name
 }
 
+// upsertBatch and inFlight are the store's gRPC batch size and batch requests in flight.
+var upsertBatch, inFlight = 256, 2
+
 func store(httpHost, grpcHost string) (*vectorstore.Store, error) {
-	return vectorstore.New(vectorstore.Config{HTTPHost: httpHost, GRPCHost: grpcHost, BatchSize: 256, Concurrency: 2})
+	return vectorstore.New(vectorstore.Config{HTTPHost: httpHost, GRPCHost: grpcHost, BatchSize: upsertBatch, Concurrency: inFlight})
 }
 
 // importAll writes objects 0..objects-1 into a fresh HNSW collection, batch objects per
