@@ -71,6 +71,9 @@ func main() {
 	concurrency := fs.Int("concurrency", 1, "queries in flight (eval)")
 	until := fs.String("until", "", "import: stop after the batch that ends past this UTC time (HH:MM), keeping what was imported")
 	countFile := fs.String("count-file", "", "import: write the number of objects imported here")
+	start := fs.Int("from", 0, "import: first object to write (resume an import into the existing collection)")
+	fs.IntVar(&upsertBatch, "upsert-batch", upsertBatch, "objects per gRPC batch request (import)")
+	fs.IntVar(&inFlight, "in-flight", inFlight, "batch requests in flight (import)")
 	_ = fs.Parse(os.Args[2:])
 	chunks, err := loadChunks(*corpus)
 	if err != nil {
@@ -82,7 +85,7 @@ func main() {
 	case "gen":
 		err = gen(chunks, *objects, *queries, *out)
 	case "import":
-		err = importAll(ctx, chunks, *objects, *batch, *until, *countFile, *httpHost, *grpcHost)
+		err = importAll(ctx, chunks, *start, *objects, *batch, *until, *countFile, *httpHost, *grpcHost)
 	case "eval":
 		m, ok := map[string]evaluator.Mode{"dense": evaluator.Dense, "bm25": evaluator.BM25, "hybrid": evaluator.Hybrid}[*mode]
 		if !ok {
@@ -219,14 +222,17 @@ func collection() string {
 	return name
 }
 
+// upsertBatch and inFlight are the store's gRPC batch size and batch requests in flight.
+var upsertBatch, inFlight = 256, 2
+
 func store(httpHost, grpcHost string) (*vectorstore.Store, error) {
-	return vectorstore.New(vectorstore.Config{HTTPHost: httpHost, GRPCHost: grpcHost, BatchSize: 256, Concurrency: 2})
+	return vectorstore.New(vectorstore.Config{HTTPHost: httpHost, GRPCHost: grpcHost, BatchSize: upsertBatch, Concurrency: inFlight})
 }
 
-// importAll writes objects 0..objects-1 into a fresh HNSW collection, batch objects per
+// importAll writes objects start..objects-1 into the HNSW collection (created when absent), batch objects per
 // Upsert, printing the rate after every batch. With until (HH:MM UTC) set it stops after the
 // first batch that ends past that time; countFile then receives the number imported.
-func importAll(ctx context.Context, chunks []chunk, objects, batch int, until, countFile, httpHost, grpcHost string) error {
+func importAll(ctx context.Context, chunks []chunk, start, objects, batch int, until, countFile, httpHost, grpcHost string) error {
 	var deadline time.Time
 	if until != "" {
 		t, err := time.Parse("15:04", until)
@@ -246,7 +252,7 @@ func importAll(ctx context.Context, chunks []chunk, objects, batch int, until, c
 		return err
 	}
 	t0 := time.Now()
-	for from := 0; from < objects; from += batch {
+	for from := start; from < objects; from += batch {
 		n := min(batch, objects-from)
 		cs := make([]vectorstore.Chunk, n)
 		for k := range cs {
@@ -257,7 +263,7 @@ func importAll(ctx context.Context, chunks []chunk, objects, batch int, until, c
 			return fmt.Errorf("objects %d-%d: %w", from, from+n, err)
 		}
 		s := time.Since(t0).Seconds()
-		fmt.Printf("%s imported %d objects in %.0f s: %.0f objects/s\n", time.Now().UTC().Format("15:04:05"), from+n, s, float64(from+n)/s)
+		fmt.Printf("%s imported %d objects (%d this run) in %.0f s: %.0f objects/s\n", time.Now().UTC().Format("15:04:05"), from+n, from+n-start, s, float64(from+n-start)/s)
 		if !deadline.IsZero() && time.Now().After(deadline) && from+n < objects {
 			fmt.Printf("stopped at %d of %d objects (deadline %s UTC)\n", from+n, objects, until)
 			objects = from + n
