@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,11 +39,6 @@ import (
 
 // annotationClientNamespaces lists, on the Weaviate NetworkPolicy, the namespaces it admits.
 const annotationClientNamespaces = "ragops.dev/client-namespaces"
-
-// accessApplied remembers, per Index (UID), the hash of the endpoint objects this process
-// applied for it, so a steady-state reconcile sends none of them while a changed object (a
-// new worker image, another Weaviate) is applied again.
-var accessApplied sync.Map
 
 // accessFieldOwner is the server-side apply field manager of one Index: each Index that
 // needs the namespace's endpoint applies the objects with its own owner reference, and
@@ -77,7 +71,7 @@ func (r *IndexReconciler) reconcileAccessEndpoint(ctx context.Context, st *index
 	}
 	fmt.Fprintf(sum, "weaviate %s %v", wns, inCluster)
 	key := hex.EncodeToString(sum.Sum(nil))
-	if applied, _ := accessApplied.Load(idx.UID); applied == key {
+	if applied, _ := r.accessApplied.Load(idx.UID); applied == key {
 		return reconcile.Proceed, nil
 	}
 	for _, o := range objs {
@@ -90,7 +84,7 @@ func (r *IndexReconciler) reconcileAccessEndpoint(ctx context.Context, st *index
 			return reconcile.Stop, err
 		}
 	}
-	accessApplied.Store(idx.UID, key)
+	r.accessApplied.Store(idx.UID, key)
 	return reconcile.Proceed, nil
 }
 
@@ -129,8 +123,8 @@ func (r *IndexReconciler) apply(ctx context.Context, o client.Object, owner clie
 // their owners; the binding has none) and the Weaviate NetworkPolicy stops admitting the
 // namespace (deleted with its last client namespace).
 func (r *IndexReconciler) releaseAccessEndpoint(ctx context.Context, idx *ragopsv1alpha1.Index) error {
-	accessApplied.Delete(idx.UID)
-	readersApplied.Delete(idx.UID)
+	r.accessApplied.Delete(idx.UID)
+	r.readersApplied.Delete(idx.UID)
 	var list ragopsv1alpha1.IndexList
 	if err := r.List(ctx, &list, client.InNamespace(idx.Namespace)); err != nil {
 		return err

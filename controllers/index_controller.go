@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -73,6 +74,13 @@ type IndexReconciler struct {
 	drift driftChecks
 	// hashes holds the model hash each model server reported.
 	hashes modelHashCache
+	// accessApplied holds, per Index UID, the hash of the endpoint objects this process
+	// applied for it, so a steady-state reconcile sends none of them while a changed object
+	// (a new worker image, another Weaviate) is applied again.
+	accessApplied sync.Map
+	// readersApplied holds, per Index UID, what this process provisioned in Weaviate for it
+	// (a readerApplied), so a steady-state reconcile makes no Weaviate call.
+	readersApplied sync.Map
 }
 
 // +kubebuilder:rbac:groups=ragops.dev,resources=indexes,verbs=get;list;watch;patch

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/weaviate/weaviate-go-client/v5/weaviate"
 	corev1 "k8s.io/api/core/v1"
@@ -37,10 +36,6 @@ const (
 	ReasonReaderProvisioningFailed = "ProvisioningFailed"
 )
 
-// readersApplied remembers, per Index (UID), what this process provisioned in Weaviate for it
-// (a readerApplied), so a steady-state reconcile makes no Weaviate call.
-var readersApplied sync.Map
-
 // readerApplied is what was provisioned (a hash of the Weaviate, the keys, the alias and the
 // collections) and the condition that reported it: set again when the stored status lacks it
 // (a status patch that was lost).
@@ -49,9 +44,10 @@ type readerApplied struct {
 	cond metav1.Condition
 }
 
-// appliedReader records what was provisioned for idx and returns the result that reports it.
-func appliedReader(idx *ragopsv1alpha1.Index, key string, status metav1.ConditionStatus, reason, msg string) reconcile.Result {
-	readersApplied.Store(idx.UID, readerApplied{key: key, cond: metav1.Condition{Type: ragopsv1alpha1.ConditionWeaviateReader, Status: status, Reason: reason, Message: msg}})
+// appliedReader records (in r.readersApplied, so a steady-state reconcile makes no Weaviate
+// call) what was provisioned for idx and returns the result that reports it.
+func (r *IndexReconciler) appliedReader(idx *ragopsv1alpha1.Index, key string, status metav1.ConditionStatus, reason, msg string) reconcile.Result {
+	r.readersApplied.Store(idx.UID, readerApplied{key: key, cond: metav1.Condition{Type: ragopsv1alpha1.ConditionWeaviateReader, Status: status, Reason: reason, Message: msg}})
 	return reconcile.Proceed.Set(ragopsv1alpha1.ConditionWeaviateReader, status, reason, msg)
 }
 
@@ -125,7 +121,7 @@ func (r *IndexReconciler) reconcileWeaviateReader(ctx context.Context, st *index
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s|%s|%x|%s|%v", idx.Spec.Weaviate.URL, idx.Spec.Weaviate.GRPCAddress,
 		sha256.Sum256([]byte(r.Options.WeaviateAdminKey+"|"+st.apiKey)), st.alias, cols))
 	key := hex.EncodeToString(sum[:])
-	if v, ok := readersApplied.Load(idx.UID); ok && v.(readerApplied).key == key {
+	if v, ok := r.readersApplied.Load(idx.UID); ok && v.(readerApplied).key == key {
 		c, have := v.(readerApplied).cond, meta.FindStatusCondition(idx.Status.Conditions, ragopsv1alpha1.ConditionWeaviateReader)
 		if have != nil && have.Status == c.Status && have.Reason == c.Reason && have.Message == c.Message {
 			return reconcile.Proceed, nil
@@ -148,7 +144,7 @@ func (r *IndexReconciler) reconcileWeaviateReader(ctx context.Context, st *index
 		return failed(err)
 	}
 	if !on {
-		return appliedReader(idx, key, metav1.ConditionFalse, ReasonRBACNotEnforced,
+		return r.appliedReader(idx, key, metav1.ConditionFalse, ReasonRBACNotEnforced,
 			"Weaviate does not enforce RBAC (AUTHORIZATION_RBAC_ENABLED): a client that reaches it reads every collection; only the NetworkPolicy keeps direct reads out (docs/security.md)"), nil
 	}
 	name := accessspecs.ReaderSecret(idx.Name)
@@ -167,7 +163,7 @@ func (r *IndexReconciler) reconcileWeaviateReader(ctx context.Context, st *index
 			return reconcile.Stop, err
 		}
 	}
-	return appliedReader(idx, key, metav1.ConditionTrue, ReasonReaderProvisioned,
+	return r.appliedReader(idx, key, metav1.ConditionTrue, ReasonReaderProvisioned,
 		fmt.Sprintf("Weaviate user %s (role %s) reads only this Index's %d collection(s) and alias; its key is in Secret %s",
 			authz.ReaderUser(st.alias), authz.ReaderRole(st.alias), len(cols), name)), nil
 }
@@ -192,7 +188,7 @@ func (r *IndexReconciler) storeReaderKey(ctx context.Context, idx *ragopsv1alpha
 // deleteWeaviateReader removes the Index's Weaviate reader (its key stops working) when the
 // Index reported one provisioned.
 func (r *IndexReconciler) deleteWeaviateReader(ctx context.Context, idx *ragopsv1alpha1.Index, indexKey string) error {
-	readersApplied.Delete(idx.UID)
+	r.readersApplied.Delete(idx.UID)
 	if !meta.IsStatusConditionTrue(idx.Status.Conditions, ragopsv1alpha1.ConditionWeaviateReader) {
 		return nil
 	}

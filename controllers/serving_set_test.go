@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
-	"github.com/ragops/ragops/cmd"
 	"github.com/ragops/ragops/controllers"
 )
 
@@ -121,24 +120,7 @@ func (r countingReader) List(ctx context.Context, list client.ObjectList, opts .
 // counted, and puts a plain one back when the test ends.
 func restartCounting(t *testing.T, ns string) *apiCounter {
 	t.Helper()
-	c := &apiCounter{ns: ns, indexReads: map[string]int{}}
-	live, err := client.New(env.Config, client.Options{Scheme: cmd.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopManager()
-	err = startManagerWithOptions(func(cl client.Client) client.Client { return countingClient{Client: cl, c: c} },
-		func(o *controllers.Options) { o.APIReader = countingReader{Reader: live, c: c} })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stopManager()
-		if err := startManager(); err != nil {
-			t.Errorf("restart the manager for the next tests: %v", err)
-		}
-	})
-	return c
+	return restartCountingWith(t, ns, func(*controllers.Options) {})
 }
 
 // waitReconciles waits until each named Index of the counted namespace has been reconciled
