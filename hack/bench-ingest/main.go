@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
 	"github.com/ragops/ragops/embedder"
 	"github.com/ragops/ragops/evaluator"
@@ -367,20 +368,20 @@ func run(args []string) error {
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
-// procCPU returns a process's user + system CPU seconds from /proc/PID/stat (0 for pid 0).
+// procCPU returns a process's user + system CPU seconds (procfs, /proc/PID/stat; 0 for pid 0).
 func procCPU(pid int) (float64, error) {
 	if pid == 0 {
 		return 0, nil
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, err
 	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100, nil // USER_HZ is 100 on Linux
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.CPUTime(), nil
 }
 
 // propRetriever searches a collection by nearVector and reads one property as the document

@@ -15,12 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/cmd"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/workload"
 )
@@ -102,14 +102,7 @@ func newClient(kubeconfig string) (client.Client, error) {
 		return nil, err
 	}
 	ctrllog.SetLogger(logr.Discard())
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := ragopsv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	return client.New(cfg, client.Options{Scheme: scheme})
+	return client.New(cfg, client.Options{Scheme: cmd.Scheme()})
 }
 
 // objects returns the Corpus, ChunkingStrategy and Index of one run, all named name: the

@@ -6,21 +6,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ragopsv1alpha1 "github.com/ragops/ragops/api/v1alpha1"
+	"github.com/ragops/ragops/cmd"
 	"github.com/ragops/ragops/internal/plan"
 	"github.com/ragops/ragops/internal/workload"
 )
@@ -48,14 +47,7 @@ func newEnv(kubeconfig string) (*env, error) {
 		return nil, err
 	}
 	ctrllog.SetLogger(logr.Discard())
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := ragopsv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: cmd.Scheme()})
 	if err != nil {
 		return nil, err
 	}
@@ -448,19 +440,20 @@ func round(v float64, d int) float64 {
 	return float64(int64(v*p+0.5)) / p
 }
 
-// procCPU is a process's user + system CPU seconds from /proc/PID/stat (0 for pid 0).
+// procCPU is a process's user + system CPU seconds (procfs, /proc/PID/stat; 0 for pid 0).
 func procCPU(pid int) (float64, error) {
 	if pid == 0 {
 		return 0, nil
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, err
 	}
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100, nil // USER_HZ is 100 on Linux
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.CPUTime(), nil
 }
 
 // clusterCPU sums the CPU seconds of the processes (those gone count 0).
